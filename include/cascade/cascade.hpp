@@ -1,0 +1,7 @@
+// Cascade: a lightweight distributed task-based runtime. Include this for everything.
+#pragma once
+
+#include "cascade/core/errors.hpp"
+#include "cascade/core/key.hpp"
+#include "cascade/core/taskflow.hpp"
+#include "cascade/core/threadpool.hpp"

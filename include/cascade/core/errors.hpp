@@ -1,0 +1,47 @@
+// Errors Cascade reports to users. Every message names the task involved.
+#pragma once
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace cascade {
+
+// Misuse of the API detected at run time (wrong indegree, mapping out of range, ...).
+class UsageError : public std::logic_error {
+public:
+    using std::logic_error::logic_error;
+};
+
+// A task threw. Rethrown from Threadpool::join() on the thread that called it.
+class TaskError : public std::runtime_error {
+public:
+    TaskError(std::string task, int thread, std::exception_ptr original, const std::string& what)
+        : std::runtime_error("task " + task + " on thread " + std::to_string(thread) +
+                             " threw: " + what),
+          task_(std::move(task)),
+          thread_(thread),
+          original_(std::move(original)) {}
+    const std::string& task() const noexcept { return task_; }
+    int thread() const noexcept { return thread_; }
+    // The exception the task threw, to rethrow or inspect.
+    std::exception_ptr original() const noexcept { return original_; }
+
+private:
+    std::string task_;
+    int thread_;
+    std::exception_ptr original_;
+};
+
+// join() ended while some tasks still waited for promises that never came (checked mode).
+class IncompleteGraphError : public std::runtime_error {
+public:
+    IncompleteGraphError(std::size_t count, const std::string& what)
+        : std::runtime_error(what), count_(count) {}
+    std::size_t count() const noexcept { return count_; }
+
+private:
+    std::size_t count_;
+};
+
+}  // namespace cascade

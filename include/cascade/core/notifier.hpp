@@ -1,0 +1,50 @@
+// Notifier: lets idle workers sleep in the kernel and be woken one at a time.
+//
+// Protocol (no lost wake-ups): a worker calls prepare_wait(), re-checks every queue it may
+// take work from, then commit_wait() or cancel_wait(). A producer pushes its task, then
+// calls notify(). prepare_wait() and the producer's fence are sequentially consistent, so
+// either the worker sees the task on its re-check or the producer sees the worker asleep.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace cascade {
+
+class Notifier {
+public:
+    explicit Notifier(int n);
+
+    std::uint32_t prepare_wait(int w) noexcept;
+    void cancel_wait(int w) noexcept;
+    // Sleeps until notified or timeout_us elapsed; always leaves the sleeping state.
+    void commit_wait(int w, std::uint32_t epoch, long timeout_us) noexcept;
+
+    // Wakes worker w if it is asleep; returns whether it was.
+    bool notify(int w) noexcept;
+    // Wakes one sleeping worker other than `except` (-1: any); returns whether one was found.
+    bool notify_one(int except = -1) noexcept;
+    void notify_all() noexcept;
+
+    int sleeping() const noexcept { return n_sleeping_.load(std::memory_order_seq_cst); }
+    bool is_sleeping(int w) const noexcept {
+        return slots_[w].sleeping.load(std::memory_order_seq_cst);
+    }
+
+    // Futex helpers, also used by the Threadpool for its joiner.
+    static void wait_on(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                        long timeout_us) noexcept;
+    static void wake_all(std::atomic<std::uint32_t>& word) noexcept;
+
+private:
+    struct alignas(64) Slot {
+        std::atomic<std::uint32_t> epoch{0};
+        std::atomic<bool> sleeping{false};
+    };
+    int n_;
+    std::unique_ptr<Slot[]> slots_;
+    alignas(64) std::atomic<int> n_sleeping_{0};
+};
+
+}  // namespace cascade

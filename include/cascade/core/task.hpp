@@ -1,0 +1,59 @@
+// Task: the unit the Threadpool schedules. A Task is a 64-byte value (no heap allocation):
+// a pointer to a small static table of functions and an inline payload that the producer
+// (a Taskflow, or Threadpool::insert for closures) fills and interprets.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace cascade {
+
+struct Task;
+
+// Per-kind behaviour of a task, shared by all tasks of that kind (one static instance).
+struct TaskVTable {
+    void (*run)(Task&);                // execute the task (may throw)
+    std::string (*describe)(const Task&);  // a human-readable name for diagnostics
+    void (*discard)(Task&);            // release the payload without running (may be null)
+};
+
+struct alignas(64) Task {
+    static constexpr std::size_t payload_size = 48;
+
+    const TaskVTable* vt = nullptr;
+    double priority = 0;  // higher runs first
+    alignas(8) unsigned char payload[payload_size];
+
+    void run() { vt->run(*this); }
+    std::string describe() const { return vt->describe ? vt->describe(*this) : "<task>"; }
+    void discard() {
+        if (vt->discard) vt->discard(*this);
+    }
+
+    // Payload access: the payload holds a T constructed in place. T must be trivially
+    // destructible and relocatable by memcpy (tasks move by value inside ready queues).
+    template <class T>
+    static constexpr bool fits_inline =
+        sizeof(T) <= payload_size && alignof(T) <= 8 && std::is_trivially_destructible_v<T>;
+
+    template <class T, class... Args>
+    T& emplace(Args&&... args) {
+        static_assert(fits_inline<T>, "payload type too large or not trivially destructible");
+        return *::new (static_cast<void*>(payload)) T(std::forward<Args>(args)...);
+    }
+    template <class T>
+    T& as() noexcept {
+        return *std::launder(reinterpret_cast<T*>(payload));
+    }
+    template <class T>
+    const T& as() const noexcept {
+        return *std::launder(reinterpret_cast<const T*>(payload));
+    }
+};
+static_assert(sizeof(Task) == 64, "Task should fill one cache line");
+
+}  // namespace cascade

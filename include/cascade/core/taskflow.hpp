@@ -1,0 +1,149 @@
+// Taskflow<K>: a parametrized task graph (PTG). Tasks are named by keys K and described by
+// functions of K: what to run (set_task), what to do after (set_fulfill), how many promises
+// a task waits for (set_indegree), where it runs (set_mapping, set_binding), in which order
+// (set_priority) and how it is called in diagnostics (set_name). fulfill_promise(k) may be
+// called from any thread; the task is queued when its last promise arrives.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cascade/core/errors.hpp"
+#include "cascade/core/key.hpp"
+#include "cascade/core/promise_table.hpp"
+#include "cascade/core/task.hpp"
+#include "cascade/core/threadpool.hpp"
+
+namespace cascade {
+
+template <class K>
+class Taskflow : public detail::TaskflowBase {
+    static_assert(sizeof(K) <= Task::payload_size - sizeof(void*) && alignof(K) <= 8 &&
+                      std::is_trivially_destructible_v<K> && std::is_copy_constructible_v<K>,
+                  "Taskflow<K>: K must be a small trivially destructible key (an integer, a "
+                  "pointer, or a std::tuple/std::array of at most 40 bytes)");
+
+public:
+    explicit Taskflow(Threadpool* tp, int verb = 0) : Taskflow(tp, "tf", verb) {}
+    Taskflow(Threadpool* tp, std::string name, int verb = 0)
+        : tp_(tp), name_(std::move(name)), verb_(verb), checked_(tp->checked()),
+          table_(checked_) {
+        tp_->attach(this);
+    }
+    ~Taskflow() override { tp_->detach(this); }
+    Taskflow(const Taskflow&) = delete;
+    Taskflow& operator=(const Taskflow&) = delete;
+
+    Taskflow& set_task(std::function<void(K)> f) { return set(task_, std::move(f)); }
+    Taskflow& set_fulfill(std::function<void(K)> f) { return set(fulfill_, std::move(f)); }
+    Taskflow& set_indegree(std::function<int(K)> f) { return set(indegree_, std::move(f)); }
+    Taskflow& set_mapping(std::function<int(K)> f) { return set(mapping_, std::move(f)); }
+    Taskflow& set_binding(std::function<bool(K)> f) { return set(binding_, std::move(f)); }
+    Taskflow& set_priority(std::function<double(K)> f) { return set(priority_, std::move(f)); }
+    Taskflow& set_name(std::function<std::string(K)> f) { return set(task_name_, std::move(f)); }
+
+    const std::string& name() const noexcept { return name_; }
+    Threadpool* threadpool() const noexcept { return tp_; }
+
+    // One promise of task k is fulfilled; when all indegree(k) are, k is queued.
+    void fulfill_promise(const K& k) {
+        if (!task_) throw UsageError("Taskflow '" + name_ + "': set_task was not called");
+        const int deg = indegree_ ? indegree_(k) : 1;
+        if (deg < 1)
+            throw UsageError("task " + task_name(k) + ": indegree is " + std::to_string(deg) +
+                             " (must be >= 1)");
+        if (deg > 1 || checked_) {
+            int left = 0;
+            switch (table_.fulfill(k, deg, &left)) {
+                case PromiseTable<K>::Outcome::waiting: return;
+                case PromiseTable<K>::Outcome::ready: break;
+                case PromiseTable<K>::Outcome::already_done:
+                    throw UsageError("task " + task_name(k) +
+                                     ": promise fulfilled more times than its indegree (" +
+                                     std::to_string(deg) + ")");
+            }
+        }
+        make_ready(k);
+    }
+
+    // The diagnostic name of task k: set_name(k) if given, else "<taskflow>(<key>)".
+    std::string task_name(const K& k) const {
+        // Built with append: GCC 12 warns falsely (-Wrestrict) on "'" + std::string chains.
+        std::string s(1, '\'');
+        if (task_name_) {
+            s.append(task_name_(k));
+        } else {
+            std::string key = key_to_string(k);
+            s.append(name_);
+            if (key.empty() || key.front() != '(') {
+                s.push_back('(');
+                s.append(key).push_back(')');
+            } else {
+                s.append(key);
+            }
+        }
+        s.push_back('\'');
+        return s;
+    }
+
+    std::size_t pending(std::size_t max_names, std::vector<std::string>& names) const override {
+        std::vector<std::pair<K, int>> keys;
+        std::size_t n = table_.pending(max_names, keys);
+        for (auto& [k, left] : keys)
+            names.push_back(task_name(k) + " (" + std::to_string(left) + " of " +
+                            std::to_string(indegree_ ? indegree_(k) : 1) + " missing)");
+        return n;
+    }
+
+private:
+    struct Payload {
+        Taskflow* tf;
+        K key;
+    };
+
+    static void run_task(Task& t) {
+        Payload& p = t.as<Payload>();
+        p.tf->task_(p.key);
+        if (p.tf->fulfill_) p.tf->fulfill_(p.key);
+    }
+    static std::string describe_task(const Task& t) {
+        const Payload& p = t.as<Payload>();
+        return p.tf->task_name(p.key);
+    }
+    static constexpr TaskVTable vtable_{&run_task, &describe_task, nullptr};
+
+    void make_ready(const K& k) {
+        Task t;
+        t.vt = &vtable_;
+        t.priority = priority_ ? priority_(k) : 0.0;
+        t.emplace<Payload>(Payload{this, k});
+        const int thread = mapping_ ? mapping_(k) : tp_->pick_thread();
+        if (thread < 0 || thread >= tp_->size())
+            throw UsageError("task " + task_name(k) + ": mapping returned thread " +
+                             std::to_string(thread) + ", outside [0, " +
+                             std::to_string(tp_->size()) + ")");
+        tp_->push(t, thread, binding_ ? binding_(k) : false);
+    }
+
+    template <class F>
+    Taskflow& set(F& slot, F f) {
+        slot = std::move(f);
+        return *this;
+    }
+
+    Threadpool* tp_;
+    std::string name_;
+    int verb_;
+    bool checked_;
+    PromiseTable<K> table_;
+    std::function<void(K)> task_, fulfill_;
+    std::function<int(K)> indegree_, mapping_;
+    std::function<bool(K)> binding_;
+    std::function<double(K)> priority_;
+    std::function<std::string(K)> task_name_;
+};
+
+}  // namespace cascade

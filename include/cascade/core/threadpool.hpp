@@ -1,0 +1,172 @@
+// Threadpool: a fixed set of worker threads, each with its own ReadyQueue. Idle workers
+// steal stealable tasks from others, then back off (spin, yield, then sleep in the kernel).
+// join() returns once every worker is idle and no task is queued, then rethrows the first
+// exception a task raised and, in checked mode, reports tasks left waiting for promises.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "cascade/core/notifier.hpp"
+#include "cascade/core/ready_queue.hpp"
+#include "cascade/core/task.hpp"
+
+namespace cascade {
+
+namespace detail {
+// What the pool needs to know about each Taskflow attached to it (for join diagnostics).
+class TaskflowBase {
+public:
+    virtual ~TaskflowBase() = default;
+    // Number of tasks with at least one but not all promises fulfilled; fills `names`
+    // with up to `max_names` of them.
+    virtual std::size_t pending(std::size_t max_names, std::vector<std::string>& names) const = 0;
+};
+}  // namespace detail
+
+// Hook that lets a higher layer (the communicator) take part in join(): it is polled by the
+// joining thread and decides, with the pool's local idleness, when the pool is done.
+class JoinHook {
+public:
+    virtual ~JoinHook() = default;
+    // Called repeatedly by the thread in join(). `locally_idle` is true when no task is
+    // queued or running in this pool. Returns true when join() may return.
+    virtual bool poll(bool locally_idle) = 0;
+};
+
+struct ThreadpoolOptions {
+    int verb = 0;
+    std::string name = "tp";
+    bool start = true;
+    int checked = -1;  // -1: from CASCADE_CHECK (or the build default); 0/1: forced
+};
+
+class Threadpool {
+public:
+    explicit Threadpool(int n_threads, ThreadpoolOptions opts = {});
+    Threadpool(const Threadpool&) = delete;
+    Threadpool& operator=(const Threadpool&) = delete;
+    ~Threadpool();
+
+    // Starts the workers (if not started by the constructor). Tasks may be inserted before.
+    void start();
+    // Waits until all work is done, stops the workers, and reports errors (see top).
+    void join();
+
+    int size() const noexcept { return n_; }
+    const std::string& name() const noexcept { return opts_.name; }
+    int verbosity() const noexcept { return opts_.verb; }
+    bool checked() const noexcept { return checked_; }
+    void set_checked(bool on) noexcept { checked_ = on; }
+
+    // Index of the calling thread in this pool, or -1 for a thread outside it.
+    int current_thread() const noexcept;
+
+    // Queues a ready task on worker `thread` (bound: only that worker may run it).
+    void push(const Task& t, int thread, bool bound);
+
+    // Queues a callable as a task. thread < 0: the calling worker, or round-robin.
+    template <class F>
+    void insert(F&& f, int thread = -1, double priority = 0, bool bound = false);
+
+    // A worker for work without a mapping: the calling worker if any, else round-robin.
+    int pick_thread() noexcept;
+
+    // Statistics (read after join()).
+    std::uint64_t tasks_run(int thread) const noexcept { return stats_[thread].run; }
+    std::uint64_t tasks_stolen(int thread) const noexcept { return stats_[thread].stolen; }
+    std::uint64_t tasks_run() const noexcept;
+    std::uint64_t tasks_stolen() const noexcept;
+
+    // For Taskflow and the communicator.
+    void attach(detail::TaskflowBase* tf);
+    void detach(detail::TaskflowBase* tf);
+    void set_join_hook(JoinHook* hook) noexcept { hook_ = hook; }
+    // Records an error to be rethrown by join(); further queued tasks are discarded.
+    void fail(std::exception_ptr e) noexcept;
+    bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
+    // Wakes the thread blocked in join() so it re-polls the hook (e.g. a message arrived).
+    void wake_joiner() noexcept { Notifier::wake_all(join_word_); }
+
+private:
+    struct alignas(64) WorkerStats {
+        std::uint64_t run = 0;
+        std::uint64_t stolen = 0;
+    };
+
+    void worker_loop(int me);
+    bool find_task(int me, Task& out);
+    bool has_work_for(int me) const noexcept;
+    bool locally_idle() const noexcept;
+    void execute(Task& t, int me);
+
+    int n_;
+    ThreadpoolOptions opts_;
+    bool checked_;
+    std::unique_ptr<ReadyQueue[]> queues_;
+    std::unique_ptr<WorkerStats[]> stats_;
+    Notifier notifier_;
+    std::vector<std::thread> threads_;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> running_{false};
+    std::atomic<std::uint32_t> join_word_{0};
+    std::atomic<unsigned> round_robin_{0};
+    JoinHook* hook_ = nullptr;
+
+    std::atomic<bool> failed_{false};
+    std::mutex error_mutex_;
+    std::exception_ptr error_;
+
+    mutable std::mutex taskflows_mutex_;
+    std::vector<detail::TaskflowBase*> taskflows_;
+};
+
+// ---- closures as tasks ------------------------------------------------------------------
+
+namespace detail {
+
+template <class F>
+struct InlineClosure {
+    F f;
+    static void run(Task& t) { t.as<InlineClosure>().f(); }
+    static std::string describe(const Task&) { return "closure"; }
+    static constexpr TaskVTable vtable{&run, &describe, nullptr};
+};
+
+template <class F>
+struct BoxedClosure {
+    F* f;
+    static void run(Task& t) {
+        std::unique_ptr<F> owned(t.as<BoxedClosure>().f);
+        (*owned)();
+    }
+    static std::string describe(const Task&) { return "closure"; }
+    static void discard(Task& t) { delete t.as<BoxedClosure>().f; }
+    static constexpr TaskVTable vtable{&run, &describe, &discard};
+};
+
+}  // namespace detail
+
+template <class F>
+void Threadpool::insert(F&& f, int thread, double priority, bool bound) {
+    using Fn = std::decay_t<F>;
+    Task t;
+    t.priority = priority;
+    if constexpr (std::is_trivially_copyable_v<Fn> && Task::fits_inline<detail::InlineClosure<Fn>>) {
+        t.vt = &detail::InlineClosure<Fn>::vtable;
+        t.emplace<detail::InlineClosure<Fn>>(detail::InlineClosure<Fn>{std::forward<F>(f)});
+    } else {
+        t.vt = &detail::BoxedClosure<Fn>::vtable;
+        t.emplace<detail::BoxedClosure<Fn>>(detail::BoxedClosure<Fn>{new Fn(std::forward<F>(f))});
+    }
+    push(t, thread < 0 ? pick_thread() : thread, bound);
+}
+
+}  // namespace cascade

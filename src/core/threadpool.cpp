@@ -1,0 +1,247 @@
+#include "cascade/core/threadpool.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+#include "cascade/core/errors.hpp"
+
+namespace cascade {
+
+namespace {
+
+struct WorkerContext {
+    const Threadpool* pool = nullptr;
+    int index = -1;
+};
+thread_local WorkerContext tls_worker;
+
+bool checked_from_env() {
+    if (const char* v = std::getenv("CASCADE_CHECK"))
+        return std::strcmp(v, "0") != 0 && std::strcmp(v, "") != 0;
+#ifdef CASCADE_CHECKED_DEFAULT
+    return true;
+#else
+    return false;
+#endif
+}
+
+// Idle back-off: spin briefly (a new task usually arrives within microseconds), then yield
+// (other ranks or threads may need the core), then sleep in the kernel. The sleep has a
+// timeout only as a safety net; wake-ups come from Notifier.
+constexpr int kSpinRounds = 64;
+constexpr int kYieldRounds = 16;
+constexpr long kSleepTimeoutUs = 200000;
+
+}  // namespace
+
+Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
+    : n_(n_threads),
+      opts_(std::move(opts)),
+      checked_(opts_.checked < 0 ? checked_from_env() : opts_.checked != 0),
+      queues_(n_threads > 0 ? new ReadyQueue[n_threads] : nullptr),
+      stats_(n_threads > 0 ? new WorkerStats[n_threads] : nullptr),
+      notifier_(n_threads) {
+    if (n_threads < 1)
+        throw UsageError("Threadpool '" + opts_.name + "': n_threads must be >= 1, got " +
+                         std::to_string(n_threads));
+    if (opts_.start) start();
+}
+
+Threadpool::~Threadpool() {
+    if (running_.load()) {
+        try {
+            join();
+        } catch (const std::exception& e) {
+            std::cerr << "cascade: error during Threadpool destruction (call join() to catch it): "
+                      << e.what() << '\n';
+        }
+    }
+}
+
+void Threadpool::start() {
+    if (running_.exchange(true)) return;
+    stop_.store(false);
+    threads_.reserve(n_);
+    for (int i = 0; i < n_; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+}
+
+int Threadpool::current_thread() const noexcept {
+    return tls_worker.pool == this ? tls_worker.index : -1;
+}
+
+int Threadpool::pick_thread() noexcept {
+    int me = current_thread();
+    if (me >= 0) return me;
+    return static_cast<int>(round_robin_.fetch_add(1, std::memory_order_relaxed) %
+                            static_cast<unsigned>(n_));
+}
+
+void Threadpool::push(const Task& t, int thread, bool bound) {
+    if (thread < 0 || thread >= n_)
+        throw UsageError("task " + t.describe() + ": mapped to thread " + std::to_string(thread) +
+                         ", outside [0, " + std::to_string(n_) + ") of Threadpool '" +
+                         opts_.name + "'");
+    queues_[thread].push(t, bound);
+    // Pairs with Notifier::prepare_wait: either the sleeper sees the task or we see it asleep.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (notifier_.sleeping() > 0) {
+        if (!notifier_.notify(thread) && !bound) notifier_.notify_one(thread);
+    }
+}
+
+bool Threadpool::find_task(int me, Task& out) {
+    if (queues_[me].pop(out)) return true;
+    // Steal: visit the others starting after ourselves so thieves spread out.
+    for (int k = 1; k < n_; ++k) {
+        int victim = me + k;
+        if (victim >= n_) victim -= n_;
+        if (queues_[victim].steal(out)) {
+            ++stats_[me].stolen;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Threadpool::has_work_for(int me) const noexcept {
+    if (queues_[me].size() > 0) return true;
+    for (int w = 0; w < n_; ++w)
+        if (queues_[w].stealable() > 0) return true;
+    return false;
+}
+
+bool Threadpool::locally_idle() const noexcept {
+    if (notifier_.sleeping() != n_) return false;
+    for (int w = 0; w < n_; ++w)
+        if (queues_[w].size() > 0) return false;
+    return true;
+}
+
+void Threadpool::execute(Task& t, int me) {
+    if (failed_.load(std::memory_order_relaxed)) {
+        t.discard();
+        return;
+    }
+    try {
+        t.run();
+    } catch (const std::exception& e) {
+        fail(std::make_exception_ptr(TaskError(t.describe(), me, std::current_exception(), e.what())));
+    } catch (...) {
+        fail(std::make_exception_ptr(
+            TaskError(t.describe(), me, std::current_exception(), "unknown exception")));
+    }
+    ++stats_[me].run;
+}
+
+void Threadpool::fail(std::exception_ptr e) noexcept {
+    {
+        std::lock_guard<std::mutex> g(error_mutex_);
+        if (!error_) error_ = std::move(e);
+    }
+    failed_.store(true);
+}
+
+void Threadpool::worker_loop(int me) {
+    tls_worker = {this, me};
+    Task t;
+    for (;;) {
+        if (find_task(me, t)) {
+            execute(t, me);
+            continue;
+        }
+        bool found = false;
+        for (int round = 0; round < kSpinRounds + kYieldRounds && !found; ++round) {
+            if (round < kSpinRounds) {
+                for (int i = 0; i < 32; ++i) cpu_relax();
+            } else {
+                std::this_thread::yield();
+            }
+            found = find_task(me, t);
+        }
+        if (found) {
+            execute(t, me);
+            continue;
+        }
+        std::uint32_t epoch = notifier_.prepare_wait(me);
+        if (stop_.load(std::memory_order_seq_cst)) {
+            notifier_.cancel_wait(me);
+            break;
+        }
+        if (has_work_for(me)) {
+            notifier_.cancel_wait(me);
+            continue;
+        }
+        if (notifier_.sleeping() == n_) wake_joiner();
+        notifier_.commit_wait(me, epoch, kSleepTimeoutUs);
+    }
+    tls_worker = {};
+}
+
+void Threadpool::join() {
+    if (current_thread() >= 0)
+        throw UsageError("Threadpool '" + opts_.name + "': join() called from one of its workers");
+    if (!running_.load()) start();
+    for (;;) {
+        std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
+        bool idle = locally_idle();
+        bool done = hook_ ? hook_->poll(idle) : idle;
+        if (done) break;
+        // With a hook (communication to drive) poll often; otherwise the last worker to
+        // fall asleep wakes us.
+        Notifier::wait_on(join_word_, word, hook_ ? 50 : 100000);
+    }
+    stop_.store(true, std::memory_order_seq_cst);
+    notifier_.notify_all();
+    for (auto& th : threads_) th.join();
+    threads_.clear();
+    running_.store(false);
+
+    std::exception_ptr err;
+    {
+        std::lock_guard<std::mutex> g(error_mutex_);
+        err = std::exchange(error_, nullptr);
+    }
+    failed_.store(false);
+    if (err) std::rethrow_exception(err);
+
+    std::size_t total = 0;
+    std::vector<std::string> names;
+    {
+        std::lock_guard<std::mutex> g(taskflows_mutex_);
+        for (auto* tf : taskflows_) total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
+    }
+    if (total > 0) {
+        std::ostringstream os;
+        os << "Threadpool '" << opts_.name << "': join() ended with " << total
+           << " task(s) whose promises were never all fulfilled; first: ";
+        for (std::size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << names[i];
+        if (checked_) throw IncompleteGraphError(total, os.str());
+        if (opts_.verb > 0) std::cerr << "cascade: warning: " << os.str() << '\n';
+    }
+}
+
+std::uint64_t Threadpool::tasks_run() const noexcept {
+    std::uint64_t s = 0;
+    for (int i = 0; i < n_; ++i) s += stats_[i].run;
+    return s;
+}
+
+std::uint64_t Threadpool::tasks_stolen() const noexcept {
+    std::uint64_t s = 0;
+    for (int i = 0; i < n_; ++i) s += stats_[i].stolen;
+    return s;
+}
+
+void Threadpool::attach(detail::TaskflowBase* tf) {
+    std::lock_guard<std::mutex> g(taskflows_mutex_);
+    taskflows_.push_back(tf);
+}
+
+void Threadpool::detach(detail::TaskflowBase* tf) {
+    std::lock_guard<std::mutex> g(taskflows_mutex_);
+    std::erase(taskflows_, tf);
+}
+
+}  // namespace cascade
