@@ -32,7 +32,7 @@ bool checked_from_env() {
 // timeout only as a safety net; wake-ups come from Notifier.
 constexpr int kSpinRounds = 64;
 constexpr int kYieldRounds = 16;
-constexpr long kSleepTimeoutUs = 200000;
+constexpr long kSleepTimeoutUs = 1000000;
 
 }  // namespace
 

@@ -166,7 +166,12 @@ void Threadpool::insert(F&& f, int thread, double priority, bool bound) {
         t.vt = &detail::BoxedClosure<Fn>::vtable;
         t.emplace<detail::BoxedClosure<Fn>>(detail::BoxedClosure<Fn>{new Fn(std::forward<F>(f))});
     }
-    push(t, thread < 0 ? pick_thread() : thread, bound);
+    try {
+        push(t, thread < 0 ? pick_thread() : thread, bound);
+    } catch (...) {
+        t.discard();
+        throw;
+    }
 }
 
 }  // namespace cascade
