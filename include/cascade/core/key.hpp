@@ -40,6 +40,25 @@ concept Streamable = requires(std::ostream& os, const T& t) { os << t; };
 }  // namespace detail
 
 template <class K>
+struct KeyHash;
+
+namespace detail {
+
+// A component of a tuple-like key as 64 bits: integers and pointers as they are, anything
+// else through its own KeyHash.
+template <class T>
+std::uint64_t component(const T& x) noexcept {
+    if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
+        return static_cast<std::uint64_t>(x);
+    else if constexpr (std::is_pointer_v<T>)
+        return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(x));
+    else
+        return KeyHash<T>{}(x);
+}
+
+}  // namespace detail
+
+template <class K>
 struct KeyHash {
     std::size_t operator()(const K& k) const noexcept {
         if constexpr (std::is_integral_v<K> || std::is_enum_v<K>) {
@@ -48,13 +67,15 @@ struct KeyHash {
             return static_cast<std::size_t>(
                 detail::mix64(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(k))));
         } else if constexpr (detail::is_tuple_like<K>::value) {
+            // Combine the raw components cheaply, then mix once: keys are hashed on every
+            // fulfill_promise, so this is on the hot path.
             std::uint64_t h = 0x9e3779b97f4a7c15ULL;
             std::apply(
                 [&](const auto&... xs) {
-                    ((h = detail::mix64(h ^ KeyHash<std::decay_t<decltype(xs)>>{}(xs))), ...);
+                    ((h = (h ^ detail::component(xs)) * 0x100000001b3ULL), ...);
                 },
                 k);
-            return static_cast<std::size_t>(h);
+            return static_cast<std::size_t>(detail::mix64(h));
         } else {
             return std::hash<K>{}(k);
         }
