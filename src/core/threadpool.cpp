@@ -183,14 +183,23 @@ void Threadpool::join() {
     if (current_thread() >= 0)
         throw UsageError("Threadpool '" + opts_.name + "': join() called from one of its workers");
     if (!running_.load()) start();
+    // Without a hook, the last worker to fall asleep wakes us. With one (communication to
+    // drive) we poll: continuously while messages move, then with growing sleeps.
+    long nap_us = 20;
     for (;;) {
         std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
-        bool idle = locally_idle();
-        bool done = hook_ ? hook_->poll(idle) : idle;
-        if (done) break;
-        // With a hook (communication to drive) poll often; otherwise the last worker to
-        // fall asleep wakes us.
-        Notifier::wait_on(join_word_, word, hook_ ? 50 : 100000);
+        PollResult r = hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
+        if (r == PollResult::done) break;
+        if (r == PollResult::active) {
+            nap_us = 20;
+            continue;
+        }
+        // Announce the nap, then re-check: a waker either sees the flag or we see its work.
+        joiner_sleeping_.store(true, std::memory_order_seq_cst);
+        bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
+        if (!wake_now) Notifier::wait_on(join_word_, word, hook_ ? nap_us : 100000);
+        joiner_sleeping_.store(false, std::memory_order_relaxed);
+        if (hook_) nap_us = std::min<long>(nap_us * 2, 1000);
     }
     stop_.store(true, std::memory_order_seq_cst);
     notifier_.notify_all();
@@ -206,6 +215,7 @@ void Threadpool::join() {
     failed_.store(false);
     if (err) std::rethrow_exception(err);
 
+    if (!checked_ && opts_.verb == 0) return;
     std::size_t total = 0;
     std::vector<std::string> names;
     {
@@ -220,6 +230,11 @@ void Threadpool::join() {
         if (checked_) throw IncompleteGraphError(total, os.str());
         if (opts_.verb > 0) std::cerr << "cascade: warning: " << os.str() << '\n';
     }
+}
+
+std::exception_ptr Threadpool::error() const {
+    std::lock_guard<std::mutex> g(error_mutex_);
+    return error_;
 }
 
 std::uint64_t Threadpool::tasks_run() const noexcept {

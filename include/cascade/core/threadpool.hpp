@@ -31,14 +31,22 @@ public:
 };
 }  // namespace detail
 
-// Hook that lets a higher layer (the communicator) take part in join(): it is polled by the
-// joining thread and decides, with the pool's local idleness, when the pool is done.
+class Threadpool;
+class Communicator;
+
+// What a JoinHook poll found.
+enum class PollResult { idle, active, done };
+
+// Hook that lets a higher layer (the communicator) take part in join(): the joining thread
+// polls it, and it decides, from the pool's local idleness and its own state, when join()
+// may return. It is also how that thread drives MPI progress.
 class JoinHook {
 public:
     virtual ~JoinHook() = default;
-    // Called repeatedly by the thread in join(). `locally_idle` is true when no task is
-    // queued or running in this pool. Returns true when join() may return.
-    virtual bool poll(bool locally_idle) = 0;
+    virtual PollResult poll(Threadpool& tp) = 0;
+    // Re-checked after the joiner announced it will sleep: true if it must not (work queued
+    // for the communication thread since the last poll).
+    virtual bool wants_progress() const = 0;
 };
 
 struct ThreadpoolOptions {
@@ -51,6 +59,10 @@ struct ThreadpoolOptions {
 class Threadpool {
 public:
     explicit Threadpool(int n_threads, ThreadpoolOptions opts = {});
+    // A pool whose join() also waits for distributed completion over `comm` (TaskTorrent's
+    // signature). Defined in the comm layer.
+    Threadpool(int n_threads, Communicator* comm, int verb = 0, std::string name = "",
+               bool start = true);
     Threadpool(const Threadpool&) = delete;
     Threadpool& operator=(const Threadpool&) = delete;
     ~Threadpool();
@@ -92,8 +104,14 @@ public:
     // Records an error to be rethrown by join(); further queued tasks are discarded.
     void fail(std::exception_ptr e) noexcept;
     bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
-    // Wakes the thread blocked in join() so it re-polls the hook (e.g. a message arrived).
-    void wake_joiner() noexcept { Notifier::wake_all(join_word_); }
+    std::exception_ptr error() const;
+    // True when every worker is asleep and no task is queued (nothing runs in this pool).
+    bool idle() const noexcept { return locally_idle(); }
+    // Wakes the thread blocked in join() so it re-polls the hook (e.g. a message to send).
+    void wake_joiner() noexcept {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (joiner_sleeping_.load(std::memory_order_relaxed)) Notifier::wake_all(join_word_);
+    }
 
 private:
     struct alignas(64) WorkerStats {
@@ -117,11 +135,12 @@ private:
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> join_word_{0};
+    std::atomic<bool> joiner_sleeping_{false};
     std::atomic<unsigned> round_robin_{0};
     JoinHook* hook_ = nullptr;
 
     std::atomic<bool> failed_{false};
-    std::mutex error_mutex_;
+    mutable std::mutex error_mutex_;
     std::exception_ptr error_;
 
     mutable std::mutex taskflows_mutex_;
