@@ -1,0 +1,272 @@
+// Shared pieces of the overhead micro-benchmarks (TaskTorrent paper, section III-A): a spin
+// loop that does not read the clock, its calibration, a monitor of CPU load from other
+// processes, the repeat policy, the command line, and JSON output.
+#pragma once
+
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Busy work without a clock call inside. Each iteration is one step of a dependent
+// multiply-add chain hidden from the optimizer by an empty asm, so its speed is set by the
+// multiply latency rather than by issue width (steadier when a hyperthread sibling is busy).
+// Not inlined, so every caller (calibration, tasks) runs the very same machine code.
+[[gnu::noinline]] inline std::uint64_t spin(std::uint64_t iters) {
+    std::uint64_t x = iters;
+    for (std::uint64_t i = 0; i < iters; ++i) {
+        x = x * 0x9E3779B97F4A7C15ULL + i;
+        asm volatile("" : "+r"(x)::"memory");
+    }
+    return x;
+}
+
+inline double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Loop iterations per microsecond on one thread. Trials are timed with this thread's CPU
+// clock, so time spent descheduled (other processes on a busy machine) does not count; the
+// median of many short trials is kept.
+inline double median(std::vector<double> v);
+inline double calibrate_iters_per_us() {
+    std::uint64_t iters = 1 << 12;
+    for (;;) {  // grow until one trial takes >= 2 ms
+        const double t0 = thread_cpu_seconds();
+        spin(iters);
+        if (thread_cpu_seconds() - t0 >= 0.002) break;
+        iters *= 2;
+    }
+    std::vector<double> trials;
+    for (int r = 0; r < 51; ++r) {
+        const double t0 = thread_cpu_seconds();
+        spin(iters);
+        trials.push_back(thread_cpu_seconds() - t0);
+    }
+    return static_cast<double>(iters) / (median(trials) * 1e6);
+}
+
+inline double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// CPU used by other processes while we measure, in CPUs (0 .. number of cores): busy time of
+// the whole machine (/proc/stat) minus this process's own CPU time (getrusage).
+class LoadMonitor {
+  public:
+    void begin() {
+        busy0_ = machine_busy_seconds();
+        self0_ = self_cpu_seconds();
+        t0_ = Clock::now();
+    }
+    double end() const {
+        const double wall = seconds_since(t0_);
+        const double foreign = (machine_busy_seconds() - busy0_) - (self_cpu_seconds() - self0_);
+        return wall > 0 ? std::max(0.0, foreign / wall) : 0.0;
+    }
+
+    static double self_cpu_seconds() {
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+        return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    }
+    static double machine_busy_seconds() {
+        FILE* f = std::fopen("/proc/stat", "r");
+        if (!f) return 0;
+        unsigned long long v[8] = {};
+        const int got = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                                    &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+        std::fclose(f);
+        if (got < 4) return 0;
+        // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
+        const unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        return static_cast<double>(busy) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+
+  private:
+    double busy0_ = 0, self0_ = 0;
+    Clock::time_point t0_{};
+};
+
+// Wall time and this process's CPU time (all threads) of a timed region.
+struct Timed {
+    double wall = 0;
+    double cpu = 0;
+};
+
+class Stopwatch {
+  public:
+    Stopwatch() : c0_(LoadMonitor::self_cpu_seconds()), t0_(Clock::now()) {}
+    Timed stop() const {
+        const double wall = seconds_since(t0_);
+        return {wall, LoadMonitor::self_cpu_seconds() - c0_};
+    }
+
+  private:
+    double c0_;
+    Clock::time_point t0_;
+};
+
+// One measurement configuration, from the command line:
+//   --bench nodeps|deps|raw|idle --threads T --spin S(us) --deps E
+//   --n N (nodeps, raw: tasks; deps: columns) --insertion timed|untimed
+//   --repeats R: repeats kept for the median (those with little foreign load)
+//   --max-attempts A: stop repeating after A runs even if fewer than R were clean
+//   --iters-per-us X (0 or absent: calibrate here) --calibrate-only
+struct Config {
+    std::string bench = "nodeps";
+    int threads = 1;
+    double spin_us = 0;
+    int deps = 0;
+    long n = 1000;
+    std::string insertion = "timed";
+    int repeats = 5;
+    int max_attempts = 0;       // 0: 2 * repeats
+    double max_foreign = 0.15;  // CPUs of foreign load above which a repeat is not clean
+    double iters_per_us = 0;
+    bool calibrate_only = false;
+};
+
+inline Config parse_args(int argc, char** argv) {
+    Config c;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
+            return argv[++i];
+        };
+        if (a == "--bench")
+            c.bench = value();
+        else if (a == "--threads")
+            c.threads = std::stoi(value());
+        else if (a == "--spin")
+            c.spin_us = std::stod(value());
+        else if (a == "--deps")
+            c.deps = std::stoi(value());
+        else if (a == "--n")
+            c.n = std::stol(value());
+        else if (a == "--insertion")
+            c.insertion = value();
+        else if (a == "--repeats")
+            c.repeats = std::stoi(value());
+        else if (a == "--max-attempts")
+            c.max_attempts = std::stoi(value());
+        else if (a == "--max-foreign")
+            c.max_foreign = std::stod(value());
+        else if (a == "--iters-per-us")
+            c.iters_per_us = std::stod(value());
+        else if (a == "--calibrate-only")
+            c.calibrate_only = true;
+        else
+            throw std::runtime_error("unknown argument " + a);
+    }
+    if (c.bench != "nodeps" && c.bench != "deps" && c.bench != "raw" && c.bench != "idle")
+        throw std::runtime_error("--bench must be nodeps, deps, raw or idle");
+    if (c.insertion != "timed" && c.insertion != "untimed")
+        throw std::runtime_error("--insertion must be timed or untimed");
+    if (c.threads < 1 || c.n < 1 || c.repeats < 1 || c.spin_us < 0)
+        throw std::runtime_error("--threads, --n, --repeats must be >= 1, --spin >= 0");
+    if (c.bench == "deps" && (c.deps < 1 || c.deps > 32))
+        throw std::runtime_error("--deps must be in [1, 32] for the deps benchmark");
+    if (c.bench != "deps") c.deps = 0;
+    if (c.max_attempts < c.repeats) c.max_attempts = 2 * c.repeats;
+    if (c.iters_per_us <= 0) c.iters_per_us = calibrate_iters_per_us();
+    return c;
+}
+
+inline std::uint64_t spin_iters(const Config& c) {
+    return static_cast<std::uint64_t>(c.iters_per_us * c.spin_us + 0.5);
+}
+
+// Number of tasks a configuration runs (deps: 32 rows times n columns).
+constexpr int kRows = 32;
+inline long n_tasks(const Config& c) {
+    return c.bench == "deps" ? kRows * c.n : c.n;
+}
+
+struct Samples {
+    std::vector<Timed> clean;     // repeats with foreign load <= max_foreign
+    std::vector<Timed> all;       // every repeat
+    std::vector<double> foreign;  // foreign load of every repeat (CPUs)
+};
+
+// Runs `once` (which returns the wall and CPU time of its timed region) until `repeats`
+// clean runs were seen or `max_attempts` runs were made.
+template <class F>
+Samples measure(const Config& c, F&& once) {
+    Samples s;
+    for (int a = 0; a < c.max_attempts && static_cast<int>(s.clean.size()) < c.repeats; ++a) {
+        LoadMonitor mon;
+        mon.begin();
+        const Timed t = once();
+        const double foreign = mon.end();
+        s.all.push_back(t);
+        s.foreign.push_back(foreign);
+        if (foreign <= c.max_foreign) s.clean.push_back(t);
+    }
+    return s;
+}
+
+// Prints one measurement as a JSON object on one line. The reported time is the median of
+// the clean repeats when there are at least 3 of them, else of all repeats ("noisy": true).
+// cpu_efficiency uses the process CPU time instead of T x wall time: it is what the
+// runtime costs in CPU (idle threads that spin count, threads descheduled by other
+// processes do not), a view that survives a loaded machine.
+// `extra` is appended inside the object (",\"key\":value..." or empty).
+inline void print_result(const char* system, const Config& c, const Samples& s,
+                         const std::string& extra = "") {
+    const bool noisy = s.clean.size() < 3;
+    const std::vector<Timed>& times = noisy ? s.all : s.clean;
+    std::vector<double> walls, cpus, all_walls;
+    for (const Timed& t : times) {
+        walls.push_back(t.wall);
+        cpus.push_back(t.cpu);
+    }
+    for (const Timed& t : s.all)
+        all_walls.push_back(t.wall);
+    const double t = median(walls), cpu = median(cpus);
+    const double n = static_cast<double>(n_tasks(c));
+    const double work = n * c.spin_us * 1e-6;  // ideal thread-seconds
+    auto eff = [&](double thread_seconds) { return c.spin_us > 0 ? work / thread_seconds : 0.0; };
+    auto ovh = [&](double thread_seconds) { return (thread_seconds - work) / n * 1e9; };
+    const double tmin = *std::min_element(all_walls.begin(), all_walls.end());
+    const double tmax = *std::max_element(all_walls.begin(), all_walls.end());
+    std::printf(
+        "{\"bench\":\"%s\",\"system\":\"%s\",\"threads\":%d,\"spin_us\":%g,\"deps\":%d,"
+        "\"insertion\":\"%s\",\"n_tasks\":%ld,\"seconds\":%.6f,\"seconds_min\":%.6f,"
+        "\"seconds_max\":%.6f,\"repeats\":%d,\"clean\":%d,\"attempts\":%d,\"noisy\":%s,"
+        "\"foreign_cpus\":%.3f,\"efficiency\":%.5f,\"overhead_ns\":%.2f,"
+        "\"efficiency_best\":%.5f,\"overhead_ns_best\":%.2f,\"cpu_seconds\":%.6f,"
+        "\"cpu_efficiency\":%.5f,\"cpu_overhead_ns\":%.2f,\"iters_per_us\":%.3f%s}\n",
+        c.bench.c_str(), system, c.threads, c.spin_us, c.deps, c.insertion.c_str(), n_tasks(c), t,
+        tmin, tmax, static_cast<int>(times.size()), static_cast<int>(s.clean.size()),
+        static_cast<int>(s.all.size()), noisy ? "true" : "false", median(s.foreign),
+        eff(t * c.threads), ovh(t * c.threads), eff(tmin * c.threads), ovh(tmin * c.threads), cpu,
+        eff(cpu), ovh(cpu), c.iters_per_us, extra.c_str());
+    std::fflush(stdout);
+}
+
+}  // namespace bench
