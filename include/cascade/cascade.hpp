@@ -5,3 +5,6 @@
 #include "cascade/core/key.hpp"
 #include "cascade/core/taskflow.hpp"
 #include "cascade/core/threadpool.hpp"
+#include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/communicator.hpp"
+#include "cascade/comm/view.hpp"

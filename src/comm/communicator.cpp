@@ -1,0 +1,525 @@
+#include "cascade/comm/communicator.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cascade/core/errors.hpp"
+
+namespace cascade {
+
+namespace {
+constexpr int TAG_AM = 1;    // aggregated small-message buffers (and large-AM headers)
+constexpr int TAG_BODY = 2;  // large-AM bodies, matched per source in header order
+constexpr int TAG_CTRL = 3;  // completion protocol
+constexpr int kMaxMessagesPerProgress = 64;
+constexpr std::size_t kMaxSpareBuffers = 16;
+constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
+
+thread_local const Communicator* tls_comm_thread = nullptr;
+
+std::size_t round8(std::size_t n) { return (n + 7) & ~std::size_t(7); }
+
+void check_mpi(int rc, const char* what) {
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        throw std::runtime_error(std::string("cascade: ") + what + " failed: " + msg);
+    }
+}
+
+std::string describe(std::exception_ptr e) {
+    try {
+        if (e) std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        return x.what();
+    } catch (...) {
+        return "unknown exception";
+    }
+    return "unknown error";
+}
+}  // namespace
+
+Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        int provided = 0;
+        check_mpi(MPI_Init_thread(nullptr, nullptr, opts_.thread_level, &provided),
+                  "MPI_Init_thread");
+        owns_mpi_ = true;
+        if (provided < MPI_THREAD_FUNNELED)
+            std::cerr << "cascade: warning: MPI provides thread level " << provided
+                      << " (< MPI_THREAD_FUNNELED)\n";
+    }
+    check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    outbox_.reset(new Outbox[size_]);
+    tls_comm_thread = this;
+    if (rank_ == 0) {
+        cnt_q_.assign(size_, 0);
+        cnt_p_.assign(size_, 0);
+        reported_.assign(size_, false);
+        confirmed_.assign(size_, 0);
+    }
+}
+
+Communicator::~Communicator() {
+    if (tp_) tp_->set_join_hook(nullptr);
+    // Complete what is in flight so MPI can shut down cleanly.
+    for (auto& s : sends_)
+        if (!s.reqs.empty()) MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
+    for (auto& r : large_recvs_)
+        for (auto& q : r.reqs) {
+            MPI_Cancel(&q);
+            MPI_Request_free(&q);
+        }
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (tls_comm_thread == this) tls_comm_thread = nullptr;
+    if (owns_mpi_) {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) MPI_Finalize();
+    }
+}
+
+std::string Communicator::processor_name() const {
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    return std::string(name, static_cast<std::size_t>(len));
+}
+
+bool Communicator::on_comm_thread() const noexcept { return tls_comm_thread == this; }
+
+ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std::string name) {
+    am->comm_ = this;
+    am->id_ = static_cast<std::uint32_t>(ams_.size());
+    am->name_ = name.empty() ? "am#" + std::to_string(am->id_) : std::move(name);
+    std::uint32_t h = 2166136261u;
+    for (char c : am->types()) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    am->sig_ = h ^ (am->is_large() ? 0x9e3779b9u : 0u);
+    ams_.push_back(std::move(am));
+    return ams_.back().get();
+}
+
+void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                                 std::vector<char> args) {
+    const std::size_t chunk = large_chunk_;
+    enqueue(dest, am, 16 + args.size(), [&](char* out) {
+        std::uint64_t b = bytes, c = chunk;
+        std::memcpy(out, &b, 8);
+        std::memcpy(out + 8, &c, 8);
+        if (!args.empty()) std::memcpy(out + 16, args.data(), args.size());
+        return out + 16 + args.size();
+    }, [&](Outbox& o) {
+        o.larges.push_back(LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args)});
+    });
+}
+
+void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
+                                 std::size_t chunk, std::vector<char> args) {
+    if (chunk == 0) chunk = kDefaultChunk;
+    PendingRecv r{&am, source, {}, std::move(args)};
+    for (std::size_t off = 0; off < bytes; off += chunk) {
+        const int n = static_cast<int>(std::min(chunk, bytes - off));
+        MPI_Request req;
+        check_mpi(MPI_Irecv(static_cast<char*>(dest) + off, n, MPI_BYTE, source, TAG_BODY, comm_, &req),
+                  "MPI_Irecv");
+        r.reqs.push_back(req);
+    }
+    large_recvs_.push_back(std::move(r));
+}
+
+void Communicator::flush() {
+    if (outbox_pending_.load(std::memory_order_acquire) == 0) return;
+    for (int d = 0; d < size_; ++d) {
+        Outbox& o = outbox_[d];
+        if (!o.nonempty.load(std::memory_order_acquire)) continue;
+        std::vector<char> buf;
+        if (!spare_bufs_.empty()) {
+            buf = std::move(spare_bufs_.back());
+            spare_bufs_.pop_back();
+        }
+        std::vector<LargeSend> larges;
+        {
+            std::lock_guard<Spinlock> g(o.lock);
+            std::swap(buf, o.buf);
+            std::swap(larges, o.larges);
+            o.nonempty.store(false, std::memory_order_release);
+            outbox_pending_.fetch_sub(1, std::memory_order_acq_rel);
+        }
+        if (!buf.empty()) {
+            PendingSend ps;
+            ps.buf = std::move(buf);
+            // Group whole frames into MPI messages: all of them when aggregating (up to
+            // kMpiMessageLimit bytes), one per frame otherwise.
+            const std::size_t limit = opts_.aggregate ? kMpiMessageLimit : 0;
+            std::size_t start = 0, off = 0;
+            const std::size_t n = ps.buf.size();
+            while (off < n) {
+                Frame fr;
+                std::memcpy(&fr, ps.buf.data() + off, sizeof fr);
+                std::size_t next = off + sizeof(Frame) + round8(fr.len);
+                if (next - start > limit && off > start) {
+                    MPI_Request req;
+                    check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start), MPI_BYTE, d,
+                                        TAG_AM, comm_, &req), "MPI_Isend");
+                    ps.reqs.push_back(req);
+                    ++mpi_sends_;
+                    start = off;
+                }
+                off = next;
+            }
+            MPI_Request req;
+            check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start), MPI_BYTE, d, TAG_AM,
+                                comm_, &req), "MPI_Isend");
+            ps.reqs.push_back(req);
+            ++mpi_sends_;
+            sends_.push_back(std::move(ps));
+        } else if (buf.capacity() && spare_bufs_.size() < kMaxSpareBuffers) {
+            spare_bufs_.push_back(std::move(buf));
+        }
+        for (auto& l : larges) {
+            PendingSend ps;
+            const std::size_t chunk = large_chunk_;
+            for (std::size_t off = 0; off < l.bytes; off += chunk) {
+                const int n = static_cast<int>(std::min(chunk, l.bytes - off));
+                MPI_Request req;
+                check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, TAG_BODY, comm_, &req), "MPI_Isend");
+                ps.reqs.push_back(req);
+            }
+            ps.large = std::make_unique<LargeSend>(std::move(l));
+            ++pending_large_sends_;
+            sends_.push_back(std::move(ps));
+        }
+    }
+}
+
+void Communicator::test_sends() {
+    for (std::size_t i = 0; i < sends_.size();) {
+        PendingSend& s = sends_[i];
+        int done = 1;
+        if (!s.reqs.empty())
+            check_mpi(MPI_Testall(static_cast<int>(s.reqs.size()), s.reqs.data(), &done,
+                                  MPI_STATUSES_IGNORE), "MPI_Testall");
+        if (!done) {
+            ++i;
+            continue;
+        }
+        PendingSend finished = std::move(s);
+        sends_[i] = std::move(sends_.back());
+        sends_.pop_back();
+        if (finished.large) {
+            --pending_large_sends_;
+            LargeSend& l = *finished.large;
+            try {
+                l.am->on_body_sent(l.args.data(), l.args.size());
+            } catch (...) {
+                handler_failed(*l.am, rank_, std::current_exception(), "on_sent");
+            }
+        } else if (spare_bufs_.size() < kMaxSpareBuffers) {
+            finished.buf.clear();
+            spare_bufs_.push_back(std::move(finished.buf));
+        }
+    }
+}
+
+void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
+                                  const char* which) {
+    std::string msg = "rank " + std::to_string(rank_) + ": active message '" + am.name() +
+                      "' (" + which + ", from rank " + std::to_string(source) +
+                      ") threw: " + describe(e);
+    if (size_ > 1 || !tp_) abort_job(msg);
+    tp_->fail(std::make_exception_ptr(std::runtime_error(msg)));
+}
+
+void Communicator::run_frames(int source, const char* data, std::size_t size) {
+    std::size_t off = 0;
+    while (off < size) {
+        if (size - off < sizeof(Frame))
+            abort_job("rank " + std::to_string(rank_) + ": truncated message from rank " +
+                      std::to_string(source) + " (" + std::to_string(size - off) +
+                      " stray bytes)");
+        Frame fr;
+        std::memcpy(&fr, data + off, sizeof fr);
+        if (fr.len > size - off - sizeof(Frame))
+            abort_job("rank " + std::to_string(rank_) + ": malformed message from rank " +
+                      std::to_string(source) + ": frame of " + std::to_string(fr.len) +
+                      " bytes with " + std::to_string(size - off - sizeof(Frame)) + " left");
+        if (fr.id >= ams_.size())
+            abort_job("rank " + std::to_string(rank_) + " received active message #" +
+                      std::to_string(fr.id) + " from rank " + std::to_string(source) +
+                      ", but only " + std::to_string(ams_.size()) +
+                      " are registered here; active messages must be created in the same "
+                      "order on every rank");
+        ActiveMsgBase& am = *ams_[fr.id];
+        if (fr.sig != am.signature()) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "0x%08x, here 0x%08x", fr.sig, am.signature());
+            abort_job("rank " + std::to_string(rank_) + ": active message #" +
+                      std::to_string(fr.id) + " from rank " + std::to_string(source) +
+                      " has a different signature than '" + am.name() + "' here (" + buf +
+                      "; local types: " + std::string(am.types()) +
+                      "); active messages must be created in the same order with the same "
+                      "argument types on every rank");
+        }
+        try {
+            am.on_frame(source, data + off + sizeof(Frame), fr.len);
+        } catch (const WireError& e) {
+            abort_job("rank " + std::to_string(rank_) + ": malformed active message '" +
+                      am.name() + "' from rank " + std::to_string(source) + ": " + e.what());
+        } catch (...) {
+            handler_failed(am, source, std::current_exception(), "handler");
+        }
+        if (!am.is_large()) ++processed_;
+        off += sizeof(Frame) + round8(fr.len);
+    }
+}
+
+bool Communicator::receive() {
+    bool any = false;
+    for (int i = 0; i < kMaxMessagesPerProgress; ++i) {
+        int flag = 0;
+        MPI_Status st;
+        check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, TAG_AM, comm_, &flag, &st), "MPI_Iprobe");
+        if (!flag) break;
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        if (recv_buf_.size() < static_cast<std::size_t>(count)) recv_buf_.resize(static_cast<std::size_t>(count));
+        check_mpi(MPI_Recv(recv_buf_.data(), count, MPI_BYTE, st.MPI_SOURCE, TAG_AM, comm_, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        // Handlers may call progress() (e.g. blocking_send): give them a fresh buffer.
+        std::vector<char> buf = std::move(recv_buf_);
+        recv_buf_ = {};
+        run_frames(st.MPI_SOURCE, buf.data(), static_cast<std::size_t>(count));
+        if (recv_buf_.capacity() < buf.capacity()) recv_buf_ = std::move(buf);
+        any = true;
+    }
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, TAG_CTRL, comm_, &flag, &st), "MPI_Iprobe");
+        if (!flag) break;
+        CtrlMsg m;
+        check_mpi(MPI_Recv(&m, sizeof m, MPI_BYTE, st.MPI_SOURCE, TAG_CTRL, comm_, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        on_ctrl(st.MPI_SOURCE, m);
+        any = true;
+    }
+    return any;
+}
+
+bool Communicator::test_large_recvs() {
+    bool any = false;
+    for (std::size_t i = 0; i < large_recvs_.size();) {
+        PendingRecv& r = large_recvs_[i];
+        int done = 1;
+        if (!r.reqs.empty())
+            check_mpi(MPI_Testall(static_cast<int>(r.reqs.size()), r.reqs.data(), &done,
+                                  MPI_STATUSES_IGNORE), "MPI_Testall");
+        if (!done) {
+            ++i;
+            continue;
+        }
+        PendingRecv finished = std::move(r);
+        large_recvs_.erase(large_recvs_.begin() + static_cast<std::ptrdiff_t>(i));
+        try {
+            finished.am->on_body_arrived(finished.args.data(), finished.args.size());
+        } catch (...) {
+            handler_failed(*finished.am, finished.source, std::current_exception(), "on_arrival");
+        }
+        ++processed_;
+        any = true;
+    }
+    return any;
+}
+
+bool Communicator::progress() {
+    const bool was = on_comm_thread();
+    tls_comm_thread = this;
+    const std::uint64_t before = mpi_sends_ + processed_;
+    const std::size_t sends_before = sends_.size();
+    flush();
+    test_sends();
+    bool any = receive();
+    any |= test_large_recvs();
+    if (!was) tls_comm_thread = nullptr;
+    return any || mpi_sends_ + processed_ != before || sends_.size() != sends_before;
+}
+
+bool Communicator::is_done() const {
+    return outbox_pending_.load(std::memory_order_acquire) == 0 && sends_.empty() &&
+           large_recvs_.empty();
+}
+
+bool Communicator::wants_progress() const {
+    return outbox_pending_.load(std::memory_order_seq_cst) != 0;
+}
+
+void Communicator::flush_blocking() {
+    flush();
+    for (auto& s : sends_)
+        if (!s.reqs.empty()) MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
+    for (auto& s : sends_) s.reqs.clear();
+    test_sends();
+}
+
+// ---- completion detection ------------------------------------------------------------------
+
+void Communicator::send_ctrl(int dest, CtrlMsg m) {
+    if (dest == rank_) {
+        on_ctrl(rank_, m);
+        return;
+    }
+    PendingSend ps;
+    ps.buf.resize(sizeof m);
+    std::memcpy(ps.buf.data(), &m, sizeof m);
+    MPI_Request req;
+    check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, comm_, &req), "MPI_Isend");
+    ps.reqs.push_back(req);
+    sends_.push_back(std::move(ps));
+}
+
+void Communicator::on_ctrl(int source, const CtrlMsg& m) {
+    if (m.epoch != epoch_) {
+        if (opts_.verb > 0)
+            std::cerr << "cascade: rank " << rank_ << ": ignoring control message " << m.type
+                      << " of epoch " << m.epoch << " (now " << epoch_ << ")\n";
+        return;
+    }
+    switch (m.type) {
+        case COUNT:  // rank 0: latest counts of `source`; counts only grow
+            if (!reported_[source]) {
+                reported_[source] = true;
+                ++n_reported_;
+            }
+            cnt_q_[source] = std::max(cnt_q_[source], m.a);
+            cnt_p_[source] = std::max(cnt_p_[source], m.b);
+            counts_changed_ = true;
+            break;
+        case REQUEST:  // keep only the latest
+            if (m.c > req_tag_) {
+                have_request_ = true;
+                req_q_ = m.a;
+                req_p_ = m.b;
+                req_tag_ = m.c;
+            }
+            break;
+        case CONFIRM:
+            confirmed_[source] = std::max(confirmed_[source], m.a);
+            break;
+        case SHUTDOWN:
+            shutdown_ = true;
+            break;
+        default:
+            abort_job("rank " + std::to_string(rank_) + ": unknown control message " +
+                      std::to_string(m.type) + " from rank " + std::to_string(source));
+    }
+}
+
+bool Communicator::locally_idle(Threadpool& tp) const {
+    // Order matters: once the pool is idle no worker can queue more, so what we read next
+    // (queues, counts) is stable until this thread runs a handler.
+    return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 &&
+           large_recvs_.empty() && pending_large_sends_ == 0;
+}
+
+bool Communicator::completion_step(Threadpool& tp) {
+    if (locally_idle(tp)) {
+        const std::uint64_t q = queued(), p = processed_;
+        if (q != last_q_ || p != last_p_) {  // step 1: report changed counts to rank 0
+            last_q_ = q;
+            last_p_ = p;
+            send_ctrl(0, CtrlMsg{COUNT, epoch_, q, p, 0});
+        }
+        if (have_request_ && q == req_q_ && p == req_p_) {  // step 3: unchanged since t-
+            have_request_ = false;
+            send_ctrl(0, CtrlMsg{CONFIRM, epoch_, req_tag_, 0, 0});
+        }
+    }
+    if (rank_ == 0 && !shutdown_) {
+        if (n_reported_ == size_ && counts_changed_) {  // step 2: balanced counts -> REQUEST
+            std::uint64_t sq = 0, sp = 0;
+            for (int r = 0; r < size_; ++r) {
+                sq += cnt_q_[r];
+                sp += cnt_p_[r];
+            }
+            if (sq == sp) {
+                counts_changed_ = false;
+                ++tag_;
+                for (int r = 0; r < size_; ++r)
+                    send_ctrl(r, CtrlMsg{REQUEST, epoch_, cnt_q_[r], cnt_p_[r], tag_});
+            }
+        }
+        if (tag_ > 0 && !counts_changed_ &&
+            std::all_of(confirmed_.begin(), confirmed_.end(),
+                        [&](std::uint64_t t) { return t == tag_; })) {  // step 4: SHUTDOWN
+            for (int r = 1; r < size_; ++r) send_ctrl(r, CtrlMsg{SHUTDOWN, epoch_, 0, 0, 0});
+            shutdown_ = true;
+        }
+    }
+    return shutdown_;
+}
+
+void Communicator::reset_epoch() {
+    ++epoch_;
+    last_q_ = last_p_ = ~0ull;
+    have_request_ = false;
+    shutdown_ = false;
+    if (rank_ == 0) {
+        std::fill(reported_.begin(), reported_.end(), false);
+        n_reported_ = 0;
+        counts_changed_ = false;
+        std::fill(confirmed_.begin(), confirmed_.end(), 0);
+    }
+}
+
+PollResult Communicator::poll(Threadpool& tp) {
+    tls_comm_thread = this;
+    if (tp.failed()) {
+        if (size_ > 1) abort_job("rank " + std::to_string(rank_) + ": " + describe(tp.error()));
+        return PollResult::done;  // one rank: join() rethrows the error
+    }
+    const bool active = progress();
+    if (completion_step(tp)) {
+        // Everything sent was processed somewhere; finish our sends, then start a new epoch.
+        while (!sends_.empty()) {
+            progress();
+            if (!sends_.empty()) std::this_thread::yield();
+        }
+        reset_epoch();
+        return PollResult::done;
+    }
+    return active ? PollResult::active : PollResult::idle;
+}
+
+void Communicator::attach(Threadpool& tp) {
+    tp_ = &tp;
+    tp.set_join_hook(this);
+}
+
+void Communicator::abort_job(const std::string& what) {
+    std::fprintf(stderr, "cascade: fatal: %s\n", what.c_str());
+    std::fflush(stderr);
+    MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, 1);
+    std::abort();
+}
+
+// The distributed Threadpool constructor lives here, with the layer it depends on.
+Threadpool::Threadpool(int n_threads, Communicator* comm, int verb, std::string name, bool start)
+    : Threadpool(n_threads, ThreadpoolOptions{.verb = verb,
+                                              .name = name.empty() ? "tp" : std::move(name),
+                                              .start = false}) {
+    if (comm) comm->attach(*this);
+    if (start) this->start();
+}
+
+}  // namespace cascade

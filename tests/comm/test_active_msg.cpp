@@ -1,0 +1,213 @@
+// Active messages under mpiexec (1 to 8 ranks): delivery patterns and payload types.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <atomic>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cascade/cascade.hpp"
+
+using cascade::Communicator;
+using cascade::Taskflow;
+using cascade::Threadpool;
+using cascade::view;
+
+namespace {
+long allreduce_sum(long x) {
+    long y = 0;
+    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return y;
+}
+}  // namespace
+
+TEST(ActiveMsg, PingPong) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int peer = n > 1 ? (me ^ 1) : me;
+    const bool playing = peer < n;
+    int pongs = 0;
+    constexpr int rounds = 200;
+    cascade::ActiveMsg<int>* ping = nullptr;
+    ping = comm.make_active_msg([&](int& left) {
+        ++pongs;
+        if (left > 0) ping->send(peer, left - 1);
+    });
+    if (playing && me % 2 == 0) ping->send(peer, 2 * rounds - 1);
+    tp.join();
+    long total = allreduce_sum(pongs);
+    const long pairs = n == 1 ? 1 : n / 2;
+    EXPECT_EQ(total, pairs * 2 * rounds);
+}
+
+TEST(ActiveMsg, RingFromTasks) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    Taskflow<int> hop(&tp, "hop");
+    cascade::ActiveMsg<int>* am = comm.make_active_msg([&](int& k) { hop.fulfill_promise(k); });
+    std::atomic<int> seen{0};
+    constexpr int laps = 50;
+    hop.set_task([&](int k) {
+        seen.fetch_add(1);
+        if (k + 1 < laps * n) am->send((me + 1) % n, k + 1);
+    });
+    if (me == 0) hop.fulfill_promise(0);
+    tp.join();
+    EXPECT_EQ(seen.load(), laps);
+}
+
+TEST(ActiveMsg, AllToAllWithSelf) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::vector<int> from(n, 0);
+    long sum = 0;
+    auto am = comm.make_active_msg([&](int& src, long& v) {
+        ++from[src];
+        sum += v;
+    });
+    constexpr int per = 300;
+    for (int d = 0; d < n; ++d)
+        for (int i = 0; i < per; ++i) am->send(d, me, static_cast<long>(i));
+    tp.join();
+    for (int s = 0; s < n; ++s) EXPECT_EQ(from[s], per) << "from rank " << s;
+    EXPECT_EQ(sum, static_cast<long>(n) * per * (per - 1) / 2);
+}
+
+TEST(ActiveMsg, HandlersAndTasksSendFurther) {
+    Communicator comm;
+    Threadpool tp(3, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    // Keys must be unique per task (checked mode verifies it): (depth, serial number).
+    Taskflow<std::tuple<int, int>> work(&tp, "work");
+    std::atomic<long> leaves{0};
+    int serial = 0;  // handlers run on one thread
+    cascade::ActiveMsg<int>* spawn = nullptr;
+    // Each message of depth d > 0 starts a task that sends two of depth d-1 to other ranks.
+    spawn = comm.make_active_msg([&](int& depth) {
+        if (depth == 0)
+            leaves.fetch_add(1);
+        else
+            work.fulfill_promise({depth, serial++});
+    });
+    work.set_task([&](std::tuple<int, int> k) {
+        const int depth = std::get<0>(k);
+        spawn->send((me + 1) % n, depth - 1);
+        spawn->send((me + n - 1) % n, depth - 1);
+    });
+    if (me == 0) spawn->send(0, 10);
+    tp.join();
+    EXPECT_EQ(allreduce_sum(leaves.load()), 1L << 10);
+}
+
+TEST(ActiveMsg, PayloadTypes) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int dest = (me + 1) % n;
+    int ok = 0, bad = 0;
+    auto am = comm.make_active_msg([&](int& k, view<double>& v, std::vector<int>& vi,
+                                       std::string& s, char& c) {
+        bool good = v.size() == static_cast<std::size_t>(k) && vi.size() == static_cast<std::size_t>(k) &&
+                    s == std::string(static_cast<std::size_t>(k), 'x') && c == 'z';
+        for (int i = 0; i < k && good; ++i)
+            good = v[i] == 0.5 * i && vi[i] == -i &&
+                   reinterpret_cast<std::uintptr_t>(v.data()) % alignof(double) == 0;
+        (good ? ok : bad)++;
+    });
+    for (int k : {0, 1, 2, 3, 7, 100, 4097}) {
+        std::vector<double> d(k);
+        std::vector<int> vi(k);
+        for (int i = 0; i < k; ++i) {
+            d[i] = 0.5 * i;
+            vi[i] = -i;
+        }
+        am->send(dest, k, view<double>(d.data(), d.size()), vi, std::string(k, 'x'), 'z');
+        std::fill(d.begin(), d.end(), -1.0);  // the send copied: reuse is safe
+    }
+    tp.join();
+    EXPECT_EQ(ok, 7);
+    EXPECT_EQ(bad, 0);
+}
+
+TEST(ActiveMsg, AggregationOffDeliversEverything) {
+    Communicator comm;
+    comm.set_aggregation(false);
+    Threadpool tp(2, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    long got = 0;
+    auto am = comm.make_active_msg([&](long& v) { got += v; });
+    for (int i = 0; i < 500; ++i) am->send((me + i) % n, 1L);
+    tp.join();
+    EXPECT_EQ(allreduce_sum(got), 500L * n);
+}
+
+TEST(ActiveMsg, AggregationCombinesQueuedMessages) {
+    Communicator comm;
+    Threadpool tp(1, &comm, 0, "", /*start=*/false);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    long got = 0;
+    auto am = comm.make_active_msg([&](long& v) { got += v; });
+    // Queued before join(): one MPI message per destination.
+    for (int i = 0; i < 1000; ++i) am->send((me + 1) % n, 1L);
+    tp.join();
+    EXPECT_EQ(got, 1000);
+    EXPECT_LE(comm.mpi_messages_sent(), 1u + 2u * static_cast<unsigned>(n));
+}
+
+TEST(LargeActiveMsg, SizesIncludingEmptyOddAndChunked) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int dest = (me + 1) % n;
+    const std::vector<std::size_t> sizes = {0, 1, 7, 4099, (1u << 20) + 3, 64u << 20};
+    std::vector<std::vector<char>> inbox(sizes.size());
+    int arrived = 0, corrupt = 0, sent = 0;
+    auto am = comm.make_large_active_msg(
+        [&](int& i, std::size_t& len, int& from) {
+            ++arrived;
+            for (std::size_t b = 0; b < len; b += 1 + len / 1000)
+                if (inbox[i][b] != static_cast<char>((b * 31 + from + i) & 0x7f)) {
+                    ++corrupt;
+                    break;
+                }
+        },
+        [&](int& i, std::size_t& len, int&) {
+            inbox[i].assign(len, 0);
+            return inbox[i].data();
+        },
+        [&](int&, std::size_t&, int&) { ++sent; });
+    std::vector<std::vector<char>> outbox(sizes.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        outbox[i].resize(sizes[i]);
+        for (std::size_t b = 0; b < sizes[i]; ++b) outbox[i][b] = static_cast<char>((b * 31 + me + i) & 0x7f);
+        am->send_large(dest, view<char>(outbox[i].data(), sizes[i]), static_cast<int>(i), sizes[i], me);
+    }
+    tp.join();
+    EXPECT_EQ(arrived, static_cast<int>(sizes.size()));
+    EXPECT_EQ(sent, static_cast<int>(sizes.size()));
+    EXPECT_EQ(corrupt, 0);
+
+    // The same through many small chunks (the path bodies over 1 GiB take).
+    comm.set_large_chunk(1000);
+    arrived = sent = corrupt = 0;
+    for (std::size_t i = 0; i < 5; ++i)
+        am->send_large(dest, view<char>(outbox[i].data(), sizes[i]), static_cast<int>(i), sizes[i], me);
+    tp.start();
+    tp.join();
+    EXPECT_EQ(arrived, 5);
+    EXPECT_EQ(sent, 5);
+    EXPECT_EQ(corrupt, 0);
+}
+
+TEST(ActiveMsg, BadDestinationIsAUsageError) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    auto am = comm.make_active_msg([](int&) {});
+    EXPECT_THROW(am->send(comm.comm_size(), 1), cascade::UsageError);
+    EXPECT_THROW(am->send(-1, 1), cascade::UsageError);
+    tp.join();
+}
