@@ -1,0 +1,85 @@
+#include "tile_matrix.hpp"
+
+#include <cstdlib>
+#include <new>
+
+namespace cascade::apps {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) noexcept {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+// Uniform in [-1, 1), a pure function of (seed, row, col) with row >= col.
+double entry(std::uint64_t seed, std::uint64_t row, std::uint64_t col) noexcept {
+    const std::uint64_t h = splitmix64(splitmix64(seed) ^ (row << 32 | col));
+    return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
+}
+
+}  // namespace
+
+void TileMatrix::FreeDeleter::operator()(double* p) const noexcept { std::free(p); }
+
+TileMatrix::TileMatrix(TileLayout layout, const BlockCyclic& dist, int rank)
+    : layout_(layout), tiles_(static_cast<std::size_t>(layout.nt) * (layout.nt + 1) / 2) {
+    for (int j = 0; j < layout_.nt; ++j) {
+        for (int i = j; i < layout_.nt; ++i) {
+            if (dist.rank_of(i, j) != rank) continue;
+            // 64-byte aligned so BLAS kernels start on a cache line.
+            const std::size_t bytes = static_cast<std::size_t>(layout_.rows(i)) *
+                                      layout_.rows(j) * sizeof(double);
+            void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+            if (!p) throw std::bad_alloc();
+            tiles_[index(i, j)].reset(static_cast<double*>(p));
+        }
+    }
+}
+
+void TileMatrix::fill_random_spd(std::uint64_t seed) {
+    const int nt = layout_.nt;
+    for (int j = 0; j < nt; ++j) {
+        for (int i = j; i < nt; ++i) {
+            double* t = tile(i, j);
+            if (!t) continue;
+            const int m = layout_.rows(i), n = layout_.rows(j), ld = this->ld(i);
+            const int r0 = layout_.first_row(i), c0 = layout_.first_row(j);
+            for (int c = 0; c < n; ++c) {
+                for (int r = 0; r < m; ++r) {
+                    const int gr = r0 + r, gc = c0 + c;
+                    const int hi = gr >= gc ? gr : gc, lo = gr >= gc ? gc : gr;
+                    double v = entry(seed, static_cast<std::uint64_t>(hi),
+                                     static_cast<std::uint64_t>(lo));
+                    if (gr == gc) v += layout_.n;
+                    t[r + static_cast<std::size_t>(c) * ld] = v;
+                }
+            }
+        }
+    }
+}
+
+std::vector<double> TileMatrix::to_dense_lower() const {
+    const std::size_t n = static_cast<std::size_t>(layout_.n);
+    std::vector<double> dense(n * n, 0.0);
+    const int nt = layout_.nt;
+    for (int j = 0; j < nt; ++j) {
+        for (int i = j; i < nt; ++i) {
+            const double* t = tile(i, j);
+            if (!t) continue;
+            const int m = layout_.rows(i), w = layout_.rows(j), ld = this->ld(i);
+            const std::size_t r0 = layout_.first_row(i), c0 = layout_.first_row(j);
+            for (int c = 0; c < w; ++c) {
+                // Diagonal tiles: keep only their lower triangle (the upper part is stale).
+                const int r_begin = i == j ? c : 0;
+                for (int r = r_begin; r < m; ++r)
+                    dense[(r0 + r) + (c0 + c) * n] = t[r + static_cast<std::size_t>(c) * ld];
+            }
+        }
+    }
+    return dense;
+}
+
+}  // namespace cascade::apps

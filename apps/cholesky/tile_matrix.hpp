@@ -1,0 +1,60 @@
+// Tiled storage of the lower triangle of a symmetric n x n matrix.
+// Tile (i,j), i >= j, is one contiguous column-major buffer of rows(i) x rows(j) doubles with
+// leading dimension rows(i): a kernel gets it as a plain pointer, and the distributed version
+// can ship it to another rank as one message body. Only tiles owned by `rank` are allocated.
+// The last tile row/column is ragged when nb does not divide n.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "distribution.hpp"
+
+namespace cascade::apps {
+
+struct TileLayout {
+    int n = 0;   // matrix order
+    int nb = 0;  // tile size (the last tile may be smaller)
+    int nt = 0;  // tiles per row/column
+
+    TileLayout(int n_, int nb_) : n(n_), nb(nb_), nt((n_ + nb_ - 1) / nb_) {}
+    int rows(int i) const noexcept { return i == nt - 1 ? n - (nt - 1) * nb : nb; }
+    int first_row(int i) const noexcept { return i * nb; }
+};
+
+class TileMatrix {
+public:
+    TileMatrix(TileLayout layout, const BlockCyclic& dist, int rank);
+
+    const TileLayout& layout() const noexcept { return layout_; }
+    bool is_local(int i, int j) const noexcept { return tile(i, j) != nullptr; }
+    // Tile (i,j), i >= j, or nullptr when another rank owns it.
+    double* tile(int i, int j) noexcept { return tiles_[index(i, j)].get(); }
+    const double* tile(int i, int j) const noexcept { return tiles_[index(i, j)].get(); }
+    int ld(int i) const noexcept { return layout_.rows(i); }
+
+    // Fills the local tiles with a random symmetric, strictly diagonally dominant (hence
+    // SPD) matrix: a_ij = a_ji uniform in [-1, 1), a_ii = n + uniform. Each entry depends
+    // only on (seed, i, j), so every rank can generate its own tiles independently.
+    void fill_random_spd(std::uint64_t seed);
+
+    // The local tiles as a dense n x n column-major lower triangle (upper part zero).
+    // One process only: used by the residual check.
+    std::vector<double> to_dense_lower() const;
+
+private:
+    std::size_t index(int i, int j) const noexcept {
+        return static_cast<std::size_t>(i) * (i + 1) / 2 + j;
+    }
+
+    struct FreeDeleter {
+        void operator()(double* p) const noexcept;
+    };
+
+    TileLayout layout_;
+    std::vector<std::unique_ptr<double[], FreeDeleter>> tiles_;  // packed lower triangle
+};
+
+}  // namespace cascade::apps
