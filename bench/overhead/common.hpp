@@ -28,14 +28,17 @@ inline double seconds_since(Clock::time_point t0) {
 // Busy work without a clock call inside. Each iteration is one step of a dependent
 // multiply-add chain hidden from the optimizer by an empty asm, so its speed is set by the
 // multiply latency rather than by issue width (steadier when a hyperthread sibling is busy).
-// Not inlined, so every caller (calibration, tasks) runs the very same machine code.
-[[gnu::noinline]] inline std::uint64_t spin(std::uint64_t iters) {
-    std::uint64_t x = iters;
+// The chain continues from the previous call on this thread, so back-to-back short spins
+// cannot overlap in the out-of-order core and their times add up. Not inlined, so every
+// caller (calibration, tasks) runs the very same machine code.
+inline thread_local std::uint64_t spin_chain = 1;
+[[gnu::noinline]] inline void spin(std::uint64_t iters) {
+    std::uint64_t x = spin_chain;
     for (std::uint64_t i = 0; i < iters; ++i) {
         x = x * 0x9E3779B97F4A7C15ULL + i;
         asm volatile("" : "+r"(x)::"memory");
     }
-    return x;
+    spin_chain = x;
 }
 
 inline double thread_cpu_seconds() {
@@ -115,6 +118,7 @@ class LoadMonitor {
 struct Timed {
     double wall = 0;
     double cpu = 0;
+    double rate = 0;  // spin loop iterations per us around this repeat (set by measure)
 };
 
 class Stopwatch {
@@ -207,6 +211,20 @@ inline long n_tasks(const Config& c) {
     return c.bench == "deps" ? kRows * c.n : c.n;
 }
 
+// The spin rate now (iterations per us on this thread), from a few 1 ms trials timed with
+// the thread CPU clock. The host's clock speed drifts by a few percent over minutes; checking
+// it around every repeat keeps the "spin" of the efficiency formula honest.
+inline double spin_rate_now(double iters_per_us) {
+    const auto iters = static_cast<std::uint64_t>(iters_per_us * 1000);
+    std::vector<double> trials;
+    for (int r = 0; r < 9; ++r) {
+        const double t0 = thread_cpu_seconds();
+        spin(iters);
+        trials.push_back(thread_cpu_seconds() - t0);
+    }
+    return static_cast<double>(iters) / (median(trials) * 1e6);
+}
+
 struct Samples {
     std::vector<Timed> clean;     // repeats with foreign load <= max_foreign
     std::vector<Timed> all;       // every repeat
@@ -214,15 +232,21 @@ struct Samples {
 };
 
 // Runs `once` (which returns the wall and CPU time of its timed region) until `repeats`
-// clean runs were seen or `max_attempts` runs were made.
+// clean runs were seen or `max_attempts` runs were made. Each repeat's spin rate is the
+// mean of the rates measured just before and just after it.
 template <class F>
 Samples measure(const Config& c, F&& once) {
     Samples s;
+    const bool track_rate = c.spin_us > 0;
+    double rate_before = track_rate ? spin_rate_now(c.iters_per_us) : c.iters_per_us;
     for (int a = 0; a < c.max_attempts && static_cast<int>(s.clean.size()) < c.repeats; ++a) {
         LoadMonitor mon;
         mon.begin();
-        const Timed t = once();
+        Timed t = once();
         const double foreign = mon.end();
+        const double rate_after = track_rate ? spin_rate_now(c.iters_per_us) : c.iters_per_us;
+        t.rate = 0.5 * (rate_before + rate_after);
+        rate_before = rate_after;
         s.all.push_back(t);
         s.foreign.push_back(foreign);
         if (foreign <= c.max_foreign) s.clean.push_back(t);
@@ -230,42 +254,62 @@ Samples measure(const Config& c, F&& once) {
     return s;
 }
 
-// Prints one measurement as a JSON object on one line. The reported time is the median of
-// the clean repeats when there are at least 3 of them, else of all repeats ("noisy": true).
-// cpu_efficiency uses the process CPU time instead of T x wall time: it is what the
-// runtime costs in CPU (idle threads that spin count, threads descheduled by other
-// processes do not), a view that survives a loaded machine.
+// Prints one measurement as a JSON object on one line, from the clean repeats when there are
+// at least 3 of them, else from all repeats ("noisy": true):
+//   seconds: median wall time of the timed region;
+//   efficiency, overhead_ns: medians over the repeats, each using the spin time measured
+//     around that repeat (spin_us_actual is their median); *_nominal use spin_us instead;
+//   *_best: the repeat with the highest efficiency (the lowest overhead);
+//   cpu_efficiency, cpu_overhead_ns: process CPU time in place of T x wall: what the runtime
+//     costs in CPU (idle threads that spin count, time lost to other processes does not).
 // `extra` is appended inside the object (",\"key\":value..." or empty).
 inline void print_result(const char* system, const Config& c, const Samples& s,
                          const std::string& extra = "") {
     const bool noisy = s.clean.size() < 3;
     const std::vector<Timed>& times = noisy ? s.all : s.clean;
-    std::vector<double> walls, cpus, all_walls;
+    const double n = static_cast<double>(n_tasks(c));
+    const double T = c.threads;
+    const double iters = static_cast<double>(spin_iters(c));
+    // Thread-seconds of pure spinning in one repeat, at that repeat's spin rate.
+    auto work = [&](const Timed& t) { return c.spin_us > 0 ? n * iters / t.rate * 1e-6 : 0.0; };
+    std::vector<double> walls, effs, ovhs, cpu_effs, cpu_ovhs, spins, all_walls;
     for (const Timed& t : times) {
         walls.push_back(t.wall);
-        cpus.push_back(t.cpu);
+        effs.push_back(c.spin_us > 0 ? work(t) / (T * t.wall) : 0.0);
+        ovhs.push_back((T * t.wall - work(t)) / n * 1e9);
+        cpu_effs.push_back(c.spin_us > 0 ? work(t) / t.cpu : 0.0);
+        cpu_ovhs.push_back((t.cpu - work(t)) / n * 1e9);
+        spins.push_back(c.spin_us > 0 ? iters / t.rate : 0.0);
     }
     for (const Timed& t : s.all)
         all_walls.push_back(t.wall);
-    const double t = median(walls), cpu = median(cpus);
-    const double n = static_cast<double>(n_tasks(c));
-    const double work = n * c.spin_us * 1e-6;  // ideal thread-seconds
-    auto eff = [&](double thread_seconds) { return c.spin_us > 0 ? work / thread_seconds : 0.0; };
-    auto ovh = [&](double thread_seconds) { return (thread_seconds - work) / n * 1e9; };
+    const double wall = median(walls);
+    const double nominal_work = n * c.spin_us * 1e-6;
     const double tmin = *std::min_element(all_walls.begin(), all_walls.end());
     const double tmax = *std::max_element(all_walls.begin(), all_walls.end());
+    const std::size_t best =
+        static_cast<std::size_t>(std::min_element(ovhs.begin(), ovhs.end()) - ovhs.begin());
+    double cpu_seconds = 0;
+    {
+        std::vector<double> cpus;
+        for (const Timed& t : times)
+            cpus.push_back(t.cpu);
+        cpu_seconds = median(cpus);
+    }
     std::printf(
         "{\"bench\":\"%s\",\"system\":\"%s\",\"threads\":%d,\"spin_us\":%g,\"deps\":%d,"
         "\"insertion\":\"%s\",\"n_tasks\":%ld,\"seconds\":%.6f,\"seconds_min\":%.6f,"
         "\"seconds_max\":%.6f,\"repeats\":%d,\"clean\":%d,\"attempts\":%d,\"noisy\":%s,"
         "\"foreign_cpus\":%.3f,\"efficiency\":%.5f,\"overhead_ns\":%.2f,"
-        "\"efficiency_best\":%.5f,\"overhead_ns_best\":%.2f,\"cpu_seconds\":%.6f,"
+        "\"efficiency_best\":%.5f,\"overhead_ns_best\":%.2f,\"efficiency_nominal\":%.5f,"
+        "\"overhead_ns_nominal\":%.2f,\"spin_us_actual\":%.4f,\"cpu_seconds\":%.6f,"
         "\"cpu_efficiency\":%.5f,\"cpu_overhead_ns\":%.2f,\"iters_per_us\":%.3f%s}\n",
-        c.bench.c_str(), system, c.threads, c.spin_us, c.deps, c.insertion.c_str(), n_tasks(c), t,
-        tmin, tmax, static_cast<int>(times.size()), static_cast<int>(s.clean.size()),
-        static_cast<int>(s.all.size()), noisy ? "true" : "false", median(s.foreign),
-        eff(t * c.threads), ovh(t * c.threads), eff(tmin * c.threads), ovh(tmin * c.threads), cpu,
-        eff(cpu), ovh(cpu), c.iters_per_us, extra.c_str());
+        c.bench.c_str(), system, c.threads, c.spin_us, c.deps, c.insertion.c_str(), n_tasks(c),
+        wall, tmin, tmax, static_cast<int>(times.size()), static_cast<int>(s.clean.size()),
+        static_cast<int>(s.all.size()), noisy ? "true" : "false", median(s.foreign), median(effs),
+        median(ovhs), effs[best], ovhs[best], c.spin_us > 0 ? nominal_work / (T * wall) : 0.0,
+        (T * wall - nominal_work) / n * 1e9, median(spins), cpu_seconds, median(cpu_effs),
+        median(cpu_ovhs), c.iters_per_us, extra.c_str());
     std::fflush(stdout);
 }
 
