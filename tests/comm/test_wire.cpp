@@ -1,0 +1,72 @@
+// Wire format: round trips, alignment of views, and bounds-checked decoding.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cascade/comm/serialization.hpp"
+
+using namespace cascade;
+
+namespace {
+template <class... Ps>
+std::vector<char> encode(const Ps&... ps) {
+    std::vector<char> buf((std::size_t(0) + ... + wire::size_of(ps)) + 8);
+    wire::Writer w(buf.data());
+    (w.put(ps), ...);
+    buf.resize(static_cast<std::size_t>(w.position() - buf.data()));
+    return buf;
+}
+}  // namespace
+
+TEST(Wire, RoundTripOfAllArgumentKinds) {
+    std::vector<double> d = {1.5, -2.25, 3.0};
+    std::vector<int> vi = {4, 5};
+    struct Pod {
+        int a;
+        double b;
+    };
+    auto buf = encode(char('q'), view<double>(d.data(), d.size()), vi, std::string("hello"),
+                      Pod{7, 8.5}, std::vector<int>{}, std::string());
+    wire::Reader r(buf.data(), buf.size());
+    auto [c, v, vv, s, pod, empty_v, empty_s] =
+        wire::decode<char, view<double>, std::vector<int>, std::string, Pod, std::vector<int>,
+                     std::string>(r);
+    EXPECT_EQ(c, 'q');
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.data()) % alignof(double), 0u);
+    EXPECT_EQ(v[0], 1.5);
+    EXPECT_EQ(v[2], 3.0);
+    EXPECT_EQ(vv, vi);
+    EXPECT_EQ(s, "hello");
+    EXPECT_EQ(pod.a, 7);
+    EXPECT_EQ(pod.b, 8.5);
+    EXPECT_TRUE(empty_v.empty());
+    EXPECT_TRUE(empty_s.empty());
+    EXPECT_EQ(r.remaining(), 0u);
+}
+
+TEST(Wire, TruncatedMessagesAreDetected) {
+    std::vector<double> d(100, 1.0);
+    auto buf = encode(int(3), view<double>(d.data(), d.size()));
+    for (std::size_t cut : {std::size_t(0), std::size_t(2), std::size_t(4), std::size_t(11),
+                            buf.size() / 2, buf.size() - 1}) {
+        wire::Reader r(buf.data(), cut);
+        EXPECT_THROW((wire::decode<int, view<double>>(r)), WireError) << "cut at " << cut;
+    }
+}
+
+TEST(Wire, HugeCountsDoNotOverflow) {
+    // A corrupted count near 2^64 must not wrap the bounds check.
+    std::vector<char> buf(64, 0);
+    std::uint64_t n = ~0ull / 2;
+    std::memcpy(buf.data(), &n, sizeof n);
+    wire::Reader r(buf.data(), buf.size());
+    EXPECT_THROW(r.get<std::vector<double>>(), WireError);
+}
+
+TEST(Wire, SignaturesDifferByType) {
+    EXPECT_NE(wire::signature<int>(), wire::signature<double>());
+    EXPECT_NE((wire::signature<int, int>()), wire::signature<int>());
+    EXPECT_EQ(wire::signature<int>(), wire::signature<int>());
+}
