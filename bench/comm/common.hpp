@@ -1,0 +1,204 @@
+// Shared pieces of the communication benchmarks: clocks, statistics, a tiny command line,
+// one-line JSON output (rank 0 prints, the runner collects), and a spin loop without clock
+// calls (calibrated on the thread CPU clock) for the distributed dependency benchmark.
+#pragma once
+
+#include <mpi.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace commbench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double now_s() {
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+inline double thread_cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+inline double process_cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// q-quantile (0..1) with linear interpolation; 0 for an empty sample.
+inline double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(pos);
+    const std::size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+inline double median(const std::vector<double>& v) { return quantile(v, 0.5); }
+inline double vmin(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+inline double vmax(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+// --key value pairs; every key must be known to the program (checked by get*).
+class Args {
+public:
+    Args(int argc, char** argv) {
+        for (int i = 1; i < argc; ++i) {
+            std::string k = argv[i];
+            if (k.rfind("--", 0) != 0 || i + 1 >= argc)
+                throw std::runtime_error("expected --key value, got '" + k + "'");
+            kv_[k.substr(2)] = argv[++i];
+        }
+    }
+    std::string str(const std::string& k, const std::string& def) {
+        used_.push_back(k);
+        auto it = kv_.find(k);
+        return it == kv_.end() ? def : it->second;
+    }
+    long num(const std::string& k, long def) {
+        const std::string s = str(k, "");
+        return s.empty() ? def : std::stol(s);
+    }
+    double real(const std::string& k, double def) {
+        const std::string s = str(k, "");
+        return s.empty() ? def : std::stod(s);
+    }
+    std::vector<long> list(const std::string& k, const std::vector<long>& def) {
+        const std::string s = str(k, "");
+        if (s.empty()) return def;
+        std::vector<long> out;
+        std::stringstream ss(s);
+        std::string item;
+        while (std::getline(ss, item, ',')) out.push_back(std::stol(item));
+        return out;
+    }
+    std::vector<std::string> words(const std::string& k, const std::string& def) {
+        std::vector<std::string> out;
+        std::stringstream ss(str(k, def));
+        std::string item;
+        while (std::getline(ss, item, ',')) out.push_back(item);
+        return out;
+    }
+    // Throws on keys no get* asked for (typos).
+    void check() const {
+        for (auto& [k, v] : kv_)
+            if (std::find(used_.begin(), used_.end(), k) == used_.end())
+                throw std::runtime_error("unknown option --" + k);
+    }
+
+private:
+    std::map<std::string, std::string> kv_;
+    std::vector<std::string> used_;
+};
+
+// One JSON object on one line.
+class Record {
+public:
+    Record& add(const std::string& k, const std::string& v) {
+        sep();
+        s_ += "\"" + k + "\":\"" + v + "\"";
+        return *this;
+    }
+    Record& add(const std::string& k, const char* v) { return add(k, std::string(v)); }
+    Record& add(const std::string& k, double v) {
+        sep();
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        s_ += "\"" + k + "\":" + buf;
+        return *this;
+    }
+    Record& add(const std::string& k, long v) {
+        sep();
+        s_ += "\"" + k + "\":" + std::to_string(v);
+        return *this;
+    }
+    Record& add(const std::string& k, int v) { return add(k, static_cast<long>(v)); }
+    Record& add(const std::string& k, std::uint64_t v) {
+        sep();
+        s_ += "\"" + k + "\":" + std::to_string(v);
+        return *this;
+    }
+    Record& flag(const std::string& k, bool v) {
+        sep();
+        s_ += "\"" + k + "\":" + (v ? "true" : "false");
+        return *this;
+    }
+    void print() const {
+        std::printf("{%s}\n", s_.c_str());
+        std::fflush(stdout);
+    }
+
+private:
+    void sep() {
+        if (!s_.empty()) s_ += ",";
+    }
+    std::string s_;
+};
+
+inline double allreduce(double x, MPI_Op op) {
+    double y = 0;
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, op, MPI_COMM_WORLD);
+    return y;
+}
+
+// Busy work without clock calls: a dependent multiply-add chain the optimizer cannot drop.
+// Not inlined, so calibration and tasks run the same machine code.
+inline thread_local std::uint64_t spin_chain = 1;
+[[gnu::noinline]] inline void spin(std::uint64_t iters) {
+    std::uint64_t x = spin_chain;
+    for (std::uint64_t i = 0; i < iters; ++i) {
+        x = x * 0x9E3779B97F4A7C15ULL + i;
+        asm volatile("" : "+r"(x)::"memory");
+    }
+    spin_chain = x;
+}
+
+// Loop iterations per microsecond on this thread: median of `trials` trials of ~`ms` ms
+// each, timed with the thread CPU clock (time lost to other processes does not count).
+inline double spin_rate(double ms = 2.0, int trials = 21) {
+    std::uint64_t iters = 1 << 12;
+    for (;;) {
+        const double t0 = thread_cpu_s();
+        spin(iters);
+        if (thread_cpu_s() - t0 >= ms * 1e-3) break;
+        iters *= 2;
+    }
+    std::vector<double> t;
+    for (int r = 0; r < trials; ++r) {
+        const double t0 = thread_cpu_s();
+        spin(iters);
+        t.push_back(thread_cpu_s() - t0);
+    }
+    return static_cast<double>(iters) / (median(t) * 1e6);
+}
+
+// Runs main_body, turning exceptions into a message and MPI_Abort.
+template <class F>
+int guarded_main(int argc, char** argv, const char* prog, F&& body) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    int rc = 0;
+    try {
+        Args a(argc, argv);
+        rc = body(a);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: %s\n", prog, e.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Finalize();
+    return rc;
+}
+
+}  // namespace commbench
