@@ -506,6 +506,10 @@ void Communicator::attach(Threadpool& tp) {
     tp.set_join_hook(this);
 }
 
+void Communicator::detach(Threadpool& tp) noexcept {
+    if (tp_ == &tp) tp_ = nullptr;
+}
+
 void Communicator::abort_job(const std::string& what) {
     std::fprintf(stderr, "cascade: fatal: %s\n", what.c_str());
     std::fflush(stderr);

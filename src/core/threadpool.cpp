@@ -50,14 +50,19 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
 }
 
 Threadpool::~Threadpool() {
-    if (running_.load()) {
+    if (running_.load() && !std::uncaught_exceptions()) {
         try {
             join();
         } catch (const std::exception& e) {
             std::cerr << "cascade: error during Threadpool destruction (call join() to catch it): "
                       << e.what() << '\n';
         }
+    } else if (running_.load()) {
+        stop_.store(true);
+        notifier_.notify_all();
+        for (auto& th : threads_) th.join();
     }
+    if (hook_) hook_->detach(*this);
 }
 
 void Threadpool::start() {

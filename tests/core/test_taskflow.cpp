@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -248,6 +249,35 @@ TEST(Taskflow, MemoryFollowsLiveTasksNotGraphSize) {
     tf.fulfill_promise(0);
     tp.join();
     EXPECT_EQ(max_pending, 1u);
+    std::vector<std::string> names;
+    EXPECT_EQ(tf.pending(0, names), 0u);
+}
+
+TEST(Taskflow, ManyPartiallyFulfilledTasksSpillAndDrain) {
+    // 50000 tasks wait at once: far more than the inline slots of the promise table hold,
+    // so entries spill into its overflow tables and are erased from them in random order.
+    Threadpool tp(2, ThreadpoolOptions{.start = false});
+    Taskflow<std::tuple<int, int>> tf(&tp, "wide");
+    constexpr int n = 50000;
+    std::vector<std::atomic<int>> runs(n);
+    tf.set_indegree([](std::tuple<int, int>) { return 3; }).set_task([&](std::tuple<int, int> k) {
+        runs[std::get<0>(k)].fetch_add(1);
+    });
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937 rng(5);
+    for (int pass = 0; pass < 3; ++pass) {
+        std::shuffle(order.begin(), order.end(), rng);
+        for (int i : order) tf.fulfill_promise({i, -i});
+        std::vector<std::string> names;
+        if (pass < 2) {
+            EXPECT_EQ(tf.pending(3, names), static_cast<std::size_t>(n));
+            EXPECT_EQ(names.size(), 3u);
+        }
+    }
+    tp.start();
+    tp.join();
+    for (int i = 0; i < n; ++i) ASSERT_EQ(runs[i].load(), 1) << i;
     std::vector<std::string> names;
     EXPECT_EQ(tf.pending(0, names), 0u);
 }

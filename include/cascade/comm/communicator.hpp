@@ -85,7 +85,7 @@ public:
     void receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
                        std::size_t chunk, std::vector<char> args);
     void attach(Threadpool& tp);
-    void detach(Threadpool& tp) noexcept;
+    void detach(Threadpool& tp) noexcept override;
     PollResult poll(Threadpool& tp) override;
     bool wants_progress() const override;
     // Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the

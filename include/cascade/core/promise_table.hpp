@@ -1,14 +1,16 @@
 // PromiseTable<K>: remaining-promise counts of tasks that have received some but not all of
-// their promises. It is split into many shards, each a small open-addressing hash table under
-// its own spinlock, so concurrent fulfill_promise calls from different threads rarely touch
-// the same lock (TaskTorrent instead forwards every such fulfill to one owner thread).
+// their promises. It is split into many shards, each under its own spinlock, so concurrent
+// fulfill_promise calls from different threads rarely touch the same lock (TaskTorrent
+// instead forwards every such fulfill to one owner thread). A shard is one cache line: the
+// lock and a few inline slots, so a fulfill from another core moves one line; only when a
+// shard holds more live entries than fit inline does it spill into an open-addressing table.
 // An entry lives only between a task's first promise and its last: memory follows the number
 // of partially-satisfied tasks, never the size of the graph.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
+#include <mutex>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -21,63 +23,81 @@ namespace cascade {
 template <class K>
 class PromiseTable {
 public:
-    static constexpr std::size_t kShards = 256;
+    static constexpr std::size_t kShards = 1024;
 
     explicit PromiseTable(bool track_done = false)
-        : shards_(new Shard[kShards]), track_done_(track_done) {}
+        : shards_(new Shard[kShards]), cold_(new Cold[kShards]), track_done_(track_done) {}
 
     enum class Outcome { waiting, ready, already_done };
 
-    // Records one promise for `k`, whose total is `indegree` (called only when > 1 or when
-    // tracking completed keys). Returns ready when this was the last promise.
+    // Records one promise for `k`, whose total is `indegree`. Returns ready when this was the
+    // last promise (or the only one), already_done when tracking completed keys and k ran.
     Outcome fulfill(const K& k, int indegree, int* remaining_out = nullptr) {
         const std::size_t h = KeyHash<K>{}(k);
-        Shard& s = shards_[h % kShards];
+        const std::size_t si = h % kShards;
+        Shard& s = shards_[si];
         std::lock_guard<Spinlock> g(s.lock);
-        if (track_done_ && s.done.count(k)) return Outcome::already_done;
-        std::size_t mask = s.slots.size() - 1;
-        std::size_t i = s.slots.empty() ? 0 : (h / kShards) & mask;
-        if (!s.slots.empty()) {
-            for (;; i = (i + 1) & mask) {
+        Cold& c = cold_[si];
+        if (track_done_ && c.done.count(k)) return Outcome::already_done;
+        // Inline slots first, then the spill table.
+        if (s.n_inline > 0) {
+            for (unsigned i = 0; i < kInline; ++i) {
                 Slot& slot = s.slots[i];
-                if (!slot.used) break;
+                if (slot.remaining > 0 && slot.key == k) {
+                    int left = --slot.remaining;
+                    if (remaining_out) *remaining_out = left;
+                    if (left > 0) return Outcome::waiting;
+                    --s.n_inline;
+                    return finish(c, k);
+                }
+            }
+        }
+        if (c.count > 0) {
+            const std::size_t mask = c.slots.size() - 1;
+            for (std::size_t i = (h / kShards) & mask;; i = (i + 1) & mask) {
+                Slot& slot = c.slots[i];
+                if (slot.remaining == 0) break;
                 if (slot.key == k) {
                     int left = --slot.remaining;
                     if (remaining_out) *remaining_out = left;
                     if (left > 0) return Outcome::waiting;
-                    erase_at(s, i);
-                    if (track_done_) s.done.insert(k);
-                    return Outcome::ready;
+                    erase_at(c, i);
+                    return finish(c, k);
                 }
             }
         }
         // First promise of this task.
         if (indegree <= 1) {
             if (remaining_out) *remaining_out = 0;
-            if (track_done_) s.done.insert(k);
-            return Outcome::ready;
+            return finish(c, k);
         }
-        if ((s.count + 1) * 4 > s.slots.size() * 3) {
-            grow(s);
-            mask = s.slots.size() - 1;
-            i = (h / kShards) & mask;
-            while (s.slots[i].used) i = (i + 1) & mask;
-        }
-        s.slots[i] = Slot{k, indegree - 1, true};
-        ++s.count;
         if (remaining_out) *remaining_out = indegree - 1;
+        if (s.n_inline < kInline) {
+            for (unsigned i = 0; i < kInline; ++i) {
+                if (s.slots[i].remaining == 0) {
+                    s.slots[i] = Slot{k, indegree - 1};
+                    ++s.n_inline;
+                    return Outcome::waiting;
+                }
+            }
+        }
+        spill(c, h, Slot{k, indegree - 1});
         return Outcome::waiting;
     }
 
-    // Number of partially-fulfilled tasks; appends up to `max_names` of their keys.
+    // Number of partially-fulfilled tasks; appends up to `max_keys` of them with the number
+    // of promises they still miss.
     std::size_t pending(std::size_t max_keys, std::vector<std::pair<K, int>>& keys) const {
         std::size_t total = 0;
         for (std::size_t si = 0; si < kShards; ++si) {
             Shard& s = shards_[si];
             std::lock_guard<Spinlock> g(s.lock);
-            total += s.count;
+            const Cold& c = cold_[si];
+            total += s.n_inline + c.count;
             for (const Slot& slot : s.slots)
-                if (slot.used && keys.size() < max_keys) keys.emplace_back(slot.key, slot.remaining);
+                if (slot.remaining > 0 && keys.size() < max_keys) keys.emplace_back(slot.key, slot.remaining);
+            for (const Slot& slot : c.slots)
+                if (slot.remaining > 0 && keys.size() < max_keys) keys.emplace_back(slot.key, slot.remaining);
         }
         return total;
     }
@@ -85,48 +105,67 @@ public:
 private:
     struct Slot {
         K key{};
-        int remaining = 0;
-        bool used = false;
+        int remaining = 0;  // 0: free
     };
+    static constexpr std::size_t kInline =
+        sizeof(Slot) <= 56 ? (64 - 8) / sizeof(Slot) : 1;
     struct alignas(64) Shard {
         Spinlock lock;
+        unsigned n_inline = 0;
+        Slot slots[kInline];
+    };
+    struct Cold {  // rarely touched: spill table, completed keys (checked mode)
         std::vector<Slot> slots;
         std::size_t count = 0;
-        std::unordered_set<K, KeyHash<K>> done;  // checked mode only
+        std::unordered_set<K, KeyHash<K>> done;
     };
 
-    static void grow(Shard& s) {
-        std::vector<Slot> old = std::move(s.slots);
-        s.slots.assign(old.empty() ? 16 : old.size() * 2, Slot{});
-        const std::size_t mask = s.slots.size() - 1;
+    Outcome finish(Cold& c, const K& k) {
+        if (track_done_) c.done.insert(k);
+        return Outcome::ready;
+    }
+
+    static void spill(Cold& c, std::size_t h, const Slot& slot) {
+        if ((c.count + 1) * 4 > c.slots.size() * 3) grow(c);
+        const std::size_t mask = c.slots.size() - 1;
+        std::size_t i = (h / kShards) & mask;
+        while (c.slots[i].remaining != 0) i = (i + 1) & mask;
+        c.slots[i] = slot;
+        ++c.count;
+    }
+
+    static void grow(Cold& c) {
+        std::vector<Slot> old = std::move(c.slots);
+        c.slots.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+        const std::size_t mask = c.slots.size() - 1;
         for (Slot& o : old) {
-            if (!o.used) continue;
+            if (o.remaining == 0) continue;
             std::size_t j = (KeyHash<K>{}(o.key) / kShards) & mask;
-            while (s.slots[j].used) j = (j + 1) & mask;
-            s.slots[j] = o;
+            while (c.slots[j].remaining != 0) j = (j + 1) & mask;
+            c.slots[j] = o;
         }
     }
 
     // Backward-shift deletion keeps probe sequences intact without tombstones.
-    static void erase_at(Shard& s, std::size_t i) {
-        const std::size_t mask = s.slots.size() - 1;
+    static void erase_at(Cold& c, std::size_t i) {
+        const std::size_t mask = c.slots.size() - 1;
         std::size_t j = i;
         for (;;) {
             j = (j + 1) & mask;
-            if (!s.slots[j].used) break;
-            std::size_t home = (KeyHash<K>{}(s.slots[j].key) / kShards) & mask;
-            // Move j into the hole at i if its home is not in (i, j] cyclically.
+            if (c.slots[j].remaining == 0) break;
+            std::size_t home = (KeyHash<K>{}(c.slots[j].key) / kShards) & mask;
             bool in_between = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
             if (!in_between) {
-                s.slots[i] = s.slots[j];
+                c.slots[i] = c.slots[j];
                 i = j;
             }
         }
-        s.slots[i] = Slot{};
-        --s.count;
+        c.slots[i] = Slot{};
+        --c.count;
     }
 
     std::unique_ptr<Shard[]> shards_;
+    std::unique_ptr<Cold[]> cold_;
     bool track_done_;
 };
 

@@ -47,6 +47,8 @@ public:
     // Re-checked after the joiner announced it will sleep: true if it must not (work queued
     // for the communication thread since the last poll).
     virtual bool wants_progress() const = 0;
+    // The pool is being destroyed: forget it.
+    virtual void detach(Threadpool& tp) noexcept = 0;
 };
 
 struct ThreadpoolOptions {
