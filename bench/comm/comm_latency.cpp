@@ -14,8 +14,13 @@
 // Timing ("handler"): rank 0 stamps the clock before its first send (main thread) and in the
 // handler that receives the N-th reply; latency = elapsed / (2 N). join_tail_us is what
 // tp.join() took after that last receipt (completion detection + stopping the workers).
+// sleeps_per_reply: voluntary context switches of rank 0's main thread (the joiner: each
+// nap that really sleeps is one) per reply received. --timerslack-ns N sets the kernel timer
+// slack of the main thread (default 50 us on Linux, which pads every nap; 0: leave it).
 // Each (system, size) first runs a pilot (also a warm-up) that sizes N so one repeat takes
 // about --target-ms; the median over --repeats repeats is reported.
+#include <sys/prctl.h>
+
 #include <cstring>
 #include <vector>
 
@@ -29,6 +34,7 @@ namespace {
 struct Result {
     std::vector<double> one_way_s;  // per repeat
     std::vector<double> tail_s;     // per repeat (cascade only)
+    std::vector<double> sleeps;     // rank 0's main thread: voluntary switches per reply received
     long n = 0;
 };
 
@@ -47,7 +53,9 @@ int main(int argc, char** argv) {
         const auto systems = a.words("systems", "mpi,small_am,large_am");
         const auto modes = a.words("modes", "join,poll");
         const int threads = static_cast<int>(a.num("threads", 1));
+        const long slack_ns = a.num("timerslack-ns", 0);
         a.check();
+        if (slack_ns > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack_ns), 0, 0, 0);
 
         cascade::Communicator comm;
         const int me = comm.comm_rank();
@@ -91,7 +99,7 @@ int main(int argc, char** argv) {
 
         // One timed ping-pong of n round trips; returns {one-way seconds, join tail seconds}.
         auto once = [&](const std::string& sys, const std::string& mode, std::size_t bytes,
-                        long n) -> std::pair<double, double> {
+                        long n) -> std::tuple<double, double, double> {
             if (sys == "mpi") {
                 MPI_Barrier(MPI_COMM_WORLD);
                 const double t0 = now_s();
@@ -105,7 +113,7 @@ int main(int argc, char** argv) {
                         MPI_Send(sbuf.data(), b, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
                     }
                 }
-                return {(now_s() - t0) / (2.0 * static_cast<double>(n)), 0.0};
+                return {(now_s() - t0) / (2.0 * static_cast<double>(n)), 0.0, 0.0};
             }
             n_goal = n;
             count = 0;
@@ -113,6 +121,7 @@ int main(int argc, char** argv) {
             t_last = 0;
             tp.start();
             MPI_Barrier(MPI_COMM_WORLD);
+            const ThreadUsage u0 = ThreadUsage::now();
             const double t0 = now_s();
             if (me == 0) {
                 if (sys == "small_am")
@@ -127,8 +136,10 @@ int main(int argc, char** argv) {
             if (count != n)
                 throw std::runtime_error("rank " + std::to_string(me) + ": " + std::to_string(count) +
                                          " messages instead of " + std::to_string(n));
-            if (me != 0) return {0.0, 0.0};
-            return {(t_last - t0) / (2.0 * static_cast<double>(n)), t_join - t_last};
+            if (me != 0) return {0.0, 0.0, 0.0};
+            const ThreadUsage du = ThreadUsage::now() - u0;  // includes the join tail's naps
+            return {(t_last - t0) / (2.0 * static_cast<double>(n)), t_join - t_last,
+                    static_cast<double>(du.nvcsw) / static_cast<double>(n)};
         };
 
         auto measure = [&](const std::string& sys, const std::string& mode, std::size_t bytes) {
@@ -136,15 +147,16 @@ int main(int argc, char** argv) {
             // Pilot (warm-up): a few round trips, then size n for target_s per repeat.
             long pilot = 4;
             double est = 0;
-            for (int k = 0; k < 2; ++k) est = once(sys, mode, bytes, pilot).first;
+            for (int k = 0; k < 2; ++k) est = std::get<0>(once(sys, mode, bytes, pilot));
             double n_d = est > 0 ? target_s / (2 * est) : 1000;
             long n = std::clamp(static_cast<long>(n_d), 4L, max_n);
             MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
             r.n = n;
             for (int k = 0; k < repeats; ++k) {
-                auto [ow, tail] = once(sys, mode, bytes, n);
+                auto [ow, tail, sl] = once(sys, mode, bytes, n);
                 r.one_way_s.push_back(ow);
                 r.tail_s.push_back(tail);
+                r.sleeps.push_back(sl);
             }
             return r;
         };
@@ -168,7 +180,10 @@ int main(int argc, char** argv) {
                 .add("round_trips", r.n)
                 .add("repeats", static_cast<long>(r.one_way_s.size()))
                 .add("timing", sys == "mpi" ? "loop" : "handler");
-            if (sys != "mpi") rec.add("join_tail_us", median(r.tail_s) * 1e6);
+            if (sys != "mpi")
+                rec.add("join_tail_us", median(r.tail_s) * 1e6)
+                    .add("sleeps_per_reply", median(r.sleeps))
+                    .add("timerslack_ns", slack_ns);
             rec.print();
         };
 

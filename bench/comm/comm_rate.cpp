@@ -10,6 +10,7 @@
 // Timing: rank 0 from just before the first send to the arrival of rank 1's acknowledgement
 // (one small AM sent by rank 1's handler after the M-th message), so the rate covers
 // delivery, not just queueing. mpi_messages: MPI messages rank 0 sent for the M AMs.
+// M is --messages for raw MPI and aggregated AMs, --noagg-messages without aggregation.
 #include <vector>
 
 #include "cascade/cascade.hpp"
@@ -19,7 +20,12 @@ using namespace commbench;
 
 int main(int argc, char** argv) {
     return guarded_main(argc, argv, "comm_rate", [](Args& a) {
-        const long M = a.num("messages", 1000000);
+        const long M_agg = a.num("messages", 1000000);
+        // Without aggregation every AM is its own MPI_Isend, all posted at once; Open MPI's
+        // pending-send handling then costs O(outstanding) per progress call (perf: mutex
+        // lock/unlock in mca_pml_ob1_progress under every MPI_Iprobe/MPI_Testall), quadratic
+        // in the burst, so these runs use smaller bursts, at two sizes to show the growth.
+        const std::vector<long> M_noagg = a.list("noagg-messages", {10000, 30000});
         const int repeats = static_cast<int>(a.num("repeats", 3));
         const int window = static_cast<int>(a.num("window", 64));
         const auto sources = a.words("sources", "task,main");
@@ -31,6 +37,7 @@ int main(int argc, char** argv) {
         if (comm.comm_size() != 2) throw std::runtime_error("run with exactly 2 ranks");
         cascade::Threadpool tp(threads, &comm, 0, "rate", false);
 
+        long M = M_agg;  // messages of the current run
         long received = 0;
         std::uint64_t checksum = 0;
         double t_ack = 0;
@@ -124,18 +131,22 @@ int main(int argc, char** argv) {
             mpi_once();
             cascade_once("main", true, ignored);
         }
-        for (int round = 0; round < 1; ++round) {
+        {
             std::vector<double> s;
             for (int r = 0; r < repeats; ++r) s.push_back(mpi_once());
             report("mpi", "isend_window" + std::to_string(window), "main", s,
                    static_cast<std::uint64_t>(M), 0);
             for (const auto& source : sources)
-                for (bool agg : {true, false}) {
-                    std::vector<double> t;
-                    std::uint64_t msgs = 0;
-                    for (int r = 0; r < repeats; ++r) t.push_back(cascade_once(source, agg, msgs));
-                    report("cascade", agg ? "aggregation_on" : "aggregation_off", source, t, msgs, threads);
-                }
+                for (bool agg : {true, false})
+                    for (long m : agg ? std::vector<long>{M_agg} : M_noagg) {
+                        M = m;
+                        std::vector<double> t;
+                        std::uint64_t msgs = 0;
+                        for (int r = 0; r < repeats; ++r) t.push_back(cascade_once(source, agg, msgs));
+                        report("cascade", agg ? "aggregation_on" : "aggregation_off", source, t, msgs,
+                               threads);
+                    }
+            M = M_agg;
         }
         return 0;
     });

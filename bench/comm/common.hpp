@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -36,6 +37,23 @@ inline double process_cpu_s() {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
+
+// Voluntary context switches of the calling thread (each nap of the joining thread in
+// Threadpool::join is one when it actually sleeps) and its CPU seconds.
+struct ThreadUsage {
+    long nvcsw = 0, nivcsw = 0;
+    double cpu = 0;
+    static ThreadUsage now() {
+        rusage ru{};
+        getrusage(RUSAGE_THREAD, &ru);
+        return {ru.ru_nvcsw, ru.ru_nivcsw,
+                static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                    1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)};
+    }
+    ThreadUsage operator-(const ThreadUsage& o) const {
+        return {nvcsw - o.nvcsw, nivcsw - o.nivcsw, cpu - o.cpu};
+    }
+};
 
 // q-quantile (0..1) with linear interpolation; 0 for an empty sample.
 inline double quantile(std::vector<double> v, double q) {
