@@ -89,6 +89,12 @@ void Threadpool::push(const Task& t, int thread, bool bound) {
                          ", outside [0, " + std::to_string(n_) + ") of Threadpool '" +
                          opts_.name + "'");
     queues_[thread].push(t, bound);
+    if (thread == current_thread()) {
+        // Our own queue: we are awake and will run it, so no wake-up can be lost; only
+        // invite a sleeping worker to steal, without paying for a fence.
+        if (!bound && notifier_.sleeping_relaxed() > 0) notifier_.notify_one(thread);
+        return;
+    }
     // Pairs with Notifier::prepare_wait: either the sleeper sees the task or we see it asleep.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (notifier_.sleeping() > 0) {

@@ -28,6 +28,7 @@ public:
     void notify_all() noexcept;
 
     int sleeping() const noexcept { return n_sleeping_.load(std::memory_order_seq_cst); }
+    int sleeping_relaxed() const noexcept { return n_sleeping_.load(std::memory_order_relaxed); }
     bool is_sleeping(int w) const noexcept {
         return slots_[w].sleeping.load(std::memory_order_seq_cst);
     }

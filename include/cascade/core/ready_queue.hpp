@@ -66,10 +66,10 @@ public:
         lock_.lock();
         if (bound) {
             bound_.push(t);
-            n_bound_.store(bound_.size(), std::memory_order_relaxed);
+            n_bound_.store(static_cast<std::uint32_t>(bound_.size()), std::memory_order_relaxed);
         } else {
             free_.push(t);
-            n_free_.store(free_.size(), std::memory_order_relaxed);
+            n_free_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
         }
         lock_.unlock();
     }
@@ -83,10 +83,10 @@ public:
         bool ok = true;
         if (!bound_.empty() && (free_.empty() || free_.top().priority < bound_.top().priority)) {
             bound_.pop(out);
-            n_bound_.store(bound_.size(), std::memory_order_relaxed);
+            n_bound_.store(static_cast<std::uint32_t>(bound_.size()), std::memory_order_relaxed);
         } else if (!free_.empty()) {
             free_.pop(out);
-            n_free_.store(free_.size(), std::memory_order_relaxed);
+            n_free_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
         } else {
             ok = false;
         }
@@ -101,7 +101,7 @@ public:
         bool ok = false;
         if (!free_.empty()) {
             free_.pop(out);
-            n_free_.store(free_.size(), std::memory_order_relaxed);
+            n_free_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
             ok = true;
         }
         lock_.unlock();
@@ -113,11 +113,13 @@ public:
     std::size_t size() const noexcept { return stealable() + bound(); }
 
 private:
+    // Lock, sizes and heap headers share one cache line: a push or pop from another core
+    // moves this line and the task's own line, nothing more.
     Spinlock lock_;
+    std::atomic<std::uint32_t> n_free_{0};
+    std::atomic<std::uint32_t> n_bound_{0};
     TaskHeap free_;
     TaskHeap bound_;
-    std::atomic<std::size_t> n_free_{0};
-    std::atomic<std::size_t> n_bound_{0};
 };
 
 }  // namespace cascade
