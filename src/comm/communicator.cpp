@@ -498,7 +498,10 @@ PollResult Communicator::poll(Threadpool& tp) {
         reset_epoch();
         return PollResult::done;
     }
-    return active ? PollResult::active : PollResult::idle;
+    // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
+    const bool in_flight = !large_recvs_.empty() || pending_large_sends_ > 0;
+    if (!active && in_flight) std::this_thread::yield();  // leave the core to workers meanwhile
+    return active || in_flight ? PollResult::active : PollResult::idle;
 }
 
 void Communicator::attach(Threadpool& tp) {

@@ -1,11 +1,16 @@
 #include "cascade/core/threadpool.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
 
 #include "cascade/core/errors.hpp"
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 namespace cascade {
 
@@ -33,6 +38,37 @@ bool checked_from_env() {
 constexpr int kSpinRounds = 64;
 constexpr int kYieldRounds = 16;
 constexpr long kSleepTimeoutUs = 1000000;
+
+// join() with a communicator: keep polling this long after the last activity, then nap.
+constexpr auto kPollWindow = std::chrono::microseconds(50);
+constexpr long kFirstNapUs = 10;
+constexpr long kMaxNapUs = 500;
+
+// Sets the calling thread's timer slack to 1 us for its lifetime (Linux), so short naps
+// are short.
+class TimerSlack {
+public:
+    explicit TimerSlack(bool on) {
+#if defined(__linux__)
+        if (on) {
+            old_ = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+            if (old_ > 0) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+        }
+#else
+        (void)on;
+#endif
+    }
+    ~TimerSlack() {
+#if defined(__linux__)
+        if (old_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(old_), 0, 0, 0);
+#endif
+    }
+    TimerSlack(const TimerSlack&) = delete;
+    TimerSlack& operator=(const TimerSlack&) = delete;
+
+private:
+    long old_ = -1;
+};
 
 }  // namespace
 
@@ -195,14 +231,23 @@ void Threadpool::join() {
         throw UsageError("Threadpool '" + opts_.name + "': join() called from one of its workers");
     if (!running_.load()) start();
     // Without a hook, the last worker to fall asleep wakes us. With one (communication to
-    // drive) we poll: continuously while messages move, then with growing sleeps.
-    long nap_us = 20;
+    // drive) we poll: continuously while messages move and for a short window after, then
+    // with growing naps (so a rank whose workers compute leaves them the core). Naps use a
+    // 1 us timer slack: the default 50 us would add to every message's latency.
+    TimerSlack slack(hook_ != nullptr);
+    long nap_us = kFirstNapUs;
+    auto last_activity = std::chrono::steady_clock::now();
     for (;;) {
         std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
         PollResult r = hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
         if (r == PollResult::done) break;
         if (r == PollResult::active) {
-            nap_us = 20;
+            nap_us = kFirstNapUs;
+            last_activity = std::chrono::steady_clock::now();
+            continue;
+        }
+        if (hook_ && std::chrono::steady_clock::now() - last_activity < kPollWindow) {
+            std::this_thread::yield();
             continue;
         }
         // Announce the nap, then re-check: a waker either sees the flag or we see its work.
@@ -210,7 +255,7 @@ void Threadpool::join() {
         bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
         if (!wake_now) Notifier::wait_on(join_word_, word, hook_ ? nap_us : 100000);
         joiner_sleeping_.store(false, std::memory_order_relaxed);
-        if (hook_) nap_us = std::min<long>(nap_us * 2, 1000);
+        if (hook_) nap_us = std::min<long>(nap_us * 2, kMaxNapUs);
     }
     stop_.store(true, std::memory_order_seq_cst);
     notifier_.notify_all();
