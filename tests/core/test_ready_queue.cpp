@@ -81,3 +81,20 @@ TEST(ReadyQueue, OwnerTakesHigherPriorityOfBoundAndFree) {
     EXPECT_EQ(order, (std::vector<int>{2, 3, 1}));
     EXPECT_EQ(q.size(), 0u);
 }
+
+TEST(ReadyQueue, EqualPrioritiesRunInReadyOrder) {
+    ReadyQueue q;
+    for (int i = 0; i < 1000; ++i) q.push(make(0, i), false);  // FIFO ring grows past 256
+    q.push(make(2, -1), false);
+    q.push(make(-1, -2), false);
+    Task t;
+    ASSERT_TRUE(q.pop(t));
+    EXPECT_EQ(t.as<int>(), -1);  // higher priority first
+    for (int i = 0; i < 1000; ++i) {
+        ASSERT_TRUE(i % 2 ? q.pop(t) : q.steal(t));
+        ASSERT_EQ(t.as<int>(), i);
+    }
+    ASSERT_TRUE(q.pop(t));
+    EXPECT_EQ(t.as<int>(), -2);  // negative priority last
+    EXPECT_FALSE(q.pop(t));
+}

@@ -1,4 +1,4 @@
-// ReadyQueue: one per worker. Two priority heaps under one spinlock: tasks any worker may
+// ReadyQueue: one per worker. Two task queues under one spinlock: tasks any worker may
 // steal, and tasks bound to this worker. The owner pops the better top of the two; thieves
 // only look at the stealable heap. Sizes are mirrored in atomics so idle workers can scan
 // queues without taking locks.
@@ -60,6 +60,60 @@ private:
     std::vector<Task> v_;
 };
 
+// A FIFO ring of tasks (grows geometrically, never shrinks).
+class TaskFifo {
+public:
+    TaskFifo() : v_(256) {}
+    bool empty() const noexcept { return head_ == tail_; }
+    std::size_t size() const noexcept { return tail_ - head_; }
+    const Task& front() const noexcept { return v_[head_ & (v_.size() - 1)]; }
+    void push(const Task& t) {
+        if (size() == v_.size()) grow();
+        v_[tail_++ & (v_.size() - 1)] = t;
+    }
+    void pop(Task& out) { out = v_[head_++ & (v_.size() - 1)]; }
+
+private:
+    void grow() {
+        std::vector<Task> bigger(v_.size() * 2);
+        for (std::size_t i = head_; i != tail_; ++i) bigger[i - head_] = v_[i & (v_.size() - 1)];
+        tail_ -= head_;
+        head_ = 0;
+        v_ = std::move(bigger);
+    }
+    std::vector<Task> v_;
+    std::size_t head_ = 0, tail_ = 0;
+};
+
+// Ready tasks of one kind (stealable or bound): priority-0 tasks (the default) in a FIFO, so
+// a graph without priorities runs breadth-first in the order it became ready; others in a
+// heap. The best is the heap top if its priority is above 0, else the FIFO front.
+class TaskQueue {
+public:
+    bool empty() const noexcept { return fifo_.empty() && heap_.empty(); }
+    std::size_t size() const noexcept { return fifo_.size() + heap_.size(); }
+    double top_priority() const noexcept {
+        if (!heap_.empty() && (fifo_.empty() || heap_.top().priority > 0)) return heap_.top().priority;
+        return 0.0;
+    }
+    void push(const Task& t) {
+        if (t.priority == 0.0)
+            fifo_.push(t);
+        else
+            heap_.push(t);
+    }
+    void pop(Task& out) {
+        if (!heap_.empty() && (fifo_.empty() || heap_.top().priority > 0))
+            heap_.pop(out);
+        else
+            fifo_.pop(out);
+    }
+
+private:
+    TaskFifo fifo_;
+    TaskHeap heap_;
+};
+
 class alignas(64) ReadyQueue {
 public:
     void push(const Task& t, bool bound) {
@@ -81,7 +135,7 @@ public:
             return false;
         lock_.lock();
         bool ok = true;
-        if (!bound_.empty() && (free_.empty() || free_.top().priority < bound_.top().priority)) {
+        if (!bound_.empty() && (free_.empty() || free_.top_priority() < bound_.top_priority())) {
             bound_.pop(out);
             n_bound_.store(static_cast<std::uint32_t>(bound_.size()), std::memory_order_relaxed);
         } else if (!free_.empty()) {
@@ -113,13 +167,11 @@ public:
     std::size_t size() const noexcept { return stealable() + bound(); }
 
 private:
-    // Lock, sizes and heap headers share one cache line: a push or pop from another core
-    // moves this line and the task's own line, nothing more.
     Spinlock lock_;
     std::atomic<std::uint32_t> n_free_{0};
     std::atomic<std::uint32_t> n_bound_{0};
-    TaskHeap free_;
-    TaskHeap bound_;
+    TaskQueue free_;
+    TaskQueue bound_;
 };
 
 }  // namespace cascade
