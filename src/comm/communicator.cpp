@@ -501,7 +501,8 @@ PollResult Communicator::poll(Threadpool& tp) {
     // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
     const bool in_flight = !large_recvs_.empty() || pending_large_sends_ > 0;
     if (!active && in_flight) std::this_thread::yield();  // leave the core to workers meanwhile
-    return active || in_flight ? PollResult::active : PollResult::idle;
+    if (active || in_flight) return PollResult::active;
+    return locally_idle(tp) ? PollResult::waiting : PollResult::idle;
 }
 
 void Communicator::attach(Threadpool& tp) {

@@ -43,6 +43,7 @@ constexpr long kSleepTimeoutUs = 1000000;
 constexpr auto kPollWindow = std::chrono::microseconds(50);
 constexpr long kFirstNapUs = 10;
 constexpr long kMaxNapUs = 500;
+constexpr long kWaitingNapUs = 20;
 
 // Sets the calling thread's timer slack to 1 us for its lifetime (Linux), so short naps
 // are short.
@@ -104,6 +105,7 @@ Threadpool::~Threadpool() {
 void Threadpool::start() {
     if (running_.exchange(true)) return;
     stop_.store(false);
+    idle_state_.store(0);
     threads_.reserve(n_);
     for (int i = 0; i < n_; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -160,10 +162,13 @@ bool Threadpool::has_work_for(int me) const noexcept {
 }
 
 bool Threadpool::locally_idle() const noexcept {
-    if (notifier_.sleeping() != n_) return false;
+    // All workers idle at s1, no queue holds a task, and no worker became active since s1:
+    // then no worker ran or pushed anything in between, so the pool was idle throughout.
+    const std::uint64_t s1 = idle_state_.load(std::memory_order_seq_cst);
+    if (static_cast<std::uint32_t>(s1) != static_cast<std::uint32_t>(n_)) return false;
     for (int w = 0; w < n_; ++w)
         if (queues_[w].size() > 0) return false;
-    return true;
+    return idle_state_.load(std::memory_order_seq_cst) == s1;
 }
 
 void Threadpool::execute(Task& t, int me) {
@@ -190,6 +195,19 @@ void Threadpool::fail(std::exception_ptr e) noexcept {
     failed_.store(true);
 }
 
+// Idle accounting: idle_state_ holds the number of idle workers (low 32 bits) and the
+// number of idle->active transitions (high 32 bits). A worker is idle from the moment it
+// finds nothing to do until it is about to look for work again; an idle worker holds no task
+// and pushes nothing. See locally_idle() for how the joiner uses the transition count.
+void Threadpool::become_idle() noexcept {
+    const std::uint64_t s = idle_state_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    if (static_cast<std::uint32_t>(s) == static_cast<std::uint32_t>(n_)) wake_joiner();
+}
+
+void Threadpool::become_active() noexcept {
+    idle_state_.fetch_add((std::uint64_t(1) << 32) - 1, std::memory_order_seq_cst);
+}
+
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me};
     Task t;
@@ -198,6 +216,7 @@ void Threadpool::worker_loop(int me) {
             execute(t, me);
             continue;
         }
+        become_idle();
         bool found = false;
         for (int round = 0; round < kSpinRounds + kYieldRounds && !found; ++round) {
             if (round < kSpinRounds) {
@@ -205,7 +224,11 @@ void Threadpool::worker_loop(int me) {
             } else {
                 std::this_thread::yield();
             }
-            found = find_task(me, t);
+            if (has_work_for(me)) {
+                become_active();
+                found = find_task(me, t);
+                if (!found) become_idle();
+            }
         }
         if (found) {
             execute(t, me);
@@ -214,14 +237,16 @@ void Threadpool::worker_loop(int me) {
         std::uint32_t epoch = notifier_.prepare_wait(me);
         if (stop_.load(std::memory_order_seq_cst)) {
             notifier_.cancel_wait(me);
+            become_active();
             break;
         }
         if (has_work_for(me)) {
             notifier_.cancel_wait(me);
+            become_active();
             continue;
         }
-        if (notifier_.sleeping() == n_) wake_joiner();
         notifier_.commit_wait(me, epoch, kSleepTimeoutUs);
+        become_active();
     }
     tls_worker = {};
 }
@@ -255,7 +280,7 @@ void Threadpool::join() {
         bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
         if (!wake_now) Notifier::wait_on(join_word_, word, hook_ ? nap_us : 100000);
         joiner_sleeping_.store(false, std::memory_order_relaxed);
-        if (hook_) nap_us = std::min<long>(nap_us * 2, kMaxNapUs);
+        if (hook_) nap_us = std::min<long>(nap_us * 2, r == PollResult::waiting ? kWaitingNapUs : kMaxNapUs);
     }
     stop_.store(true, std::memory_order_seq_cst);
     notifier_.notify_all();

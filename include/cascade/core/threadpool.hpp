@@ -34,8 +34,10 @@ public:
 class Threadpool;
 class Communicator;
 
-// What a JoinHook poll found.
-enum class PollResult { idle, active, done };
+// What a JoinHook poll found: nothing moved (idle), something moved (active), this pool has
+// no work and waits for others (waiting: the joiner naps only briefly, it disturbs no
+// worker), or join() may return (done).
+enum class PollResult { idle, active, waiting, done };
 
 // Hook that lets a higher layer (the communicator) take part in join(): the joining thread
 // polls it, and it decides, from the pool's local idleness and its own state, when join()
@@ -107,7 +109,7 @@ public:
     void fail(std::exception_ptr e) noexcept;
     bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
     std::exception_ptr error() const;
-    // True when every worker is asleep and no task is queued (nothing runs in this pool).
+    // True when every worker is idle and no task is queued (nothing runs in this pool).
     bool idle() const noexcept { return locally_idle(); }
     // Wakes the thread blocked in join() so it re-polls the hook (e.g. a message to send).
     void wake_joiner() noexcept {
@@ -122,6 +124,8 @@ private:
     };
 
     void worker_loop(int me);
+    void become_idle() noexcept;
+    void become_active() noexcept;
     bool find_task(int me, Task& out);
     bool has_work_for(int me) const noexcept;
     bool locally_idle() const noexcept;
@@ -138,6 +142,7 @@ private:
     std::atomic<bool> running_{false};
     std::atomic<std::uint32_t> join_word_{0};
     std::atomic<bool> joiner_sleeping_{false};
+    alignas(64) std::atomic<std::uint64_t> idle_state_{0};
     std::atomic<unsigned> round_robin_{0};
     JoinHook* hook_ = nullptr;
 
