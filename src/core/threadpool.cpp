@@ -40,6 +40,7 @@ constexpr int kYieldRounds = 16;
 constexpr long kSleepTimeoutUs = 1000000;
 
 // join() with a communicator: keep polling this long after the last activity, then nap.
+constexpr auto kHotWindow = std::chrono::microseconds(10);
 constexpr auto kPollWindow = std::chrono::microseconds(50);
 constexpr long kFirstNapUs = 10;
 constexpr long kMaxNapUs = 500;
@@ -271,9 +272,13 @@ void Threadpool::join() {
             last_activity = std::chrono::steady_clock::now();
             continue;
         }
-        if (hook_ && std::chrono::steady_clock::now() - last_activity < kPollWindow) {
-            std::this_thread::yield();
-            continue;
+        if (hook_) {
+            const auto quiet = std::chrono::steady_clock::now() - last_activity;
+            if (quiet < kHotWindow) continue;  // a reply is likely within microseconds
+            if (quiet < kPollWindow) {
+                std::this_thread::yield();
+                continue;
+            }
         }
         // Announce the nap, then re-check: a waker either sees the flag or we see its work.
         joiner_sleeping_.store(true, std::memory_order_seq_cst);
