@@ -1,6 +1,7 @@
 #include "cascade/comm/communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,8 @@ constexpr int TAG_CTRL = 3;  // completion protocol
 constexpr int kMaxMessagesPerProgress = 64;
 constexpr std::size_t kMaxSpareBuffers = 16;
 constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
+constexpr auto kFirstCountDelay = std::chrono::microseconds(20);
+constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
 
 thread_local const Communicator* tls_comm_thread = nullptr;
 
@@ -433,9 +436,21 @@ bool Communicator::locally_idle(Threadpool& tp) const {
 }
 
 bool Communicator::completion_step(Threadpool& tp) {
-    if (locally_idle(tp)) {
+    const bool idle = locally_idle(tp);
+    const auto now = std::chrono::steady_clock::now();
+    if (!idle) {
+        idle_since_.reset();
+    } else if (!idle_since_) {
+        idle_since_ = now;
+    }
+    if (idle) {
         const std::uint64_t q = queued(), p = processed_;
-        if (q != last_q_ || p != last_p_) {  // step 1: report changed counts to rank 0
+        // Step 1: report changed counts to rank 0 — once the rank has stayed idle a moment,
+        // so that short gaps between tasks do not flood rank 0 with COUNTs.
+        if ((q != last_q_ || p != last_p_) && now - *idle_since_ >= count_delay_) {
+            // Each further COUNT in this epoch means the last one was premature: wait
+            // longer next time (a busy application idles briefly and often).
+            if (last_q_ != ~0ull) count_delay_ = std::min<std::chrono::steady_clock::duration>(count_delay_ * 2, kMaxCountDelay);
             last_q_ = q;
             last_p_ = p;
             send_ctrl(0, CtrlMsg{COUNT, epoch_, q, p, 0});
@@ -471,6 +486,8 @@ bool Communicator::completion_step(Threadpool& tp) {
 
 void Communicator::reset_epoch() {
     ++epoch_;
+    idle_since_.reset();
+    count_delay_ = kFirstCountDelay;
     last_q_ = last_p_ = ~0ull;
     have_request_ = false;
     shutdown_ = false;

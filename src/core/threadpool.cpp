@@ -39,7 +39,8 @@ constexpr int kSpinRounds = 64;
 constexpr int kYieldRounds = 16;
 constexpr long kSleepTimeoutUs = 1000000;
 
-// join() with a communicator: keep polling this long after the last activity, then nap.
+// join() with a communicator, while this pool is idle and waits for other ranks: poll hot
+// this long after the last activity, then yielding until kPollWindow, then nap.
 constexpr auto kHotWindow = std::chrono::microseconds(10);
 constexpr auto kPollWindow = std::chrono::microseconds(50);
 constexpr long kFirstNapUs = 10;
@@ -272,9 +273,11 @@ void Threadpool::join() {
             last_activity = std::chrono::steady_clock::now();
             continue;
         }
-        if (hook_) {
+        if (hook_ && r == PollResult::waiting) {
+            // Our workers are idle and we wait for other ranks: a message is likely within
+            // microseconds and no worker needs this core, so poll hot, then yielding.
             const auto quiet = std::chrono::steady_clock::now() - last_activity;
-            if (quiet < kHotWindow) continue;  // a reply is likely within microseconds
+            if (quiet < kHotWindow) continue;
             if (quiet < kPollWindow) {
                 std::this_thread::yield();
                 continue;

@@ -9,6 +9,8 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <cstring>
 #include <cstdint>
 #include <deque>
@@ -173,6 +175,8 @@ private:
     bool have_request_ = false;                          // latest REQUEST not yet confirmed
     std::uint64_t req_q_ = 0, req_p_ = 0, req_tag_ = 0;
     bool shutdown_ = false;
+    std::optional<std::chrono::steady_clock::time_point> idle_since_;  // idle stretch start
+    std::chrono::steady_clock::duration count_delay_ = std::chrono::microseconds(20);
     // rank 0 only
     std::vector<std::uint64_t> cnt_q_, cnt_p_;
     std::vector<bool> reported_;
