@@ -1,5 +1,6 @@
-// The example of the TaskTorrent paper (section II-A3), unchanged apart from the helper
-// functions it assumes (compute, mapping, n_deps, deps, task_2_rank) and the payload type.
+// The example of the TaskTorrent paper (section II-A3), its body unchanged; around it, the
+// helper functions it assumes (compute, mapping, n_deps, deps, task_2_rank), the payload
+// type, and a check of the result.
 #include <cstdio>
 #include <vector>
 
@@ -16,7 +17,12 @@ int n_threads = 2, my_rank = 0, n_ranks = 1;
 std::vector<payload> data(N);
 long result = -1;
 
-void compute(int k) { data[k].value = (k == 0 ? 0 : data[k].value) + k; }
+// Task k adds k to the running sum left in data[k-1] by its predecessor (stored there by the
+// active message when k-1 ran on another rank).
+void compute(int k) {
+    data[k].value = (k == 0 ? 0 : data[k - 1].value) + k;
+    if (k == N - 1) result = data[k].value;
+}
 int mapping(int k) { return k % n_threads; }
 int n_deps(int) { return 1; }
 std::vector<int> deps(int k) { return k + 1 < N ? std::vector<int>{k + 1} : std::vector<int>{}; }
@@ -26,7 +32,8 @@ int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     my_rank = comm_rank();
     n_ranks = comm_size();
-    std::vector<int> initial_tasks = {0};
+    std::vector<int> initial_tasks;  // this rank's tasks without predecessors
+    if (task_2_rank(0) == my_rank) initial_tasks.push_back(0);
     {
         /** Initialize structures */
         Communicator comm(MPI_COMM_WORLD);
@@ -36,7 +43,6 @@ int main(int argc, char** argv) {
         auto am = comm.make_active_msg(
             [&](int d, int k, payload pk) {
                 data[k] = pk;
-                data[d] = pk;
                 tf.fulfill_promise(d);
             });
         /** Define Taskflow */
@@ -44,11 +50,9 @@ int main(int argc, char** argv) {
         tf.set_indegree(n_deps);
         tf.set_run([&](int k) {
             compute(k);
-            if (k == N - 1) result = data[k].value;
             for (auto d : deps(k)) {
                 int dest = task_2_rank(d);
                 if (dest == my_rank) {
-                    data[d] = data[k];
                     tf.fulfill_promise(d);
                 } else {
                     am->send(dest, d, k, data[k]);
@@ -56,9 +60,8 @@ int main(int argc, char** argv) {
             }
         });
         /** Start initial tasks */
-        if (my_rank == task_2_rank(0))
-            for (auto k : initial_tasks)
-                tf.fulfill_promise(k);
+        for (auto k : initial_tasks)
+            tf.fulfill_promise(k);
         /** Wait for completion */
         tp.join();
     }
