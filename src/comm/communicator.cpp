@@ -393,9 +393,14 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
 
 void Communicator::on_ctrl(int source, const CtrlMsg& m) {
     if (m.epoch != epoch_) {
-        if (opts_.verb > 0)
+        // A message of a later epoch (its sender finished this one first) is kept for then;
+        // one of an earlier epoch cannot matter any more.
+        if (static_cast<std::int32_t>(m.epoch - epoch_) > 0) {
+            early_ctrl_.emplace_back(source, m);
+        } else if (opts_.verb > 0) {
             std::cerr << "cascade: rank " << rank_ << ": ignoring control message " << m.type
                       << " of epoch " << m.epoch << " (now " << epoch_ << ")\n";
+        }
         return;
     }
     switch (m.type) {
@@ -497,6 +502,9 @@ void Communicator::reset_epoch() {
         counts_changed_ = false;
         std::fill(confirmed_.begin(), confirmed_.end(), 0);
     }
+    std::vector<std::pair<int, CtrlMsg>> early;  // replay what arrived ahead of this epoch
+    early.swap(early_ctrl_);
+    for (auto& [source, m] : early) on_ctrl(source, m);
 }
 
 PollResult Communicator::poll(Threadpool& tp) {
@@ -507,12 +515,14 @@ PollResult Communicator::poll(Threadpool& tp) {
     }
     const bool active = progress();
     if (completion_step(tp)) {
-        // Everything sent was processed somewhere; finish our sends, then start a new epoch.
+        // Everything sent was processed somewhere. Start the next epoch now: while we finish
+        // our sends below, other ranks that already got SHUTDOWN may send us control
+        // messages of the next epoch, which must count there.
+        reset_epoch();
         while (!sends_.empty()) {
             progress();
             if (!sends_.empty()) std::this_thread::yield();
         }
-        reset_epoch();
         return PollResult::done;
     }
     // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
