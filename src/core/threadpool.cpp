@@ -39,8 +39,8 @@ constexpr int kSpinRounds = 64;
 constexpr int kYieldRounds = 16;
 constexpr long kSleepTimeoutUs = 1000000;
 
-// join() with a communicator, while this pool is idle and waits for other ranks: poll hot
-// this long after the last activity, then yielding until kPollWindow, then nap.
+// join() with a communicator: after the last activity poll hot for kHotWindow (only while
+// this pool is idle), then yielding until kPollWindow, then nap.
 constexpr auto kHotWindow = std::chrono::microseconds(10);
 constexpr auto kPollWindow = std::chrono::microseconds(50);
 constexpr long kFirstNapUs = 10;
@@ -273,11 +273,12 @@ void Threadpool::join() {
             last_activity = std::chrono::steady_clock::now();
             continue;
         }
-        if (hook_ && r == PollResult::waiting) {
-            // Our workers are idle and we wait for other ranks: a message is likely within
-            // microseconds and no worker needs this core, so poll hot, then yielding.
+        if (hook_) {
+            // Soon after activity more is likely (a reply, the next message of a burst): keep
+            // polling. Hot only while our workers are idle (a spinning joiner would take half
+            // of a busy worker's core); yielding otherwise, which costs a busy worker little.
             const auto quiet = std::chrono::steady_clock::now() - last_activity;
-            if (quiet < kHotWindow) continue;
+            if (quiet < kHotWindow && r == PollResult::waiting) continue;
             if (quiet < kPollWindow) {
                 std::this_thread::yield();
                 continue;
