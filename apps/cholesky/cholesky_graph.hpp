@@ -28,7 +28,7 @@ namespace cascade::apps {
 enum class PriorityKind { critical_path, none };
 
 class CholeskyGraph {
-public:
+  public:
     using Key2 = std::tuple<int, int>;       // trsm (i, k)
     using Key3 = std::tuple<int, int, int>;  // update (i, j, k)
 
@@ -44,7 +44,7 @@ public:
         return t + t * (t - 1) / 2 + (t - 1) * t * (t + 1) / 6;
     }
 
-private:
+  private:
     void notify_trsm(int i, int k) { trsm_.fulfill_promise({i, k}); }
     void notify_update(int i, int j, int k) { update_.fulfill_promise({i, j, k}); }
     void notify_potrf(int k) { potrf_.fulfill_promise(k); }

@@ -12,7 +12,7 @@
 namespace cascade::apps {
 
 class BlockCyclic {
-public:
+  public:
     // Near-square grids: pr x pc = n_ranks, tr x tc = n_threads, with pr <= pc, tr >= tc.
     BlockCyclic(int n_ranks, int n_threads) {
         split(n_ranks, pr_, pc_);
@@ -33,7 +33,7 @@ public:
                std::to_string(tr_) + "x" + std::to_string(tc_);
     }
 
-private:
+  private:
     // n = a * b with a <= b and a as large as possible.
     static void split(int n, int& a, int& b) {
         a = 1;

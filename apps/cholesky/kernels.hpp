@@ -18,11 +18,11 @@ void trsm_tile(int m, int n, const double* l, int ldl, double* a, int lda);
 // C = C - A * A^T on the lower triangle: C is n x n, A is n x k.
 void syrk_tile(int n, int k, const double* a, int lda, double* c, int ldc);
 // C = C - A * B^T: C is m x n, A is m x k, B is n x k.
-void gemm_tile(int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-               double* c, int ldc);
+void gemm_tile(int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c,
+               int ldc);
 
 class NotPositiveDefinite : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -36,7 +36,7 @@ inline const char* kernel_name(Kernel k) {
 // Time inside kernels, accumulated per worker thread: each worker writes only its own
 // cache line, so the hot path has no shared atomics. Read the totals after join().
 class KernelClock {
-public:
+  public:
     // Slot n_threads collects calls made outside the pool (there should be none).
     explicit KernelClock(int n_threads) : slots_(static_cast<std::size_t>(n_threads) + 1) {}
 
@@ -54,26 +54,30 @@ public:
 
     double seconds(Kernel k) const {
         double t = 0;
-        for (const Slot& s : slots_) t += s.seconds[static_cast<int>(k)];
+        for (const Slot& s : slots_)
+            t += s.seconds[static_cast<int>(k)];
         return t;
     }
     std::uint64_t calls(Kernel k) const {
         std::uint64_t c = 0;
-        for (const Slot& s : slots_) c += s.calls[static_cast<int>(k)];
+        for (const Slot& s : slots_)
+            c += s.calls[static_cast<int>(k)];
         return c;
     }
     double seconds() const {
         double t = 0;
-        for (int k = 0; k < kernel_count; ++k) t += seconds(static_cast<Kernel>(k));
+        for (int k = 0; k < kernel_count; ++k)
+            t += seconds(static_cast<Kernel>(k));
         return t;
     }
     double thread_seconds(int thread) const {
         double t = 0;
-        for (double x : slots_[static_cast<std::size_t>(thread)].seconds) t += x;
+        for (double x : slots_[static_cast<std::size_t>(thread)].seconds)
+            t += x;
         return t;
     }
 
-private:
+  private:
     struct alignas(64) Slot {
         std::array<double, kernel_count> seconds{};
         std::array<std::uint64_t, kernel_count> calls{};

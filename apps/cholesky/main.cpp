@@ -63,7 +63,8 @@ double frobenius_sym_lower(const std::vector<double>& a, int n) {
     const std::size_t un = static_cast<std::size_t>(n);
     for (std::size_t c = 0; c < un; ++c) {
         diag += a[c + c * un] * a[c + c * un];
-        for (std::size_t r = c + 1; r < un; ++r) off += a[r + c * un] * a[r + c * un];
+        for (std::size_t r = c + 1; r < un; ++r)
+            off += a[r + c * un] * a[r + c * un];
     }
     return std::sqrt(diag + 2 * off);
 }
@@ -74,8 +75,7 @@ double relative_residual(std::vector<double> a, const std::vector<double>& l, in
                          int blas_threads) {
     const double norm_a = frobenius_sym_lower(a, n);
     blas_set_threads(blas_threads);
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, n, n, -1.0, l.data(), n, 1.0, a.data(),
-                n);
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, n, n, -1.0, l.data(), n, 1.0, a.data(), n);
     blas_set_threads(1);
     return frobenius_sym_lower(a, n) / norm_a;
 }
@@ -97,8 +97,7 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, bool print_deta
     tp_opts.verb = opt.verbose > 1 ? 1 : 0;
     cascade::Threadpool tp(opt.threads, tp_opts);
     KernelClock clock(opt.threads);
-    CholeskyGraph graph(tp, a, dist,
-                        clock,
+    CholeskyGraph graph(tp, a, dist, clock,
                         opt.priority == "none" ? PriorityKind::none : PriorityKind::critical_path);
 
     RunResult r;
@@ -124,8 +123,8 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, bool print_deta
                         static_cast<unsigned long long>(tp.tasks_stolen(t)),
                         100.0 * clock.thread_seconds(t) / r.seconds);
     }
-    if (opt.check) r.residual = relative_residual(std::move(a_copy), a.to_dense_lower(), opt.n,
-                                                  opt.threads);
+    if (opt.check)
+        r.residual = relative_residual(std::move(a_copy), a.to_dense_lower(), opt.n, opt.threads);
     return r;
 }
 
@@ -164,7 +163,9 @@ int main(int argc, char** argv) {
     opt.threads = std::max(1u, std::thread::hardware_concurrency());
 
     CLI::App app{"Tiled dense Cholesky factorization on Cascade taskflows (one process)"};
-    app.add_option("--n", opt.n, "Matrix order")->check(CLI::Range(1, 1 << 30))->capture_default_str();
+    app.add_option("--n", opt.n, "Matrix order")
+        ->check(CLI::Range(1, 1 << 30))
+        ->capture_default_str();
     app.add_option("--nb", opt.nb, "Tile size (the last tile is smaller if nb does not divide n)")
         ->check(CLI::Range(1, 1 << 30))
         ->capture_default_str();
@@ -185,7 +186,8 @@ int main(int argc, char** argv) {
     app.add_flag("--indefinite", opt.indefinite,
                  "Testing: make the matrix indefinite, so a potrf task fails and the run "
                  "reports which one");
-    app.add_flag("-v,--verbose", opt.verbose, "Per-kernel and per-thread statistics (-vv: runtime logs)");
+    app.add_flag("-v,--verbose", opt.verbose,
+                 "Per-kernel and per-thread statistics (-vv: runtime logs)");
     CLI11_PARSE(app, argc, argv);
 
     const TileLayout layout(opt.n, opt.nb);
@@ -195,22 +197,23 @@ int main(int argc, char** argv) {
     if (const char* warning = blas_core_warning())
         std::fprintf(stderr, "cholesky: warning: %s\n", warning);
     if (opt.reference)
-        std::printf("cholesky reference: LAPACKE_dpotrf, n=%d, OpenBLAS (%s kernels) with %d "
-                    "threads\n",
-                    opt.n, blas_corename(), opt.threads);
+        std::printf(
+            "cholesky reference: LAPACKE_dpotrf, n=%d, OpenBLAS (%s kernels) with %d "
+            "threads\n",
+            opt.n, blas_corename(), opt.threads);
     else
-        std::printf("cholesky: n=%d nb=%d (%d x %d tiles%s, %lld tasks), %d threads (%s), "
-                    "priorities %s, OpenBLAS %s kernels\n",
-                    opt.n, opt.nb, layout.nt, layout.nt,
-                    opt.n % opt.nb != 0 ? ", last one ragged" : "",
-                    CholeskyGraph::task_count(layout.nt), opt.threads, dist.describe().c_str(),
-                    opt.priority.c_str(), blas_corename());
+        std::printf(
+            "cholesky: n=%d nb=%d (%d x %d tiles%s, %lld tasks), %d threads (%s), "
+            "priorities %s, OpenBLAS %s kernels\n",
+            opt.n, opt.nb, layout.nt, layout.nt, opt.n % opt.nb != 0 ? ", last one ragged" : "",
+            CholeskyGraph::task_count(layout.nt), opt.threads, dist.describe().c_str(),
+            opt.priority.c_str(), blas_corename());
 
     std::vector<RunResult> runs;
     try {
         for (int rep = 0; rep < opt.repeat; ++rep) {
-            const RunResult r = opt.reference ? run_reference(opt)
-                                              : run_tiled(opt, dist, opt.verbose > 0);
+            const RunResult r =
+                opt.reference ? run_reference(opt) : run_tiled(opt, dist, opt.verbose > 0);
             runs.push_back(r);
             std::printf("run %d/%d: %.4f s, %.2f GFlop/s", rep + 1, opt.repeat, r.seconds,
                         gflop / r.seconds);
@@ -226,9 +229,11 @@ int main(int argc, char** argv) {
 
     // Summary: the best run, and the worst residual of all runs.
     const RunResult best = *std::min_element(
-        runs.begin(), runs.end(), [](const RunResult& x, const RunResult& y) { return x.seconds < y.seconds; });
+        runs.begin(), runs.end(),
+        [](const RunResult& x, const RunResult& y) { return x.seconds < y.seconds; });
     double worst_residual = -1;
-    for (const RunResult& r : runs) worst_residual = std::max(worst_residual, r.residual);
+    for (const RunResult& r : runs)
+        worst_residual = std::max(worst_residual, r.residual);
     const bool ok = !opt.check || worst_residual < residual_tolerance;
 
     if (opt.reference)
@@ -238,7 +243,8 @@ int main(int argc, char** argv) {
     std::printf(": %.3f s, %.2f GFlop/s", best.seconds, gflop / best.seconds);
     if (opt.repeat > 1) std::printf(" (best of %d)", opt.repeat);
     if (!opt.reference)
-        std::printf(", efficiency %.1f%%", 100.0 * best.kernel_seconds / (opt.threads * best.seconds));
+        std::printf(", efficiency %.1f%%",
+                    100.0 * best.kernel_seconds / (opt.threads * best.seconds));
     std::printf(", %s%s\n", format_residual(worst_residual).c_str(),
                 opt.check ? (ok ? " (OK)" : " (FAILED)") : "");
     if (!ok) {

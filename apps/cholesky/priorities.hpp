@@ -20,7 +20,9 @@ namespace cascade::apps::cholesky_priority {
 inline double potrf(int nt, int k) {
     return k == nt - 1 ? 1.0 / 3.0 : 3.0 * (nt - 1 - k) - 1.0 / 3.0;
 }
-inline double trsm(int nt, int /*i*/, int k) { return 3.0 * (nt - 1 - k) - 2.0 / 3.0; }
+inline double trsm(int nt, int /*i*/, int k) {
+    return 3.0 * (nt - 1 - k) - 2.0 / 3.0;
+}
 inline double update(int nt, int i, int j, int k) {
     if (i == j) return (j - k) + potrf(nt, j);
     return 3.0 * (nt - 1 - k) - (j - k) - 2.0 / 3.0;
@@ -28,6 +30,8 @@ inline double update(int nt, int i, int j, int k) {
 
 // Among tasks with equal bottom levels, prefer tiles nearer the diagonal: they unlock the
 // next panel sooner. Bottom levels differ by multiples of 1/3, so this never reorders them.
-inline double tie_break(int nt, int i, int j) { return -1e-3 * (i - j) / nt; }
+inline double tie_break(int nt, int i, int j) {
+    return -1e-3 * (i - j) / nt;
+}
 
 }  // namespace cascade::apps::cholesky_priority

@@ -34,15 +34,19 @@ int main() {
                 }
             for (int i = k + 1; i < nt; ++i) {
                 double next = 0;
-                for (int j = k + 1; j <= i; ++j) next = std::max(next, update[{i, j, k}]);
-                for (int r = i + 1; r < nt; ++r) next = std::max(next, update[{r, i, k}]);
+                for (int j = k + 1; j <= i; ++j)
+                    next = std::max(next, update[{i, j, k}]);
+                for (int r = i + 1; r < nt; ++r)
+                    next = std::max(next, update[{r, i, k}]);
                 trsm[{i, k}] = w_trsm + next;
             }
             double next = 0;
-            for (int i = k + 1; i < nt; ++i) next = std::max(next, trsm[{i, k}]);
+            for (int i = k + 1; i < nt; ++i)
+                next = std::max(next, trsm[{i, k}]);
             potrf[k] = w_potrf + next;
         }
-        for (auto& [k, v] : potrf) expect("potrf", nt, k, k, k, prio::potrf(nt, k), v);
+        for (auto& [k, v] : potrf)
+            expect("potrf", nt, k, k, k, prio::potrf(nt, k), v);
         for (auto& [key, v] : trsm) {
             const auto [i, k] = key;
             expect("trsm", nt, i, k, k, prio::trsm(nt, i, k), v);

@@ -22,7 +22,9 @@ double entry(std::uint64_t seed, std::uint64_t row, std::uint64_t col) noexcept 
 
 }  // namespace
 
-void TileMatrix::FreeDeleter::operator()(double* p) const noexcept { std::free(p); }
+void TileMatrix::FreeDeleter::operator()(double* p) const noexcept {
+    std::free(p);
+}
 
 TileMatrix::TileMatrix(TileLayout layout, const BlockCyclic& dist, int rank)
     : layout_(layout), tiles_(static_cast<std::size_t>(layout.nt) * (layout.nt + 1) / 2) {
@@ -30,8 +32,8 @@ TileMatrix::TileMatrix(TileLayout layout, const BlockCyclic& dist, int rank)
         for (int i = j; i < layout_.nt; ++i) {
             if (dist.rank_of(i, j) != rank) continue;
             // 64-byte aligned so BLAS kernels start on a cache line.
-            const std::size_t bytes = static_cast<std::size_t>(layout_.rows(i)) *
-                                      layout_.rows(j) * sizeof(double);
+            const std::size_t bytes =
+                static_cast<std::size_t>(layout_.rows(i)) * layout_.rows(j) * sizeof(double);
             void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
             if (!p) throw std::bad_alloc();
             tiles_[index(i, j)].reset(static_cast<double*>(p));
@@ -51,8 +53,8 @@ void TileMatrix::fill_random_spd(std::uint64_t seed) {
                 for (int r = 0; r < m; ++r) {
                     const int gr = r0 + r, gc = c0 + c;
                     const int hi = gr >= gc ? gr : gc, lo = gr >= gc ? gc : gr;
-                    double v = entry(seed, static_cast<std::uint64_t>(hi),
-                                     static_cast<std::uint64_t>(lo));
+                    double v =
+                        entry(seed, static_cast<std::uint64_t>(hi), static_cast<std::uint64_t>(lo));
                     if (gr == gc) v += layout_.n;
                     t[r + static_cast<std::size_t>(c) * ld] = v;
                 }

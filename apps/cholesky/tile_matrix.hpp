@@ -25,7 +25,7 @@ struct TileLayout {
 };
 
 class TileMatrix {
-public:
+  public:
     TileMatrix(TileLayout layout, const BlockCyclic& dist, int rank);
 
     const TileLayout& layout() const noexcept { return layout_; }
@@ -44,7 +44,7 @@ public:
     // One process only: used by the residual check.
     std::vector<double> to_dense_lower() const;
 
-private:
+  private:
     std::size_t index(int i, int j) const noexcept {
         return static_cast<std::size_t>(i) * (i + 1) / 2 + j;
     }

@@ -17,8 +17,12 @@ extern "C" char* openblas_get_corename(void);
 namespace cascade::apps {
 
 // Number of threads OpenBLAS uses inside one BLAS/LAPACK call (process-wide setting).
-inline void blas_set_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
-inline int blas_threads() { return openblas_get_num_threads(); }
+inline void blas_set_threads(int n) {
+    openblas_set_num_threads(n < 1 ? 1 : n);
+}
+inline int blas_threads() {
+    return openblas_get_num_threads();
+}
 
 // The kernel set OpenBLAS picked for this CPU (e.g. "SkylakeX", "Haswell").
 inline const char* blas_corename() {

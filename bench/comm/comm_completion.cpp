@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
         };
 
         for (const auto& v : variants) {
-            for (int k = 0; k < warmup; ++k) once(v);
+            for (int k = 0; k < warmup; ++k)
+                once(v);
             std::vector<double> maxes, mine;
             for (int k = 0; k < reps; ++k) {
                 const double t = once(v);

@@ -49,8 +49,11 @@ int main(int argc, char** argv) {
 
         using K = std::tuple<int, int>;
         cascade::Taskflow<K>* cur = nullptr;
-        auto* edge = comm.make_active_msg([&](int& i, int& j) { cur->fulfill_promise(K{i, j}); },
-                                          "deps_edge");
+        auto* edge = comm.make_active_msg(
+            [&](int& i, int& j) {
+                cur->fulfill_promise(K{i, j});
+            },
+            "deps_edge");
 
         // Spin speed (iterations per us, this rank), measured with all ranks measuring at
         // once: the run keeps every core busy, and a lone measurement runs a few percent
@@ -66,7 +69,8 @@ int main(int argc, char** argv) {
             ThreadUsage comm;  // the main thread: seeds column 0, then drives MPI in join()
         };
         auto once = [&](long spin_us, int E, long C, const std::string& mode, long& ams) {
-            const auto iters = static_cast<std::uint64_t>(rate0 * static_cast<double>(spin_us) + 0.5);
+            const auto iters =
+                static_cast<std::uint64_t>(rate0 * static_cast<double>(spin_us) + 0.5);
             std::atomic<long> sent{0};
             cascade::Taskflow<K> tf(&tp, "deps");
             cur = &tf;
@@ -94,7 +98,8 @@ int main(int argc, char** argv) {
             const double c0 = process_cpu_s();
             const ThreadUsage u0 = ThreadUsage::now();
             const double t0 = now_s();
-            for (int i = me * rows_per_rank; i < (me + 1) * rows_per_rank; ++i) tf.fulfill_promise(K{i, 0});
+            for (int i = me * rows_per_rank; i < (me + 1) * rows_per_rank; ++i)
+                tf.fulfill_promise(K{i, 0});
             if (mode == "busy")
                 while (comm.poll(tp) != cascade::PollResult::done) {
                 }
@@ -114,16 +119,18 @@ int main(int argc, char** argv) {
                     if (mode == "busy" &&
                         std::find(busy_deps.begin(), busy_deps.end(), E) == busy_deps.end())
                         continue;
-                    if (mode != "join" && mode != "busy") throw std::runtime_error("unknown progress " + mode);
+                    if (mode != "join" && mode != "busy")
+                        throw std::runtime_error("unknown progress " + mode);
                     const long C = std::clamp(
-                        static_cast<long>(ideal_s * 1e6 * threads / (rows_per_rank * spin_us)), 4L, max_cols);
+                        static_cast<long>(ideal_s * 1e6 * threads / (rows_per_rank * spin_us)), 4L,
+                        max_cols);
                     const double tasks = static_cast<double>(R) * static_cast<double>(C);
                     const auto iters = static_cast<double>(
                         static_cast<std::uint64_t>(rate0 * static_cast<double>(spin_us) + 0.5));
                     long ams = 0;
                     once(spin_us, static_cast<int>(E), std::min(C, 16L), mode, ams);  // warm-up
-                    std::vector<double> effs, effs_nom, cpu_effs, walls, spin_act, comm_cpu, comm_sleeps,
-                        comm_preempt;
+                    std::vector<double> effs, effs_nom, cpu_effs, walls, spin_act, comm_cpu,
+                        comm_sleeps, comm_preempt;
                     long total_ams = 0;
                     for (int r = 0; r < repeats; ++r) {
                         const Rep x = once(spin_us, static_cast<int>(E), C, mode, ams);
@@ -136,13 +143,19 @@ int main(int argc, char** argv) {
                         walls.push_back(wall);
                         spin_act.push_back(s_act);
                         effs.push_back(work / (wall * n * threads));
-                        effs_nom.push_back(tasks * static_cast<double>(spin_us) * 1e-6 / (wall * n * threads));
+                        effs_nom.push_back(tasks * static_cast<double>(spin_us) * 1e-6 /
+                                           (wall * n * threads));
                         cpu_effs.push_back(work / cpu);
                         // Communication thread, mean over ranks: CPU share of the wall time,
                         // sleeps (naps) and involuntary switches per millisecond.
                         comm_cpu.push_back(allreduce(x.comm.cpu / x.wall, MPI_SUM) / n);
-                        comm_sleeps.push_back(allreduce(static_cast<double>(x.comm.nvcsw) / (x.wall * 1e3), MPI_SUM) / n);
-                        comm_preempt.push_back(allreduce(static_cast<double>(x.comm.nivcsw) / (x.wall * 1e3), MPI_SUM) / n);
+                        comm_sleeps.push_back(
+                            allreduce(static_cast<double>(x.comm.nvcsw) / (x.wall * 1e3), MPI_SUM) /
+                            n);
+                        comm_preempt.push_back(
+                            allreduce(static_cast<double>(x.comm.nivcsw) / (x.wall * 1e3),
+                                      MPI_SUM) /
+                            n);
                     }
                     if (me == 0)
                         Record()

@@ -42,9 +42,9 @@ struct Result {
 
 int main(int argc, char** argv) {
     return guarded_main(argc, argv, "comm_latency", [](Args& a) {
-        const std::vector<long> sizes = a.list(
-            "sizes", {8, 32, 128, 512, 1024, 2048, 8192, 32768, 65536, 131072, 524288, 1 << 20,
-                      2 << 20, 8 << 20, 32 << 20, 64 << 20});
+        const std::vector<long> sizes =
+            a.list("sizes", {8, 32, 128, 512, 1024, 2048, 8192, 32768, 65536, 131072, 524288,
+                             1 << 20, 2 << 20, 8 << 20, 32 << 20, 64 << 20});
         const long small_max = a.num("small-max", 65536);
         const long large_min = a.num("large-min", 1024);
         const int repeats = static_cast<int>(a.num("repeats", 5));
@@ -130,12 +130,14 @@ int main(int argc, char** argv) {
                     large->send_large(1, cascade::view<char>(sbuf.data(), bytes), 0);
             }
             if (mode == "poll")
-                while (count < n) comm.progress();
+                while (count < n)
+                    comm.progress();
             tp.join();
             const double t_join = now_s();
             if (count != n)
-                throw std::runtime_error("rank " + std::to_string(me) + ": " + std::to_string(count) +
-                                         " messages instead of " + std::to_string(n));
+                throw std::runtime_error("rank " + std::to_string(me) + ": " +
+                                         std::to_string(count) + " messages instead of " +
+                                         std::to_string(n));
             if (me != 0) return {0.0, 0.0, 0.0};
             const ThreadUsage du = ThreadUsage::now() - u0;  // includes the join tail's naps
             return {(t_last - t0) / (2.0 * static_cast<double>(n)), t_join - t_last,
@@ -147,7 +149,8 @@ int main(int argc, char** argv) {
             // Pilot (warm-up): a few round trips, then size n for target_s per repeat.
             long pilot = 4;
             double est = 0;
-            for (int k = 0; k < 2; ++k) est = std::get<0>(once(sys, mode, bytes, pilot));
+            for (int k = 0; k < 2; ++k)
+                est = std::get<0>(once(sys, mode, bytes, pilot));
             double n_d = est > 0 ? target_s / (2 * est) : 1000;
             long n = std::clamp(static_cast<long>(n_d), 4L, max_n);
             MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
@@ -161,8 +164,8 @@ int main(int argc, char** argv) {
             return r;
         };
 
-        auto report = [&](const std::string& sys, const std::string& variant, const std::string& mode,
-                          std::size_t bytes, const Result& r) {
+        auto report = [&](const std::string& sys, const std::string& variant,
+                          const std::string& mode, std::size_t bytes, const Result& r) {
             if (me != 0) return;
             const double lat = median(r.one_way_s);
             Record rec;
@@ -199,7 +202,8 @@ int main(int argc, char** argv) {
                 if (sys == "large_am" && s < large_min) continue;
                 if (sys != "small_am" && sys != "large_am")
                     throw std::runtime_error("unknown system " + sys);
-                for (const auto& mode : modes) report(sys, sys, mode, bytes, measure(sys, mode, bytes));
+                for (const auto& mode : modes)
+                    report(sys, sys, mode, bytes, measure(sys, mode, bytes));
             }
         }
         return 0;

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
             },
             "rate_msg");
 
-        auto cascade_once = [&](const std::string& source, bool aggregate, std::uint64_t& mpi_msgs) {
+        auto cascade_once = [&](const std::string& source, bool aggregate,
+                                std::uint64_t& mpi_msgs) {
             comm.set_aggregation(aggregate);
             received = 0;
             checksum = 0;
@@ -62,15 +63,18 @@ int main(int argc, char** argv) {
             if (me == 0) {
                 if (source == "task") {
                     tp.insert([&] {
-                        for (long i = 0; i < M; ++i) msg->send(1, static_cast<std::uint64_t>(i));
+                        for (long i = 0; i < M; ++i)
+                            msg->send(1, static_cast<std::uint64_t>(i));
                     });
                 } else {
-                    for (long i = 0; i < M; ++i) msg->send(1, static_cast<std::uint64_t>(i));
+                    for (long i = 0; i < M; ++i)
+                        msg->send(1, static_cast<std::uint64_t>(i));
                 }
             }
             tp.join();
             mpi_msgs = comm.mpi_messages_sent() - sent0;
-            if (me == 1 && (received != M || checksum != static_cast<std::uint64_t>(M) * (M - 1) / 2))
+            if (me == 1 &&
+                (received != M || checksum != static_cast<std::uint64_t>(M) * (M - 1) / 2))
                 throw std::runtime_error("rank 1 received " + std::to_string(received) + " of " +
                                          std::to_string(M) + " messages (or a bad checksum)");
             return t_ack - t0;
@@ -106,7 +110,8 @@ int main(int argc, char** argv) {
                           const std::vector<double>& secs, std::uint64_t mpi_msgs, int thr) {
             if (me != 0) return;
             std::vector<double> rates;
-            for (double s : secs) rates.push_back(static_cast<double>(M) / s);
+            for (double s : secs)
+                rates.push_back(static_cast<double>(M) / s);
             Record()
                 .add("bench", "rate")
                 .add("system", system)
@@ -133,7 +138,8 @@ int main(int argc, char** argv) {
         }
         {
             std::vector<double> s;
-            for (int r = 0; r < repeats; ++r) s.push_back(mpi_once());
+            for (int r = 0; r < repeats; ++r)
+                s.push_back(mpi_once());
             report("mpi", "isend_window" + std::to_string(window), "main", s,
                    static_cast<std::uint64_t>(M), 0);
             for (const auto& source : sources)
@@ -142,9 +148,10 @@ int main(int argc, char** argv) {
                         M = m;
                         std::vector<double> t;
                         std::uint64_t msgs = 0;
-                        for (int r = 0; r < repeats; ++r) t.push_back(cascade_once(source, agg, msgs));
-                        report("cascade", agg ? "aggregation_on" : "aggregation_off", source, t, msgs,
-                               threads);
+                        for (int r = 0; r < repeats; ++r)
+                            t.push_back(cascade_once(source, agg, msgs));
+                        report("cascade", agg ? "aggregation_on" : "aggregation_off", source, t,
+                               msgs, threads);
                     }
             M = M_agg;
         }

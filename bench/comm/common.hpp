@@ -64,13 +64,19 @@ inline double quantile(std::vector<double> v, double q) {
     const std::size_t hi = std::min(lo + 1, v.size() - 1);
     return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
-inline double median(const std::vector<double>& v) { return quantile(v, 0.5); }
-inline double vmin(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
-inline double vmax(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+inline double median(const std::vector<double>& v) {
+    return quantile(v, 0.5);
+}
+inline double vmin(const std::vector<double>& v) {
+    return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
+}
+inline double vmax(const std::vector<double>& v) {
+    return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
 
 // --key value pairs; every key must be known to the program (checked by get*).
 class Args {
-public:
+  public:
     Args(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) {
             std::string k = argv[i];
@@ -98,14 +104,16 @@ public:
         std::vector<long> out;
         std::stringstream ss(s);
         std::string item;
-        while (std::getline(ss, item, ',')) out.push_back(std::stol(item));
+        while (std::getline(ss, item, ','))
+            out.push_back(std::stol(item));
         return out;
     }
     std::vector<std::string> words(const std::string& k, const std::string& def) {
         std::vector<std::string> out;
         std::stringstream ss(str(k, def));
         std::string item;
-        while (std::getline(ss, item, ',')) out.push_back(item);
+        while (std::getline(ss, item, ','))
+            out.push_back(item);
         return out;
     }
     // Throws on keys no get* asked for (typos).
@@ -115,14 +123,14 @@ public:
                 throw std::runtime_error("unknown option --" + k);
     }
 
-private:
+  private:
     std::map<std::string, std::string> kv_;
     std::vector<std::string> used_;
 };
 
 // One JSON object on one line.
 class Record {
-public:
+  public:
     Record& add(const std::string& k, const std::string& v) {
         sep();
         s_ += "\"" + k + "\":\"" + v + "\"";
@@ -157,7 +165,7 @@ public:
         std::fflush(stdout);
     }
 
-private:
+  private:
     void sep() {
         if (!s_.empty()) s_ += ",";
     }

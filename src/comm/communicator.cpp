@@ -26,7 +26,9 @@ constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
 
 thread_local const Communicator* tls_comm_thread = nullptr;
 
-std::size_t round8(std::size_t n) { return (n + 7) & ~std::size_t(7); }
+std::size_t round8(std::size_t n) {
+    return (n + 7) & ~std::size_t(7);
+}
 
 void check_mpi(int rc, const char* what) {
     if (rc != MPI_SUCCESS) {
@@ -78,7 +80,8 @@ Communicator::~Communicator() {
     if (tp_) tp_->set_join_hook(nullptr);
     // Complete what is in flight so MPI can shut down cleanly.
     for (auto& s : sends_)
-        if (!s.reqs.empty()) MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
+        if (!s.reqs.empty())
+            MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
     for (auto& r : large_recvs_)
         for (auto& q : r.reqs) {
             MPI_Cancel(&q);
@@ -100,14 +103,17 @@ std::string Communicator::processor_name() const {
     return std::string(name, static_cast<std::size_t>(len));
 }
 
-bool Communicator::on_comm_thread() const noexcept { return tls_comm_thread == this; }
+bool Communicator::on_comm_thread() const noexcept {
+    return tls_comm_thread == this;
+}
 
 ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std::string name) {
     am->comm_ = this;
     am->id_ = static_cast<std::uint32_t>(ams_.size());
     am->name_ = name.empty() ? "am#" + std::to_string(am->id_) : std::move(name);
     std::uint32_t h = 2166136261u;
-    for (char c : am->types()) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    for (char c : am->types())
+        h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
     am->sig_ = h ^ (am->is_large() ? 0x9e3779b9u : 0u);
     ams_.push_back(std::move(am));
     return ams_.back().get();
@@ -116,15 +122,19 @@ ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std:
 void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
                                  std::vector<char> args) {
     const std::size_t chunk = large_chunk_;
-    enqueue(dest, am, 16 + args.size(), [&](char* out) {
-        std::uint64_t b = bytes, c = chunk;
-        std::memcpy(out, &b, 8);
-        std::memcpy(out + 8, &c, 8);
-        if (!args.empty()) std::memcpy(out + 16, args.data(), args.size());
-        return out + 16 + args.size();
-    }, [&](Outbox& o) {
-        o.larges.push_back(LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args)});
-    });
+    enqueue(
+        dest, am, 16 + args.size(),
+        [&](char* out) {
+            std::uint64_t b = bytes, c = chunk;
+            std::memcpy(out, &b, 8);
+            std::memcpy(out + 8, &c, 8);
+            if (!args.empty()) std::memcpy(out + 16, args.data(), args.size());
+            return out + 16 + args.size();
+        },
+        [&](Outbox& o) {
+            o.larges.push_back(
+                LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args)});
+        });
 }
 
 void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
@@ -134,8 +144,9 @@ void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std:
     for (std::size_t off = 0; off < bytes; off += chunk) {
         const int n = static_cast<int>(std::min(chunk, bytes - off));
         MPI_Request req;
-        check_mpi(MPI_Irecv(static_cast<char*>(dest) + off, n, MPI_BYTE, source, TAG_BODY, comm_, &req),
-                  "MPI_Irecv");
+        check_mpi(
+            MPI_Irecv(static_cast<char*>(dest) + off, n, MPI_BYTE, source, TAG_BODY, comm_, &req),
+            "MPI_Irecv");
         r.reqs.push_back(req);
     }
     large_recvs_.push_back(std::move(r));
@@ -173,8 +184,9 @@ void Communicator::flush() {
                 std::size_t next = off + sizeof(Frame) + round8(fr.len);
                 if (next - start > limit && off > start) {
                     MPI_Request req;
-                    check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start), MPI_BYTE, d,
-                                        TAG_AM, comm_, &req), "MPI_Isend");
+                    check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start),
+                                        MPI_BYTE, d, TAG_AM, comm_, &req),
+                              "MPI_Isend");
                     ps.reqs.push_back(req);
                     ++mpi_sends_;
                     start = off;
@@ -182,8 +194,9 @@ void Communicator::flush() {
                 off = next;
             }
             MPI_Request req;
-            check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start), MPI_BYTE, d, TAG_AM,
-                                comm_, &req), "MPI_Isend");
+            check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start), MPI_BYTE, d,
+                                TAG_AM, comm_, &req),
+                      "MPI_Isend");
             ps.reqs.push_back(req);
             ++mpi_sends_;
             sends_.push_back(std::move(ps));
@@ -196,7 +209,8 @@ void Communicator::flush() {
             for (std::size_t off = 0; off < l.bytes; off += chunk) {
                 const int n = static_cast<int>(std::min(chunk, l.bytes - off));
                 MPI_Request req;
-                check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, TAG_BODY, comm_, &req), "MPI_Isend");
+                check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, TAG_BODY, comm_, &req),
+                          "MPI_Isend");
                 ps.reqs.push_back(req);
             }
             ps.large = std::make_unique<LargeSend>(std::move(l));
@@ -212,7 +226,8 @@ void Communicator::test_sends() {
         int done = 1;
         if (!s.reqs.empty())
             check_mpi(MPI_Testall(static_cast<int>(s.reqs.size()), s.reqs.data(), &done,
-                                  MPI_STATUSES_IGNORE), "MPI_Testall");
+                                  MPI_STATUSES_IGNORE),
+                      "MPI_Testall");
         if (!done) {
             ++i;
             continue;
@@ -237,9 +252,8 @@ void Communicator::test_sends() {
 
 void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
                                   const char* which) {
-    std::string msg = "rank " + std::to_string(rank_) + ": active message '" + am.name() +
-                      "' (" + which + ", from rank " + std::to_string(source) +
-                      ") threw: " + describe(e);
+    std::string msg = "rank " + std::to_string(rank_) + ": active message '" + am.name() + "' (" +
+                      which + ", from rank " + std::to_string(source) + ") threw: " + describe(e);
     if (size_ > 1 || !tp_) abort_job(msg);
     tp_->fail(std::make_exception_ptr(std::runtime_error(msg)));
 }
@@ -249,8 +263,7 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
     while (off < size) {
         if (size - off < sizeof(Frame))
             abort_job("rank " + std::to_string(rank_) + ": truncated message from rank " +
-                      std::to_string(source) + " (" + std::to_string(size - off) +
-                      " stray bytes)");
+                      std::to_string(source) + " (" + std::to_string(size - off) + " stray bytes)");
         Frame fr;
         std::memcpy(&fr, data + off, sizeof fr);
         if (fr.len > size - off - sizeof(Frame))
@@ -277,8 +290,8 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
         try {
             am.on_frame(source, data + off + sizeof(Frame), fr.len);
         } catch (const WireError& e) {
-            abort_job("rank " + std::to_string(rank_) + ": malformed active message '" +
-                      am.name() + "' from rank " + std::to_string(source) + ": " + e.what());
+            abort_job("rank " + std::to_string(rank_) + ": malformed active message '" + am.name() +
+                      "' from rank " + std::to_string(source) + ": " + e.what());
         } catch (...) {
             handler_failed(am, source, std::current_exception(), "handler");
         }
@@ -296,8 +309,10 @@ bool Communicator::receive() {
         if (!flag) break;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        if (recv_buf_.size() < static_cast<std::size_t>(count)) recv_buf_.resize(static_cast<std::size_t>(count));
-        check_mpi(MPI_Recv(recv_buf_.data(), count, MPI_BYTE, st.MPI_SOURCE, TAG_AM, comm_, MPI_STATUS_IGNORE),
+        if (recv_buf_.size() < static_cast<std::size_t>(count))
+            recv_buf_.resize(static_cast<std::size_t>(count));
+        check_mpi(MPI_Recv(recv_buf_.data(), count, MPI_BYTE, st.MPI_SOURCE, TAG_AM, comm_,
+                           MPI_STATUS_IGNORE),
                   "MPI_Recv");
         // Handlers may call progress() (e.g. blocking_send): give them a fresh buffer.
         std::vector<char> buf = std::move(recv_buf_);
@@ -312,8 +327,9 @@ bool Communicator::receive() {
         check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, TAG_CTRL, comm_, &flag, &st), "MPI_Iprobe");
         if (!flag) break;
         CtrlMsg m;
-        check_mpi(MPI_Recv(&m, sizeof m, MPI_BYTE, st.MPI_SOURCE, TAG_CTRL, comm_, MPI_STATUS_IGNORE),
-                  "MPI_Recv");
+        check_mpi(
+            MPI_Recv(&m, sizeof m, MPI_BYTE, st.MPI_SOURCE, TAG_CTRL, comm_, MPI_STATUS_IGNORE),
+            "MPI_Recv");
         on_ctrl(st.MPI_SOURCE, m);
         any = true;
     }
@@ -327,7 +343,8 @@ bool Communicator::test_large_recvs() {
         int done = 1;
         if (!r.reqs.empty())
             check_mpi(MPI_Testall(static_cast<int>(r.reqs.size()), r.reqs.data(), &done,
-                                  MPI_STATUSES_IGNORE), "MPI_Testall");
+                                  MPI_STATUSES_IGNORE),
+                      "MPI_Testall");
         if (!done) {
             ++i;
             continue;
@@ -370,8 +387,10 @@ bool Communicator::wants_progress() const {
 void Communicator::flush_blocking() {
     flush();
     for (auto& s : sends_)
-        if (!s.reqs.empty()) MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
-    for (auto& s : sends_) s.reqs.clear();
+        if (!s.reqs.empty())
+            MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
+    for (auto& s : sends_)
+        s.reqs.clear();
     test_sends();
 }
 
@@ -386,7 +405,8 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
     ps.buf.resize(sizeof m);
     std::memcpy(ps.buf.data(), &m, sizeof m);
     MPI_Request req;
-    check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, comm_, &req), "MPI_Isend");
+    check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, comm_, &req),
+              "MPI_Isend");
     ps.reqs.push_back(req);
     sends_.push_back(std::move(ps));
 }
@@ -455,7 +475,9 @@ bool Communicator::completion_step(Threadpool& tp) {
         if ((q != last_q_ || p != last_p_) && now - *idle_since_ >= count_delay_) {
             // Each further COUNT in this epoch means the last one was premature: wait
             // longer next time (a busy application idles briefly and often).
-            if (last_q_ != ~0ull) count_delay_ = std::min<std::chrono::steady_clock::duration>(count_delay_ * 2, kMaxCountDelay);
+            if (last_q_ != ~0ull)
+                count_delay_ =
+                    std::min<std::chrono::steady_clock::duration>(count_delay_ * 2, kMaxCountDelay);
             last_q_ = q;
             last_p_ = p;
             send_ctrl(0, CtrlMsg{COUNT, epoch_, q, p, 0});
@@ -482,7 +504,8 @@ bool Communicator::completion_step(Threadpool& tp) {
         if (tag_ > 0 && !counts_changed_ &&
             std::all_of(confirmed_.begin(), confirmed_.end(),
                         [&](std::uint64_t t) { return t == tag_; })) {  // step 4: SHUTDOWN
-            for (int r = 1; r < size_; ++r) send_ctrl(r, CtrlMsg{SHUTDOWN, epoch_, 0, 0, 0});
+            for (int r = 1; r < size_; ++r)
+                send_ctrl(r, CtrlMsg{SHUTDOWN, epoch_, 0, 0, 0});
             shutdown_ = true;
         }
     }
@@ -504,7 +527,8 @@ void Communicator::reset_epoch() {
     }
     std::vector<std::pair<int, CtrlMsg>> early;  // replay what arrived ahead of this epoch
     early.swap(early_ctrl_);
-    for (auto& [source, m] : early) on_ctrl(source, m);
+    for (auto& [source, m] : early)
+        on_ctrl(source, m);
 }
 
 PollResult Communicator::poll(Threadpool& tp) {
@@ -550,9 +574,9 @@ void Communicator::abort_job(const std::string& what) {
 
 // The distributed Threadpool constructor lives here, with the layer it depends on.
 Threadpool::Threadpool(int n_threads, Communicator* comm, int verb, std::string name, bool start)
-    : Threadpool(n_threads, ThreadpoolOptions{.verb = verb,
-                                              .name = name.empty() ? "tp" : std::move(name),
-                                              .start = false}) {
+    : Threadpool(n_threads,
+                 ThreadpoolOptions{
+                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = false}) {
     if (comm) comm->attach(*this);
     if (start) this->start();
 }

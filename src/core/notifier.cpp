@@ -66,7 +66,8 @@ bool Notifier::notify_one(int except) noexcept {
 }
 
 void Notifier::notify_all() noexcept {
-    for (int w = 0; w < n_; ++w) wake_all(slots_[w].epoch);
+    for (int w = 0; w < n_; ++w)
+        wake_all(slots_[w].epoch);
 }
 
 }  // namespace cascade

@@ -50,7 +50,7 @@ constexpr long kWaitingNapUs = 20;
 // Sets the calling thread's timer slack to 1 us for its lifetime (Linux), so short naps
 // are short.
 class TimerSlack {
-public:
+  public:
     explicit TimerSlack(bool on) {
 #if defined(__linux__)
         if (on) {
@@ -69,7 +69,7 @@ public:
     TimerSlack(const TimerSlack&) = delete;
     TimerSlack& operator=(const TimerSlack&) = delete;
 
-private:
+  private:
     long old_ = -1;
 };
 
@@ -99,7 +99,8 @@ Threadpool::~Threadpool() {
     } else if (running_.load()) {
         stop_.store(true);
         notifier_.notify_all();
-        for (auto& th : threads_) th.join();
+        for (auto& th : threads_)
+            th.join();
     }
     if (hook_) hook_->detach(*this);
 }
@@ -109,7 +110,8 @@ void Threadpool::start() {
     stop_.store(false);
     idle_state_.store(0);
     threads_.reserve(n_);
-    for (int i = 0; i < n_; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = 0; i < n_; ++i)
+        threads_.emplace_back([this, i] { worker_loop(i); });
 }
 
 int Threadpool::current_thread() const noexcept {
@@ -126,8 +128,8 @@ int Threadpool::pick_thread() noexcept {
 void Threadpool::push(const Task& t, int thread, bool bound) {
     if (thread < 0 || thread >= n_)
         throw UsageError("task " + t.describe() + ": mapped to thread " + std::to_string(thread) +
-                         ", outside [0, " + std::to_string(n_) + ") of Threadpool '" +
-                         opts_.name + "'");
+                         ", outside [0, " + std::to_string(n_) + ") of Threadpool '" + opts_.name +
+                         "'");
     queues_[thread].push(t, bound);
     if (thread == current_thread()) {
         // Our own queue: we are awake and will run it, so no wake-up can be lost; only
@@ -181,7 +183,8 @@ void Threadpool::execute(Task& t, int me) {
     try {
         t.run();
     } catch (const std::exception& e) {
-        fail(std::make_exception_ptr(TaskError(t.describe(), me, std::current_exception(), e.what())));
+        fail(std::make_exception_ptr(
+            TaskError(t.describe(), me, std::current_exception(), e.what())));
     } catch (...) {
         fail(std::make_exception_ptr(
             TaskError(t.describe(), me, std::current_exception(), "unknown exception")));
@@ -222,7 +225,8 @@ void Threadpool::worker_loop(int me) {
         bool found = false;
         for (int round = 0; round < kSpinRounds + kYieldRounds && !found; ++round) {
             if (round < kSpinRounds) {
-                for (int i = 0; i < 32; ++i) cpu_relax();
+                for (int i = 0; i < 32; ++i)
+                    cpu_relax();
             } else {
                 std::this_thread::yield();
             }
@@ -266,7 +270,8 @@ void Threadpool::join() {
     auto last_activity = std::chrono::steady_clock::now();
     for (;;) {
         std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
-        PollResult r = hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
+        PollResult r =
+            hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
         if (r == PollResult::done) break;
         if (r == PollResult::active) {
             nap_us = kFirstNapUs;
@@ -289,11 +294,14 @@ void Threadpool::join() {
         bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
         if (!wake_now) Notifier::wait_on(join_word_, word, hook_ ? nap_us : 100000);
         joiner_sleeping_.store(false, std::memory_order_relaxed);
-        if (hook_) nap_us = std::min<long>(nap_us * 2, r == PollResult::waiting ? kWaitingNapUs : kMaxNapUs);
+        if (hook_)
+            nap_us =
+                std::min<long>(nap_us * 2, r == PollResult::waiting ? kWaitingNapUs : kMaxNapUs);
     }
     stop_.store(true, std::memory_order_seq_cst);
     notifier_.notify_all();
-    for (auto& th : threads_) th.join();
+    for (auto& th : threads_)
+        th.join();
     threads_.clear();
     running_.store(false);
 
@@ -310,13 +318,15 @@ void Threadpool::join() {
     std::vector<std::string> names;
     {
         std::lock_guard<std::mutex> g(taskflows_mutex_);
-        for (auto* tf : taskflows_) total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
+        for (auto* tf : taskflows_)
+            total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
     }
     if (total > 0) {
         std::ostringstream os;
         os << "Threadpool '" << opts_.name << "': join() ended with " << total
            << " task(s) whose promises were never all fulfilled; first: ";
-        for (std::size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << names[i];
+        for (std::size_t i = 0; i < names.size(); ++i)
+            os << (i ? ", " : "") << names[i];
         if (checked_) throw IncompleteGraphError(total, os.str());
         if (opts_.verb > 0) std::cerr << "cascade: warning: " << os.str() << '\n';
     }
@@ -329,13 +339,15 @@ std::exception_ptr Threadpool::error() const {
 
 std::uint64_t Threadpool::tasks_run() const noexcept {
     std::uint64_t s = 0;
-    for (int i = 0; i < n_; ++i) s += stats_[i].run;
+    for (int i = 0; i < n_; ++i)
+        s += stats_[i].run;
     return s;
 }
 
 std::uint64_t Threadpool::tasks_stolen() const noexcept {
     std::uint64_t s = 0;
-    for (int i = 0; i < n_; ++i) s += stats_[i].stolen;
+    for (int i = 0; i < n_; ++i)
+        s += stats_[i].stolen;
     return s;
 }
 

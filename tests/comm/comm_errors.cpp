@@ -40,9 +40,11 @@ int main(int argc, char** argv) {
         });
         tf.fulfill_promise(0);
     } else if (std::strcmp(mode, "handler") == 0) {
-        auto bad = comm.make_active_msg([](int& v) {
-            if (v == 7) throw std::runtime_error("boom in handler");
-        }, "bad_handler");
+        auto bad = comm.make_active_msg(
+            [](int& v) {
+                if (v == 7) throw std::runtime_error("boom in handler");
+            },
+            "bad_handler");
         if (me == comm.comm_size() - 1) bad->send(0, 7);
         if (me == 0) {
             tf.set_task([&](int k) {

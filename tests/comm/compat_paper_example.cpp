@@ -23,10 +23,18 @@ void compute(int k) {
     data[k].value = (k == 0 ? 0 : data[k - 1].value) + k;
     if (k == N - 1) result = data[k].value;
 }
-int mapping(int k) { return k % n_threads; }
-int n_deps(int) { return 1; }
-std::vector<int> deps(int k) { return k + 1 < N ? std::vector<int>{k + 1} : std::vector<int>{}; }
-int task_2_rank(int k) { return k % n_ranks; }
+int mapping(int k) {
+    return k % n_threads;
+}
+int n_deps(int) {
+    return 1;
+}
+std::vector<int> deps(int k) {
+    return k + 1 < N ? std::vector<int>{k + 1} : std::vector<int>{};
+}
+int task_2_rank(int k) {
+    return k % n_ranks;
+}
 
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
@@ -40,11 +48,10 @@ int main(int argc, char** argv) {
         Threadpool tp(n_threads, &comm);
         Taskflow<int> tf(&tp);
         /** Create active message */
-        auto am = comm.make_active_msg(
-            [&](int d, int k, payload pk) {
-                data[k] = pk;
-                tf.fulfill_promise(d);
-            });
+        auto am = comm.make_active_msg([&](int d, int k, payload pk) {
+            data[k] = pk;
+            tf.fulfill_promise(d);
+        });
         /** Define Taskflow */
         tf.set_mapping(mapping);
         tf.set_indegree(n_deps);

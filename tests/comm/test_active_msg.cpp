@@ -71,9 +71,11 @@ TEST(ActiveMsg, AllToAllWithSelf) {
     });
     constexpr int per = 300;
     for (int d = 0; d < n; ++d)
-        for (int i = 0; i < per; ++i) am->send(d, me, static_cast<long>(i));
+        for (int i = 0; i < per; ++i)
+            am->send(d, me, static_cast<long>(i));
     tp.join();
-    for (int s = 0; s < n; ++s) EXPECT_EQ(from[s], per) << "from rank " << s;
+    for (int s = 0; s < n; ++s)
+        EXPECT_EQ(from[s], per) << "from rank " << s;
     EXPECT_EQ(sum, static_cast<long>(n) * per * (per - 1) / 2);
 }
 
@@ -109,15 +111,16 @@ TEST(ActiveMsg, PayloadTypes) {
     const int me = comm.comm_rank(), n = comm.comm_size();
     const int dest = (me + 1) % n;
     int ok = 0, bad = 0;
-    auto am = comm.make_active_msg([&](int& k, view<double>& v, std::vector<int>& vi,
-                                       std::string& s, char& c) {
-        bool good = v.size() == static_cast<std::size_t>(k) && vi.size() == static_cast<std::size_t>(k) &&
-                    s == std::string(static_cast<std::size_t>(k), 'x') && c == 'z';
-        for (int i = 0; i < k && good; ++i)
-            good = v[i] == 0.5 * i && vi[i] == -i &&
-                   reinterpret_cast<std::uintptr_t>(v.data()) % alignof(double) == 0;
-        (good ? ok : bad)++;
-    });
+    auto am = comm.make_active_msg(
+        [&](int& k, view<double>& v, std::vector<int>& vi, std::string& s, char& c) {
+            bool good = v.size() == static_cast<std::size_t>(k) &&
+                        vi.size() == static_cast<std::size_t>(k) &&
+                        s == std::string(static_cast<std::size_t>(k), 'x') && c == 'z';
+            for (int i = 0; i < k && good; ++i)
+                good = v[i] == 0.5 * i && vi[i] == -i &&
+                       reinterpret_cast<std::uintptr_t>(v.data()) % alignof(double) == 0;
+            (good ? ok : bad)++;
+        });
     for (int k : {0, 1, 2, 3, 7, 100, 4097}) {
         std::vector<double> d(k);
         std::vector<int> vi(k);
@@ -140,7 +143,8 @@ TEST(ActiveMsg, AggregationOffDeliversEverything) {
     const int me = comm.comm_rank(), n = comm.comm_size();
     long got = 0;
     auto am = comm.make_active_msg([&](long& v) { got += v; });
-    for (int i = 0; i < 500; ++i) am->send((me + i) % n, 1L);
+    for (int i = 0; i < 500; ++i)
+        am->send((me + i) % n, 1L);
     tp.join();
     EXPECT_EQ(allreduce_sum(got), 500L * n);
 }
@@ -152,7 +156,8 @@ TEST(ActiveMsg, AggregationCombinesQueuedMessages) {
     long got = 0;
     auto am = comm.make_active_msg([&](long& v) { got += v; });
     // Queued before join(): one MPI message per destination.
-    for (int i = 0; i < 1000; ++i) am->send((me + 1) % n, 1L);
+    for (int i = 0; i < 1000; ++i)
+        am->send((me + 1) % n, 1L);
     tp.join();
     EXPECT_EQ(got, 1000);
     EXPECT_LE(comm.mpi_messages_sent(), 1u + 2u * static_cast<unsigned>(n));
@@ -183,8 +188,10 @@ TEST(LargeActiveMsg, SizesIncludingEmptyOddAndChunked) {
     std::vector<std::vector<char>> outbox(sizes.size());
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         outbox[i].resize(sizes[i]);
-        for (std::size_t b = 0; b < sizes[i]; ++b) outbox[i][b] = static_cast<char>((b * 31 + me + i) & 0x7f);
-        am->send_large(dest, view<char>(outbox[i].data(), sizes[i]), static_cast<int>(i), sizes[i], me);
+        for (std::size_t b = 0; b < sizes[i]; ++b)
+            outbox[i][b] = static_cast<char>((b * 31 + me + i) & 0x7f);
+        am->send_large(dest, view<char>(outbox[i].data(), sizes[i]), static_cast<int>(i), sizes[i],
+                       me);
     }
     tp.join();
     EXPECT_EQ(arrived, static_cast<int>(sizes.size()));
@@ -195,7 +202,8 @@ TEST(LargeActiveMsg, SizesIncludingEmptyOddAndChunked) {
     comm.set_large_chunk(1000);
     arrived = sent = corrupt = 0;
     for (std::size_t i = 0; i < 5; ++i)
-        am->send_large(dest, view<char>(outbox[i].data(), sizes[i]), static_cast<int>(i), sizes[i], me);
+        am->send_large(dest, view<char>(outbox[i].data(), sizes[i]), static_cast<int>(i), sizes[i],
+                       me);
     tp.start();
     tp.join();
     EXPECT_EQ(arrived, 5);

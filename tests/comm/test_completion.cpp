@@ -55,7 +55,8 @@ TEST(Completion, RandomDistributedDag) {
             promises[to].fetch_add(1);
             tf.fulfill_promise(to);
         });
-        tf.set_indegree([&](int i) { return pred[i].empty() ? 1 : static_cast<int>(pred[i].size()); })
+        tf.set_indegree(
+              [&](int i) { return pred[i].empty() ? 1 : static_cast<int>(pred[i].size()); })
             .set_mapping([&](int i) { return thread_of[i] % threads; })
             .set_task([&](int i) {
                 runs[i].fetch_add(1);
@@ -146,13 +147,16 @@ TEST(Completion, SeveralTaskflowsAndMessagesPerPool) {
     auto to_b = comm.make_active_msg([&](int& i, int& j) { b.fulfill_promise({i, j}); });
     auto to_a = comm.make_active_msg([&](int& i) { a.fulfill_promise(i); });
     a.set_task([&](int i) {
-        for (int d = 0; d < n; ++d) to_b->send(d, i, me);
+        for (int d = 0; d < n; ++d)
+            to_b->send(d, i, me);
     });
     b.set_indegree([&](std::tuple<int, int>) { return 1; }).set_task([&](std::tuple<int, int> k) {
         b_runs.fetch_add(1);
-        if (std::get<0>(k) < 20 && std::get<1>(k) == me) to_a->send((me + 1) % n, std::get<0>(k) + 20);
+        if (std::get<0>(k) < 20 && std::get<1>(k) == me)
+            to_a->send((me + 1) % n, std::get<0>(k) + 20);
     });
-    for (int i = 0; i < 20; ++i) a.fulfill_promise(i);
+    for (int i = 0; i < 20; ++i)
+        a.fulfill_promise(i);
     tp.join();
     // 20 a-tasks per rank each reach all n ranks; the b-tasks keyed by their own rank send
     // one more a-task (i+20) to the next rank, which reaches all n ranks again.

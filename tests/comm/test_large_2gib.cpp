@@ -12,7 +12,8 @@
 TEST(LargeActiveMsg, BodyOverTwoGiB) {
     const std::size_t bytes = (std::size_t(2) << 30) + 4099;
     const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    int enough = static_cast<double>(pages) * static_cast<double>(page) > 3.0 * static_cast<double>(bytes);
+    int enough =
+        static_cast<double>(pages) * static_cast<double>(page) > 3.0 * static_cast<double>(bytes);
     int all_enough = 0;
     MPI_Allreduce(&enough, &all_enough, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_enough) GTEST_SKIP() << "not enough free memory for two 2 GiB buffers";
@@ -38,7 +39,8 @@ TEST(LargeActiveMsg, BodyOverTwoGiB) {
         [&](std::size_t&) { ++sent; });
     if (me == 0) {
         std::vector<std::uint64_t> out(words);
-        for (std::size_t i = 0; i < words; ++i) out[i] = i * 2654435761u;
+        for (std::size_t i = 0; i < words; ++i)
+            out[i] = i * 2654435761u;
         am->send_large((me + 1) % n, cascade::view<std::uint64_t>(out.data(), words), words);
         tp.join();
         EXPECT_EQ(sent, 1);

@@ -14,8 +14,8 @@ using cascade::Threadpool;
 using cascade::ThreadpoolOptions;
 using cascade::UsageError;
 
-#define EXPECT_HAS(haystack, needle)                                                   \
-    EXPECT_NE(std::string(haystack).find(needle), std::string::npos)                   \
+#define EXPECT_HAS(haystack, needle)                                 \
+    EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
         << "expected to find \"" << (needle) << "\" in: " << (haystack)
 
 namespace {
@@ -105,7 +105,8 @@ TEST(Checked, JoinReportsTasksWhosePromisesNeverCame) {
     Taskflow<int> tf(&tp, "wait");
     tf.set_task([](int) {}).set_indegree([](int k) { return k; });
     tf.fulfill_promise(1);  // runs
-    for (int k = 2; k < 30; ++k) tf.fulfill_promise(k);  // each misses k-1 promises
+    for (int k = 2; k < 30; ++k)
+        tf.fulfill_promise(k);  // each misses k-1 promises
     try {
         tp.join();
         FAIL() << "join() should have thrown";
@@ -133,9 +134,9 @@ TEST(Checked, TaskExceptionReachesJoinWithTaskName) {
         tf.set_task([&](int k) {
               ran.fetch_add(1);
               if (k == 42) throw std::runtime_error("singular pivot");
-          })
-            .set_name([](int k) { return "factor[" + std::to_string(k) + "]"; });
-        for (int k = 0; k < 100; ++k) tf.fulfill_promise(k);
+          }).set_name([](int k) { return "factor[" + std::to_string(k) + "]"; });
+        for (int k = 0; k < 100; ++k)
+            tf.fulfill_promise(k);
         try {
             tp.join();
             FAIL() << "join() should have thrown";

@@ -77,14 +77,16 @@ TEST(ReadyQueue, OwnerTakesHigherPriorityOfBoundAndFree) {
     q.push(make(2, 3), true);
     Task t;
     std::vector<int> order;
-    while (q.pop(t)) order.push_back(t.as<int>());
+    while (q.pop(t))
+        order.push_back(t.as<int>());
     EXPECT_EQ(order, (std::vector<int>{2, 3, 1}));
     EXPECT_EQ(q.size(), 0u);
 }
 
 TEST(ReadyQueue, EqualPrioritiesRunInReadyOrder) {
     ReadyQueue q;
-    for (int i = 0; i < 1000; ++i) q.push(make(0, i), false);  // FIFO ring grows past 256
+    for (int i = 0; i < 1000; ++i)
+        q.push(make(0, i), false);  // FIFO ring grows past 256
     q.push(make(2, -1), false);
     q.push(make(-1, -2), false);
     Task t;

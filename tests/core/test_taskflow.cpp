@@ -46,7 +46,8 @@ TEST(Taskflow, FanInWaitsForAllPromises) {
         .set_fulfill([&](int) { root.fulfill_promise(0); })
         .set_mapping([](int k) { return k % 4; });
     root.set_task([&](int) { root_saw = done_leaves.load(); }).set_indegree([](int) { return n; });
-    for (int i = 0; i < n; ++i) leaves.fulfill_promise(i);
+    for (int i = 0; i < n; ++i)
+        leaves.fulfill_promise(i);
     tp.join();
     EXPECT_EQ(root_saw, n);
 }
@@ -71,12 +72,11 @@ TEST(Taskflow, TupleKeys) {
             if (j + 1 < n) tf.fulfill_promise({i, j + 1, k});
             if (k + 1 < n) tf.fulfill_promise({i, j, k + 1});
         })
-        .set_name([](K key) {
-            return "cell" + cascade::key_to_string(key);
-        });
+        .set_name([](K key) { return "cell" + cascade::key_to_string(key); });
     tf.fulfill_promise({0, 0, 0});
     tp.join();
-    for (auto& r : runs) ASSERT_EQ(r.load(), 1);
+    for (auto& r : runs)
+        ASSERT_EQ(r.load(), 1);
 }
 
 TEST(Taskflow, ArrayAndPointerKeys) {
@@ -104,7 +104,8 @@ TEST(Taskflow, PrioritiesHonouredOnOneThread) {
     tf.set_task([&](int k) { order.push_back(k); }).set_priority([](int k) {
         return static_cast<double>((k * 7919) % 1000);
     });
-    for (int k = 0; k < 1000; ++k) tf.fulfill_promise(k);
+    for (int k = 0; k < 1000; ++k)
+        tf.fulfill_promise(k);
     tp.start();
     tp.join();
     ASSERT_EQ(order.size(), 1000u);
@@ -142,7 +143,8 @@ TEST_P(RandomDag, EveryTaskOnceAfterItsPredecessors) {
 
         Threadpool tp(n_threads);
         Taskflow<int> tf(&tp, "dag");
-        tf.set_indegree([&](int i) { return pred[i].empty() ? 1 : static_cast<int>(pred[i].size()); })
+        tf.set_indegree(
+              [&](int i) { return pred[i].empty() ? 1 : static_cast<int>(pred[i].size()); })
             .set_mapping([&](int i) { return mapping[i]; })
             .set_binding([&](int i) { return static_cast<bool>(bound[i]); })
             .set_priority([](int i) { return static_cast<double>(i % 7); })
@@ -154,12 +156,14 @@ TEST_P(RandomDag, EveryTaskOnceAfterItsPredecessors) {
                 finished[i].store(true);
             })
             .set_fulfill([&](int i) {
-                for (int s : succ[i]) tf.fulfill_promise(s);
+                for (int s : succ[i])
+                    tf.fulfill_promise(s);
             });
         for (int i = 0; i < n; ++i)
             if (pred[i].empty()) tf.fulfill_promise(i);
         tp.join();
-        for (int i = 0; i < n; ++i) ASSERT_EQ(runs[i].load(), 1) << "task " << i;
+        for (int i = 0; i < n; ++i)
+            ASSERT_EQ(runs[i].load(), 1) << "task " << i;
         EXPECT_EQ(order_violations.load(), 0);
         EXPECT_EQ(binding_violations.load(), 0);
     }
@@ -192,9 +196,11 @@ TEST(Taskflow, ReductionWithBoundTasks) {
         .set_binding([](int) { return true; });
     finish.set_indegree([](int) { return n; }).set_task([&](int) {
         total = 0;
-        for (long a : acc) total += a;
+        for (long a : acc)
+            total += a;
     });
-    for (int k = 0; k < n; ++k) produce.fulfill_promise(k);
+    for (int k = 0; k < n; ++k)
+        produce.fulfill_promise(k);
     tp.join();
     EXPECT_EQ(wrong_thread.load(), 0);
     EXPECT_EQ(total, 3L * n * (n - 1) / 2);
@@ -218,7 +224,8 @@ TEST(Taskflow, FulfillFromForeignThreadsAndOtherTaskflows) {
                 relay.fulfill_promise(k);
             }
         });
-    for (auto& th : ext) th.join();
+    for (auto& th : ext)
+        th.join();
     tp.join();
     EXPECT_EQ(sink_runs.load(), per);
 }
@@ -268,7 +275,8 @@ TEST(Taskflow, ManyPartiallyFulfilledTasksSpillAndDrain) {
     std::mt19937 rng(5);
     for (int pass = 0; pass < 3; ++pass) {
         std::shuffle(order.begin(), order.end(), rng);
-        for (int i : order) tf.fulfill_promise({i, -i});
+        for (int i : order)
+            tf.fulfill_promise({i, -i});
         std::vector<std::string> names;
         if (pass < 2) {
             EXPECT_EQ(tf.pending(3, names), static_cast<std::size_t>(n));
@@ -277,7 +285,8 @@ TEST(Taskflow, ManyPartiallyFulfilledTasksSpillAndDrain) {
     }
     tp.start();
     tp.join();
-    for (int i = 0; i < n; ++i) ASSERT_EQ(runs[i].load(), 1) << i;
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(runs[i].load(), 1) << i;
     std::vector<std::string> names;
     EXPECT_EQ(tf.pending(0, names), 0u);
 }

@@ -30,7 +30,8 @@ TEST(Threadpool, RunsEveryInsertedClosure) {
     for (int n : {1, 2, 4, 8}) {
         Threadpool tp(n);
         std::atomic<int> count{0};
-        for (int i = 0; i < 10000; ++i) tp.insert([&count] { count.fetch_add(1); });
+        for (int i = 0; i < 10000; ++i)
+            tp.insert([&count] { count.fetch_add(1); });
         tp.join();
         EXPECT_EQ(count.load(), 10000) << n << " threads";
         EXPECT_EQ(tp.tasks_run(), 10000u);
@@ -58,7 +59,8 @@ TEST(Threadpool, PrioritiesHonouredOnOneThread) {
     tp.start();
     tp.join();
     ASSERT_EQ(order.size(), 200u);
-    for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], 199 - static_cast<int>(i));
+    for (std::size_t i = 0; i < order.size(); ++i)
+        EXPECT_EQ(order[i], 199 - static_cast<int>(i));
 }
 
 TEST(Threadpool, BoundTasksNeverRunElsewhere) {
@@ -98,7 +100,8 @@ TEST(Threadpool, IdleWorkersStealUnboundTasks) {
     tp.start();
     tp.join();
     int others = 0;
-    for (int t = 1; t < n; ++t) others += per_thread[t].load();
+    for (int t = 1; t < n; ++t)
+        others += per_thread[t].load();
     EXPECT_GT(others, 0) << "no task mapped to thread 0 ran elsewhere";
     EXPECT_GT(tp.tasks_stolen(), 0u);
     EXPECT_EQ(per_thread[0].load() + others, 400);
@@ -123,7 +126,8 @@ TEST(Threadpool, SleepingWorkersWakePromptly) {
     std::atomic<bool> ran{false};
     auto t0 = std::chrono::steady_clock::now();
     tp.insert([&ran] { ran.store(true); }, 1);
-    while (!ran.load() && std::chrono::steady_clock::now() - t0 < 5s) std::this_thread::yield();
+    while (!ran.load() && std::chrono::steady_clock::now() - t0 < 5s)
+        std::this_thread::yield();
     auto latency = std::chrono::steady_clock::now() - t0;
     tp.join();
     ASSERT_TRUE(ran.load());
@@ -135,7 +139,8 @@ TEST(Threadpool, CanBeRestartedAfterJoin) {
     Threadpool tp(2);
     for (int round = 0; round < 3; ++round) {
         std::atomic<int> c{0};
-        for (int i = 0; i < 100; ++i) tp.insert([&c] { c.fetch_add(1); });
+        for (int i = 0; i < 100; ++i)
+            tp.insert([&c] { c.fetch_add(1); });
         tp.join();
         EXPECT_EQ(c.load(), 100);
         tp.start();

@@ -23,7 +23,7 @@ namespace cascade {
 class Communicator;
 
 class ActiveMsgBase {
-public:
+  public:
     virtual ~ActiveMsgBase() = default;
     std::uint32_t id() const noexcept { return id_; }
     std::uint32_t signature() const noexcept { return sig_; }
@@ -38,7 +38,7 @@ public:
     virtual void on_body_arrived(const char*, std::size_t) {}
     virtual void on_body_sent(const char*, std::size_t) {}
 
-protected:
+  protected:
     friend class Communicator;
     Communicator* comm_ = nullptr;
     std::uint32_t id_ = 0;
@@ -75,7 +75,7 @@ class ActiveMsg : public ActiveMsgBase {
                   "ActiveMsg arguments must be trivially copyable, view<T>, or std::vector / "
                   "std::string of trivially copyable elements");
 
-public:
+  public:
     explicit ActiveMsg(std::function<void(Ps&...)> f) : f_(std::move(f)) {}
 
     // Queues the message; returns at once (the arguments are copied).
@@ -90,7 +90,7 @@ public:
         std::apply(f_, args);
     }
 
-private:
+  private:
     std::function<void(Ps&...)> f_;
 };
 
@@ -101,9 +101,10 @@ private:
 //   on_sent(ps...)          on the sender once its body buffer may be reused
 template <class T, class... Ps>
 class LargeActiveMsg : public ActiveMsgBase {
-    static_assert(std::is_trivially_copyable_v<T>, "large AM body elements must be trivially copyable");
+    static_assert(std::is_trivially_copyable_v<T>,
+                  "large AM body elements must be trivially copyable");
 
-public:
+  public:
     LargeActiveMsg(std::function<void(Ps&...)> on_arrival, std::function<T*(Ps&...)> where_to,
                    std::function<void(Ps&...)> on_sent)
         : on_arrival_(std::move(on_arrival)),
@@ -128,7 +129,7 @@ public:
         std::apply(on_sent_, t);
     }
 
-private:
+  private:
     std::function<void(Ps&...)> on_arrival_;
     std::function<T*(Ps&...)> where_to_;
     std::function<void(Ps&...)> on_sent_;

@@ -10,11 +10,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <optional>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +34,7 @@ struct CommunicatorOptions {
 };
 
 class Communicator : public JoinHook {
-public:
+  public:
     explicit Communicator(MPI_Comm comm = MPI_COMM_WORLD, CommunicatorOptions opts = {});
     Communicator(MPI_Comm comm, int verb) : Communicator(comm, CommunicatorOptions{.verb = verb}) {}
     Communicator(const Communicator&) = delete;
@@ -92,7 +92,9 @@ public:
     bool wants_progress() const override;
     // Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
     // receiver follows the sender's value). Settable for tests of the chunked path.
-    void set_large_chunk(std::size_t bytes) noexcept { large_chunk_ = bytes ? bytes : kDefaultChunk; }
+    void set_large_chunk(std::size_t bytes) noexcept {
+        large_chunk_ = bytes ? bytes : kDefaultChunk;
+    }
     // Flushes pending sends to `dest` and waits until MPI has them (communication thread).
     void flush_blocking();
     bool on_comm_thread() const noexcept;
@@ -112,7 +114,7 @@ public:
         std::atomic<bool> nonempty{false};
     };
 
-private:
+  private:
     struct Frame {  // header of one message inside an MPI buffer; frames are 8-byte aligned
         std::uint32_t id;
         std::uint32_t sig;
@@ -145,7 +147,8 @@ private:
     void send_ctrl(int dest, CtrlMsg m);
     void on_ctrl(int source, const CtrlMsg& m);
     bool locally_idle(Threadpool& tp) const;
-    void handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e, const char* which);
+    void handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
+                        const char* which);
     bool completion_step(Threadpool& tp);
     [[noreturn]] void abort_job(const std::string& what);
     void reset_epoch();
@@ -171,8 +174,8 @@ private:
 
     // Completion detection state (see docs/completion.md).
     std::uint32_t epoch_ = 0;
-    std::uint64_t last_q_ = ~0ull, last_p_ = ~0ull;     // counts last reported (COUNT)
-    bool have_request_ = false;                          // latest REQUEST not yet confirmed
+    std::uint64_t last_q_ = ~0ull, last_p_ = ~0ull;  // counts last reported (COUNT)
+    bool have_request_ = false;                      // latest REQUEST not yet confirmed
     std::uint64_t req_q_ = 0, req_p_ = 0, req_tag_ = 0;
     bool shutdown_ = false;
     std::optional<std::chrono::steady_clock::time_point> idle_since_;  // idle stretch start
@@ -221,8 +224,8 @@ auto Communicator::make_active_msg(F&& f, std::string name) {
 }
 
 template <class FArrival, class FWhere, class FSent>
-auto Communicator::make_large_active_msg(FArrival&& on_arrival, FWhere&& where_to,
-                                         FSent&& on_sent, std::string name) {
+auto Communicator::make_large_active_msg(FArrival&& on_arrival, FWhere&& where_to, FSent&& on_sent,
+                                         std::string name) {
     using Args = typename detail::callable_args<std::decay_t<FArrival>>::tuple;
     using Ptr = std::invoke_result_t<decltype(std::apply<FWhere&, Args&>), FWhere&, Args&>;
     using T = std::remove_pointer_t<Ptr>;
@@ -235,8 +238,8 @@ auto Communicator::make_large_active_msg(FArrival&& on_arrival, FWhere&& where_t
 }
 
 template <class Write, class Extra>
-void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes,
-                           Write&& write, Extra&& extra) {
+void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
+                           Extra&& extra) {
     if (dest < 0 || dest >= size_)
         throw UsageError("active message '" + am.name() + "': destination rank " +
                          std::to_string(dest) + " outside [0, " + std::to_string(size_) + ")");

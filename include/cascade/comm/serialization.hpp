@@ -18,7 +18,7 @@
 namespace cascade {
 
 class WireError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -62,7 +62,7 @@ std::size_t size_of(const T& x) {
 }
 
 class Writer {
-public:
+  public:
     explicit Writer(char* out) : p_(out) {}
     template <class T>
     void put(const T& x) {
@@ -83,12 +83,12 @@ public:
     }
     char* position() const noexcept { return p_; }
 
-private:
+  private:
     char* p_;
 };
 
 class Reader {
-public:
+  public:
     Reader(const char* begin, std::size_t size) : p_(begin), end_(begin + size) {}
 
     template <class T>
@@ -116,7 +116,7 @@ public:
     }
     std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - p_); }
 
-private:
+  private:
     const char* take(std::uint64_t n, std::size_t elem) {
         if (elem != 0 && n > remaining() / elem)
             throw WireError("truncated message: need " + std::to_string(n) + " x " +
@@ -139,7 +139,8 @@ std::string_view type_names() {
 template <class... Ps>
 std::uint32_t signature() {
     std::uint32_t h = 2166136261u;
-    for (char c : type_names<Ps...>()) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    for (char c : type_names<Ps...>())
+        h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
     return h;
 }
 

@@ -9,7 +9,7 @@ namespace cascade {
 
 template <class T>
 class view {
-public:
+  public:
     using value_type = T;
     view() = default;
     view(T* data, std::size_t size) : data_(data), size_(size) {}
@@ -20,7 +20,7 @@ public:
     T* end() const noexcept { return data_ + size_; }
     T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
-private:
+  private:
     T* data_ = nullptr;
     std::size_t size_ = 0;
 };

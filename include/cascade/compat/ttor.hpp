@@ -14,7 +14,7 @@ namespace ttor {
 using cascade::view;
 
 class Communicator : public cascade::Communicator {
-public:
+  public:
     explicit Communicator(MPI_Comm comm = MPI_COMM_WORLD, int verb = 0)
         : cascade::Communicator(comm, verb) {}
 };
@@ -25,20 +25,20 @@ template <class T, class... Ps>
 using LargeActiveMsg = cascade::LargeActiveMsg<T, Ps...>;
 
 class Threadpool : public cascade::Threadpool {
-public:
+  public:
     Threadpool(int n_threads, Communicator* comm, int verb = 0, std::string basename = "",
                bool start = true)
         : cascade::Threadpool(n_threads, comm, verb, std::move(basename), start) {}
     explicit Threadpool(int n_threads, int verb = 0, std::string basename = "", bool start = true)
-        : cascade::Threadpool(n_threads, cascade::ThreadpoolOptions{
-                                             .verb = verb,
-                                             .name = basename.empty() ? "tp" : basename,
-                                             .start = start}) {}
+        : cascade::Threadpool(
+              n_threads,
+              cascade::ThreadpoolOptions{
+                  .verb = verb, .name = basename.empty() ? "tp" : basename, .start = start}) {}
 };
 
 template <class K>
 class Taskflow : public cascade::Taskflow<K> {
-public:
+  public:
     explicit Taskflow(cascade::Threadpool* tp, int verb = 0) : cascade::Taskflow<K>(tp, verb) {}
     // The paper's example names the task function set_run.
     Taskflow& set_run(std::function<void(K)> f) {
@@ -65,7 +65,9 @@ inline std::string processor_name() {
 }
 
 using timer = std::chrono::time_point<std::chrono::high_resolution_clock>;
-inline timer wctime() { return std::chrono::high_resolution_clock::now(); }
+inline timer wctime() {
+    return std::chrono::high_resolution_clock::now();
+}
 inline double elapsed(timer t0, timer t1) {
     return std::chrono::duration<double>(t1 - t0).count();
 }

@@ -9,13 +9,13 @@ namespace cascade {
 
 // Misuse of the API detected at run time (wrong indegree, mapping out of range, ...).
 class UsageError : public std::logic_error {
-public:
+  public:
     using std::logic_error::logic_error;
 };
 
 // A task threw. Rethrown from Threadpool::join() on the thread that called it.
 class TaskError : public std::runtime_error {
-public:
+  public:
     TaskError(std::string task, int thread, std::exception_ptr original, const std::string& what)
         : std::runtime_error("task " + task + " on thread " + std::to_string(thread) +
                              " threw: " + what),
@@ -27,7 +27,7 @@ public:
     // The exception the task threw, to rethrow or inspect.
     std::exception_ptr original() const noexcept { return original_; }
 
-private:
+  private:
     std::string task_;
     int thread_;
     std::exception_ptr original_;
@@ -35,12 +35,12 @@ private:
 
 // join() ended while some tasks still waited for promises that never came (checked mode).
 class IncompleteGraphError : public std::runtime_error {
-public:
+  public:
     IncompleteGraphError(std::size_t count, const std::string& what)
         : std::runtime_error(what), count_(count) {}
     std::size_t count() const noexcept { return count_; }
 
-private:
+  private:
     std::size_t count_;
 };
 

@@ -35,7 +35,9 @@ template <class T, std::size_t N>
 struct is_tuple_like<std::array<T, N>> : std::true_type {};
 
 template <class T>
-concept Streamable = requires(std::ostream& os, const T& t) { os << t; };
+concept Streamable = requires(std::ostream& os, const T& t) {
+    os << t;
+};
 
 }  // namespace detail
 

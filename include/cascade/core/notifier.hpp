@@ -13,7 +13,7 @@
 namespace cascade {
 
 class Notifier {
-public:
+  public:
     explicit Notifier(int n);
 
     std::uint32_t prepare_wait(int w) noexcept;
@@ -38,7 +38,7 @@ public:
                         long timeout_us) noexcept;
     static void wake_all(std::atomic<std::uint32_t>& word) noexcept;
 
-private:
+  private:
     struct alignas(64) Slot {
         std::atomic<std::uint32_t> epoch{0};
         std::atomic<bool> sleeping{false};

@@ -22,7 +22,7 @@ namespace cascade {
 
 template <class K>
 class PromiseTable {
-public:
+  public:
     static constexpr std::size_t kShards = 1024;
 
     explicit PromiseTable(bool track_done = false)
@@ -95,20 +95,21 @@ public:
             const Cold& c = cold_[si];
             total += s.n_inline + c.count;
             for (const Slot& slot : s.slots)
-                if (slot.remaining > 0 && keys.size() < max_keys) keys.emplace_back(slot.key, slot.remaining);
+                if (slot.remaining > 0 && keys.size() < max_keys)
+                    keys.emplace_back(slot.key, slot.remaining);
             for (const Slot& slot : c.slots)
-                if (slot.remaining > 0 && keys.size() < max_keys) keys.emplace_back(slot.key, slot.remaining);
+                if (slot.remaining > 0 && keys.size() < max_keys)
+                    keys.emplace_back(slot.key, slot.remaining);
         }
         return total;
     }
 
-private:
+  private:
     struct Slot {
         K key{};
         int remaining = 0;  // 0: free
     };
-    static constexpr std::size_t kInline =
-        sizeof(Slot) <= 56 ? (64 - 8) / sizeof(Slot) : 1;
+    static constexpr std::size_t kInline = sizeof(Slot) <= 56 ? (64 - 8) / sizeof(Slot) : 1;
     struct alignas(64) Shard {
         Spinlock lock;
         unsigned n_inline = 0;
@@ -129,7 +130,8 @@ private:
         if ((c.count + 1) * 4 > c.slots.size() * 3) grow(c);
         const std::size_t mask = c.slots.size() - 1;
         std::size_t i = (h / kShards) & mask;
-        while (c.slots[i].remaining != 0) i = (i + 1) & mask;
+        while (c.slots[i].remaining != 0)
+            i = (i + 1) & mask;
         c.slots[i] = slot;
         ++c.count;
     }
@@ -141,7 +143,8 @@ private:
         for (Slot& o : old) {
             if (o.remaining == 0) continue;
             std::size_t j = (KeyHash<K>{}(o.key) / kShards) & mask;
-            while (c.slots[j].remaining != 0) j = (j + 1) & mask;
+            while (c.slots[j].remaining != 0)
+                j = (j + 1) & mask;
             c.slots[j] = o;
         }
     }

@@ -16,7 +16,7 @@ namespace cascade {
 // A binary max-heap on Task::priority. Unlike std::pop_heap, sifting stops as soon as the
 // order holds, so equal priorities (the common case) cost O(1) per push and pop.
 class TaskHeap {
-public:
+  public:
     TaskHeap() { v_.reserve(256); }
     bool empty() const noexcept { return v_.empty(); }
     std::size_t size() const noexcept { return v_.size(); }
@@ -56,13 +56,13 @@ public:
         v_[i] = last;
     }
 
-private:
+  private:
     std::vector<Task> v_;
 };
 
 // A FIFO ring of tasks (grows geometrically, never shrinks).
 class TaskFifo {
-public:
+  public:
     TaskFifo() : v_(256) {}
     bool empty() const noexcept { return head_ == tail_; }
     std::size_t size() const noexcept { return tail_ - head_; }
@@ -73,10 +73,11 @@ public:
     }
     void pop(Task& out) { out = v_[head_++ & (v_.size() - 1)]; }
 
-private:
+  private:
     void grow() {
         std::vector<Task> bigger(v_.size() * 2);
-        for (std::size_t i = head_; i != tail_; ++i) bigger[i - head_] = v_[i & (v_.size() - 1)];
+        for (std::size_t i = head_; i != tail_; ++i)
+            bigger[i - head_] = v_[i & (v_.size() - 1)];
         tail_ -= head_;
         head_ = 0;
         v_ = std::move(bigger);
@@ -89,11 +90,12 @@ private:
 // a graph without priorities runs breadth-first in the order it became ready; others in a
 // heap. The best is the heap top if its priority is above 0, else the FIFO front.
 class TaskQueue {
-public:
+  public:
     bool empty() const noexcept { return fifo_.empty() && heap_.empty(); }
     std::size_t size() const noexcept { return fifo_.size() + heap_.size(); }
     double top_priority() const noexcept {
-        if (!heap_.empty() && (fifo_.empty() || heap_.top().priority > 0)) return heap_.top().priority;
+        if (!heap_.empty() && (fifo_.empty() || heap_.top().priority > 0))
+            return heap_.top().priority;
         return 0.0;
     }
     void push(const Task& t) {
@@ -109,13 +111,13 @@ public:
             fifo_.pop(out);
     }
 
-private:
+  private:
     TaskFifo fifo_;
     TaskHeap heap_;
 };
 
 class alignas(64) ReadyQueue {
-public:
+  public:
     void push(const Task& t, bool bound) {
         lock_.lock();
         if (bound) {
@@ -166,7 +168,7 @@ public:
     std::size_t bound() const noexcept { return n_bound_.load(std::memory_order_seq_cst); }
     std::size_t size() const noexcept { return stealable() + bound(); }
 
-private:
+  private:
     Spinlock lock_;
     std::atomic<std::uint32_t> n_free_{0};
     std::atomic<std::uint32_t> n_bound_{0};

@@ -16,14 +16,16 @@ inline void cpu_relax() noexcept {
 }
 
 class Spinlock {
-public:
+  public:
     void lock() noexcept {
         for (int spins = 0;; ++spins) {
             if (!locked_.exchange(true, std::memory_order_acquire)) return;
             while (locked_.load(std::memory_order_relaxed)) {
                 // With more threads than cores the holder may be descheduled: yield soon.
-                if (++spins > 64) std::this_thread::yield();
-                else cpu_relax();
+                if (++spins > 64)
+                    std::this_thread::yield();
+                else
+                    cpu_relax();
             }
         }
     }
@@ -33,7 +35,7 @@ public:
     }
     void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
-private:
+  private:
     std::atomic<bool> locked_{false};
 };
 

@@ -16,9 +16,9 @@ struct Task;
 
 // Per-kind behaviour of a task, shared by all tasks of that kind (one static instance).
 struct TaskVTable {
-    void (*run)(Task&);                // execute the task (may throw)
+    void (*run)(Task&);                    // execute the task (may throw)
     std::string (*describe)(const Task&);  // a human-readable name for diagnostics
-    void (*discard)(Task&);            // release the payload without running (may be null)
+    void (*discard)(Task&);                // release the payload without running (may be null)
 };
 
 struct alignas(64) Task {
@@ -37,8 +37,8 @@ struct alignas(64) Task {
     // Payload access: the payload holds a T constructed in place. T must be trivially
     // destructible and relocatable by memcpy (tasks move by value inside ready queues).
     template <class T>
-    static constexpr bool fits_inline =
-        sizeof(T) <= payload_size && alignof(T) <= 8 && std::is_trivially_destructible_v<T>;
+    static constexpr bool fits_inline = sizeof(T) <= payload_size &&
+                                        alignof(T) <= 8 && std::is_trivially_destructible_v<T>;
 
     template <class T, class... Args>
     T& emplace(Args&&... args) {

@@ -26,11 +26,10 @@ class Taskflow : public detail::TaskflowBase {
                   "Taskflow<K>: K must be a small trivially destructible key (an integer, a "
                   "pointer, or a std::tuple/std::array of at most 40 bytes)");
 
-public:
+  public:
     explicit Taskflow(Threadpool* tp, int verb = 0) : Taskflow(tp, "tf", verb) {}
     Taskflow(Threadpool* tp, std::string name, int verb = 0)
-        : tp_(tp), name_(std::move(name)), verb_(verb), checked_(tp->checked()),
-          table_(checked_) {
+        : tp_(tp), name_(std::move(name)), verb_(verb), checked_(tp->checked()), table_(checked_) {
         tp_->attach(this);
     }
     ~Taskflow() override { tp_->detach(this); }
@@ -58,8 +57,10 @@ public:
         if (deg > 1 || checked_) {
             int left = 0;
             switch (table_.fulfill(k, deg, &left)) {
-                case PromiseTable<K>::Outcome::waiting: return;
-                case PromiseTable<K>::Outcome::ready: break;
+                case PromiseTable<K>::Outcome::waiting:
+                    return;
+                case PromiseTable<K>::Outcome::ready:
+                    break;
                 case PromiseTable<K>::Outcome::already_done:
                     throw UsageError("task " + task_name(k) +
                                      ": promise fulfilled more times than its indegree (" +
@@ -98,7 +99,7 @@ public:
         return n;
     }
 
-private:
+  private:
     struct Payload {
         Taskflow* tf;
         K key;

@@ -23,7 +23,7 @@ namespace cascade {
 namespace detail {
 // What the pool needs to know about each Taskflow attached to it (for join diagnostics).
 class TaskflowBase {
-public:
+  public:
     virtual ~TaskflowBase() = default;
     // Number of tasks with at least one but not all promises fulfilled; fills `names`
     // with up to `max_names` of them.
@@ -43,7 +43,7 @@ enum class PollResult { idle, active, waiting, done };
 // polls it, and it decides, from the pool's local idleness and its own state, when join()
 // may return. It is also how that thread drives MPI progress.
 class JoinHook {
-public:
+  public:
     virtual ~JoinHook() = default;
     virtual PollResult poll(Threadpool& tp) = 0;
     // Re-checked after the joiner announced it will sleep: true if it must not (work queued
@@ -61,7 +61,7 @@ struct ThreadpoolOptions {
 };
 
 class Threadpool {
-public:
+  public:
     explicit Threadpool(int n_threads, ThreadpoolOptions opts = {});
     // A pool whose join() also waits for distributed completion over `comm` (TaskTorrent's
     // signature). Defined in the comm layer.
@@ -117,7 +117,7 @@ public:
         if (joiner_sleeping_.load(std::memory_order_relaxed)) Notifier::wake_all(join_word_);
     }
 
-private:
+  private:
     struct alignas(64) WorkerStats {
         std::uint64_t run = 0;
         std::uint64_t stolen = 0;
@@ -185,7 +185,8 @@ void Threadpool::insert(F&& f, int thread, double priority, bool bound) {
     using Fn = std::decay_t<F>;
     Task t;
     t.priority = priority;
-    if constexpr (std::is_trivially_copyable_v<Fn> && Task::fits_inline<detail::InlineClosure<Fn>>) {
+    if constexpr (std::is_trivially_copyable_v<Fn> &&
+                  Task::fits_inline<detail::InlineClosure<Fn>>) {
         t.vt = &detail::InlineClosure<Fn>::vtable;
         t.emplace<detail::InlineClosure<Fn>>(detail::InlineClosure<Fn>{std::forward<F>(f)});
     } else {
