@@ -8,19 +8,14 @@
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "mpi_test_util.hpp"
 
 using cascade::Communicator;
 using cascade::Taskflow;
 using cascade::Threadpool;
 using cascade::view;
 
-namespace {
-long allreduce_sum(long x) {
-    long y = 0;
-    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return y;
-}
-}  // namespace
+using cascade_test::allreduce_sum;
 
 TEST(ActiveMsg, PingPong) {
     Communicator comm;

@@ -10,18 +10,13 @@
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "mpi_test_util.hpp"
 
 using cascade::Communicator;
 using cascade::Taskflow;
 using cascade::Threadpool;
 
-namespace {
-long allreduce_sum(long x) {
-    long y = 0;
-    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return y;
-}
-}  // namespace
+using cascade_test::allreduce_sum;
 
 // Random DAGs over ranks and threads: edges that cross ranks travel as active messages.
 TEST(Completion, RandomDistributedDag) {
