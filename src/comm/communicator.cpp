@@ -385,13 +385,13 @@ bool Communicator::wants_progress() const {
 }
 
 void Communicator::flush_blocking() {
+    // Wait for our sends while still receiving: a send to ourselves, or to a rank that is
+    // itself blocked sending to us, completes only if we keep receiving.
     flush();
-    for (auto& s : sends_)
-        if (!s.reqs.empty())
-            MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
-    for (auto& s : sends_)
-        s.reqs.clear();
-    test_sends();
+    while (!sends_.empty()) {
+        progress();
+        if (!sends_.empty()) std::this_thread::yield();
+    }
 }
 
 // ---- completion detection ------------------------------------------------------------------

@@ -214,3 +214,28 @@ TEST(ActiveMsg, BadDestinationIsAUsageError) {
     EXPECT_THROW(am->send(-1, 1), cascade::UsageError);
     tp.join();
 }
+
+// TaskTorrent style without a pool: blocking_send, then drive progress() by hand.
+TEST(ActiveMsg, BlockingSendAndManualProgress) {
+    Communicator comm;
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    int received = 0;
+    long sum = 0;
+    auto am = comm.make_active_msg([&](int& from, std::vector<int>& v) {
+        ++received;
+        (void)from;
+        for (int x : v)
+            sum += x;
+    });
+    std::vector<int> payload(1000, 1);
+    for (int d = 0; d < n; ++d)
+        am->blocking_send(d, me, payload);
+    while (received < n)
+        comm.progress();
+    // Everyone received everything; let the last sends complete before leaving.
+    MPI_Barrier(MPI_COMM_WORLD);
+    while (!comm.is_done())
+        comm.progress();
+    EXPECT_EQ(received, n);
+    EXPECT_EQ(sum, 1000L * n);
+}

@@ -80,7 +80,8 @@ class ActiveMsg : public ActiveMsgBase {
 
     // Queues the message; returns at once (the arguments are copied).
     void send(int dest, const Ps&... ps);
-    // Sends and, when called from the communication thread, waits until MPI has the data.
+    // Sends and, when called from the communication thread, waits until the send completed
+    // (receiving and running handlers meanwhile, so sends to itself cannot deadlock).
     void blocking_send(int dest, const Ps&... ps);
 
     std::string_view types() const override { return wire::type_names<Ps...>(); }
