@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "../spin.hpp"
+
 namespace commbench {
 
 using Clock = std::chrono::steady_clock;
@@ -27,9 +29,7 @@ inline double now_s() {
 }
 
 inline double thread_cpu_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+    return cascade_bench::thread_cpu_seconds();
 }
 
 inline double process_cpu_s() {
@@ -178,17 +178,7 @@ inline double allreduce(double x, MPI_Op op) {
     return y;
 }
 
-// Busy work without clock calls: a dependent multiply-add chain the optimizer cannot drop.
-// Not inlined, so calibration and tasks run the same machine code.
-inline thread_local std::uint64_t spin_chain = 1;
-[[gnu::noinline]] inline void spin(std::uint64_t iters) {
-    std::uint64_t x = spin_chain;
-    for (std::uint64_t i = 0; i < iters; ++i) {
-        x = x * 0x9E3779B97F4A7C15ULL + i;
-        asm volatile("" : "+r"(x)::"memory");
-    }
-    spin_chain = x;
-}
+using cascade_bench::spin;
 
 // Loop iterations per microsecond on this thread: median of `trials` trials of ~`ms` ms
 // each, timed with the thread CPU clock (time lost to other processes does not count).

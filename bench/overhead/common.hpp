@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "../spin.hpp"
+
 namespace bench {
 
 using Clock = std::chrono::steady_clock;
@@ -25,27 +27,8 @@ inline double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Busy work without a clock call inside. Each iteration is one step of a dependent
-// multiply-add chain hidden from the optimizer by an empty asm, so its speed is set by the
-// multiply latency rather than by issue width (steadier when a hyperthread sibling is busy).
-// The chain continues from the previous call on this thread, so back-to-back short spins
-// cannot overlap in the out-of-order core and their times add up. Not inlined, so every
-// caller (calibration, tasks) runs the very same machine code.
-inline thread_local std::uint64_t spin_chain = 1;
-[[gnu::noinline]] inline void spin(std::uint64_t iters) {
-    std::uint64_t x = spin_chain;
-    for (std::uint64_t i = 0; i < iters; ++i) {
-        x = x * 0x9E3779B97F4A7C15ULL + i;
-        asm volatile("" : "+r"(x)::"memory");
-    }
-    spin_chain = x;
-}
-
-inline double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+using cascade_bench::spin;
+using cascade_bench::thread_cpu_seconds;
 
 // Loop iterations per microsecond on one thread. Trials are timed with this thread's CPU
 // clock, so time spent descheduled (other processes on a busy machine) does not count; the

@@ -1,0 +1,33 @@
+// Busy work for benchmarks, shared by the suites: no clock call inside the loop.
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace cascade_bench {
+
+// Each iteration is one step of a dependent multiply-add chain hidden from the optimizer by
+// an empty asm, so its speed is set by the multiply latency rather than by issue width
+// (steadier when a hyperthread sibling is busy). The chain continues from the previous call
+// on this thread, so back-to-back short spins cannot overlap in the out-of-order core and
+// their times add up. Not inlined, so every caller (calibration, tasks) runs the very same
+// machine code.
+inline thread_local std::uint64_t spin_chain = 1;
+[[gnu::noinline]] inline void spin(std::uint64_t iters) {
+    std::uint64_t x = spin_chain;
+    for (std::uint64_t i = 0; i < iters; ++i) {
+        x = x * 0x9E3779B97F4A7C15ULL + i;
+        asm volatile("" : "+r"(x)::"memory");
+    }
+    spin_chain = x;
+}
+
+// CPU time of the calling thread, in seconds (time lost to other processes does not count).
+inline double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+}  // namespace cascade_bench
