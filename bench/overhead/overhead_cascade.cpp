@@ -37,6 +37,20 @@ cascade::ThreadpoolOptions bench_options() {
     return o;
 }
 
+// Times a run: `insert` seeds the graph, before start() (untimed insertion) or after it.
+template <class Insert>
+bench::Timed time_run(const Config& c, cascade::Threadpool& tp, Insert insert) {
+    const bool untimed = c.insertion == "untimed";
+    if (untimed) insert();
+    const bench::Stopwatch sw;
+    tp.start();
+    if (!untimed) insert();
+    tp.join();
+    const bench::Timed t = sw.stop();
+    count(tp);
+    return t;
+}
+
 bench::Timed run_nodeps(const Config& c) {
     const std::uint64_t iters = bench::spin_iters(c);
     const int T = c.threads;
@@ -46,24 +60,10 @@ bench::Timed run_nodeps(const Config& c) {
         .set_indegree([](int) { return 1; })
         .set_mapping([T](int k) { return k % T; });
     const int n = static_cast<int>(c.n);
-    if (c.insertion == "untimed") {
+    return time_run(c, tp, [&] {
         for (int k = 0; k < n; ++k)
             tf.fulfill_promise(k);
-        const bench::Stopwatch sw;
-        tp.start();
-        tp.join();
-        const bench::Timed t = sw.stop();
-        count(tp);
-        return t;
-    }
-    const bench::Stopwatch sw;
-    tp.start();
-    for (int k = 0; k < n; ++k)
-        tf.fulfill_promise(k);
-    tp.join();
-    const bench::Timed t = sw.stop();
-    count(tp);
-    return t;
+    });
 }
 
 bench::Timed run_deps(const Config& c) {
@@ -81,24 +81,10 @@ bench::Timed run_deps(const Config& c) {
         })
         .set_indegree([E](K k) { return std::get<1>(k) == 0 ? 1 : E; })
         .set_mapping([T](K k) { return std::get<0>(k) % T; });
-    if (c.insertion == "untimed") {
+    return time_run(c, tp, [&] {
         for (int i = 0; i < R; ++i)
             tf.fulfill_promise(K{i, 0});
-        const bench::Stopwatch sw;
-        tp.start();
-        tp.join();
-        const bench::Timed t = sw.stop();
-        count(tp);
-        return t;
-    }
-    const bench::Stopwatch sw;
-    tp.start();
-    for (int i = 0; i < R; ++i)
-        tf.fulfill_promise(K{i, 0});
-    tp.join();
-    const bench::Timed t = sw.stop();
-    count(tp);
-    return t;
+    });
 }
 
 bench::Timed run_raw(const Config& c) {

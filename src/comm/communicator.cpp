@@ -111,10 +111,7 @@ ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std:
     am->comm_ = this;
     am->id_ = static_cast<std::uint32_t>(ams_.size());
     am->name_ = name.empty() ? "am#" + std::to_string(am->id_) : std::move(name);
-    std::uint32_t h = 2166136261u;
-    for (char c : am->types())
-        h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
-    am->sig_ = h ^ (am->is_large() ? 0x9e3779b9u : 0u);
+    am->sig_ = wire::hash_name(am->types()) ^ (am->is_large() ? 0x9e3779b9u : 0u);
     ams_.push_back(std::move(am));
     return ams_.back().get();
 }

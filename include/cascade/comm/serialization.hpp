@@ -136,12 +136,15 @@ template <class... Ps>
 std::string_view type_names() {
     return __PRETTY_FUNCTION__;
 }
-template <class... Ps>
-std::uint32_t signature() {
+inline std::uint32_t hash_name(std::string_view s) noexcept {  // FNV-1a
     std::uint32_t h = 2166136261u;
-    for (char c : type_names<Ps...>())
+    for (char c : s)
         h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
     return h;
+}
+template <class... Ps>
+std::uint32_t signature() {
+    return hash_name(type_names<Ps...>());
 }
 
 // Decodes Ps... from a Reader into a tuple, in order.

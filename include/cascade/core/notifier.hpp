@@ -29,9 +29,6 @@ class Notifier {
 
     int sleeping() const noexcept { return n_sleeping_.load(std::memory_order_seq_cst); }
     int sleeping_relaxed() const noexcept { return n_sleeping_.load(std::memory_order_relaxed); }
-    bool is_sleeping(int w) const noexcept {
-        return slots_[w].sleeping.load(std::memory_order_seq_cst);
-    }
 
     // Futex helpers, also used by the Threadpool for its joiner.
     static void wait_on(std::atomic<std::uint32_t>& word, std::uint32_t expected,

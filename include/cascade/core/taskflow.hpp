@@ -28,8 +28,9 @@ class Taskflow : public detail::TaskflowBase {
 
   public:
     explicit Taskflow(Threadpool* tp, int verb = 0) : Taskflow(tp, "tf", verb) {}
-    Taskflow(Threadpool* tp, std::string name, int verb = 0)
-        : tp_(tp), name_(std::move(name)), verb_(verb), checked_(tp->checked()), table_(checked_) {
+    // `verb` is accepted for TaskTorrent compatibility; diagnostics go through checked mode.
+    Taskflow(Threadpool* tp, std::string name, [[maybe_unused]] int verb = 0)
+        : tp_(tp), name_(std::move(name)), checked_(tp->checked()), table_(checked_) {
         tp_->attach(this);
     }
     ~Taskflow() override { tp_->detach(this); }
@@ -137,7 +138,6 @@ class Taskflow : public detail::TaskflowBase {
 
     Threadpool* tp_;
     std::string name_;
-    int verb_;
     bool checked_;
     PromiseTable<K> table_;
     std::function<void(K)> task_, fulfill_;
