@@ -1,17 +1,40 @@
 #include "cholesky_graph.hpp"
 
+#include <algorithm>
+
 #include "priorities.hpp"
 
 namespace cascade::apps {
 
 namespace prio = cholesky_priority;
 
-CholeskyGraph::CholeskyGraph(Threadpool& tp, TileMatrix& a, const BlockCyclic& dist,
-                             KernelClock& clock, PriorityKind priorities)
+std::vector<int> CholeskyGraph::readers(int i, int k) const {
+    const int nt = a_.layout().nt;
+    std::vector<int> ranks;
+    auto add = [&](int r) {
+        if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+    };
+    if (i == k) {  // L_kk: read by trsm(r,k), r > k
+        for (int r = k + 1; r < nt; ++r)
+            add(dist_.rank_of(r, k));
+    } else {  // L_ik: read by update(i,j,k), k < j <= i, and update(r,i,k), r > i
+        for (int j = k + 1; j <= i; ++j)
+            add(dist_.rank_of(i, j));
+        for (int r = i + 1; r < nt; ++r)
+            add(dist_.rank_of(r, i));
+    }
+    std::sort(ranks.begin(), ranks.end());
+    return ranks;
+}
+
+CholeskyGraph::CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a,
+                             const BlockCyclic& dist, KernelClock& clock, PriorityKind priorities)
     : tp_(tp),
       a_(a),
       dist_(dist),
       clock_(clock),
+      me_(comm.comm_rank()),
+      readers_(static_cast<std::size_t>(a.layout().nt) * (a.layout().nt + 1) / 2),
       potrf_(&tp, "potrf"),
       trsm_(&tp, "trsm"),
       update_(&tp, "update") {
@@ -19,16 +42,36 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, TileMatrix& a, const BlockCyclic& d
     const int nt = L.nt;
     const bool use_prio = priorities == PriorityKind::critical_path;
 
+    // Who reads which final tile, and the copies this rank receives (allocated now, so the
+    // factorization allocates nothing and receives into warm memory).
+    for (int k = 0; k < nt; ++k) {
+        for (int i = k; i < nt; ++i) {
+            std::vector<int> who = readers(i, k);
+            const auto self = std::find(who.begin(), who.end(), me_);
+            if (local(i, k)) {
+                if (self != who.end()) who.erase(self);
+                readers_[index(i, k)] = std::move(who);
+            } else if (self != who.end()) {
+                a_.allocate_copy(i, k);
+            }
+        }
+    }
+
+    // ---- messages: a final factor tile, straight into the receiver's copy ----
+    send_diag_ = comm.make_large_active_msg([this](int& k) { release_trsm(k); },
+                                            [this](int& k) { return a_.copy(k, k); }, [](int&) {},
+                                            "cholesky.L_kk");
+    send_panel_ = comm.make_large_active_msg([this](int& i, int& k) { release_updates(i, k); },
+                                             [this](int& i, int& k) { return a_.copy(i, k); },
+                                             [](int&, int&) {}, "cholesky.L_ik");
+
     // ---- potrf(k): factor the diagonal tile, then release the panel's trsm(i,k) ----
     potrf_
         .set_task([this, &L](int k) {
             clock_.time(tp_.current_thread(), Kernel::potrf,
                         [&] { potrf_tile(L.rows(k), a_.tile(k, k), a_.ld(k)); });
         })
-        .set_fulfill([this, nt](int k) {
-            for (int i = k + 1; i < nt; ++i)
-                notify_trsm(i, k);
-        })
+        .set_fulfill([this](int k) { potrf_done(k); })
         .set_indegree([](int) { return 1; })
         .set_mapping([this](int k) { return thread_of(k, k); })
         .set_priority([nt, use_prio](int k) { return use_prio ? prio::potrf(nt, k) : 0.0; })
@@ -39,16 +82,10 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, TileMatrix& a, const BlockCyclic& d
         .set_task([this, &L](Key2 key) {
             const auto [i, k] = key;
             clock_.time(tp_.current_thread(), Kernel::trsm, [&] {
-                trsm_tile(L.rows(i), L.rows(k), a_.tile(k, k), a_.ld(k), a_.tile(i, k), a_.ld(i));
+                trsm_tile(L.rows(i), L.rows(k), a_.read(k, k), a_.ld(k), a_.tile(i, k), a_.ld(i));
             });
         })
-        .set_fulfill([this, nt](Key2 key) {
-            const auto [i, k] = key;
-            for (int j = k + 1; j <= i; ++j)
-                notify_update(i, j, k);  // L_ik as left factor
-            for (int r = i + 1; r < nt; ++r)
-                notify_update(r, i, k);  // L_ik as right factor
-        })
+        .set_fulfill([this](Key2 key) { trsm_done(std::get<0>(key), std::get<1>(key)); })
         .set_indegree([](Key2 key) { return std::get<1>(key) == 0 ? 1 : 2; })
         .set_mapping([this](Key2 key) { return thread_of(std::get<0>(key), std::get<1>(key)); })
         .set_priority([nt, use_prio](Key2 key) {
@@ -66,24 +103,24 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, TileMatrix& a, const BlockCyclic& d
             const auto [i, j, k] = key;
             if (i == j) {
                 clock_.time(tp_.current_thread(), Kernel::syrk, [&] {
-                    syrk_tile(L.rows(i), L.rows(k), a_.tile(i, k), a_.ld(i), a_.tile(i, i),
+                    syrk_tile(L.rows(i), L.rows(k), a_.read(i, k), a_.ld(i), a_.tile(i, i),
                               a_.ld(i));
                 });
             } else {
                 clock_.time(tp_.current_thread(), Kernel::gemm, [&] {
-                    gemm_tile(L.rows(i), L.rows(j), L.rows(k), a_.tile(i, k), a_.ld(i),
-                              a_.tile(j, k), a_.ld(j), a_.tile(i, j), a_.ld(i));
+                    gemm_tile(L.rows(i), L.rows(j), L.rows(k), a_.read(i, k), a_.ld(i),
+                              a_.read(j, k), a_.ld(j), a_.tile(i, j), a_.ld(i));
                 });
             }
         })
-        .set_fulfill([this](Key3 key) {
+        .set_fulfill([this](Key3 key) {  // same tile, same rank: always local
             const auto [i, j, k] = key;
             if (k + 1 < j)
-                notify_update(i, j, k + 1);
+                update_.fulfill_promise({i, j, k + 1});
             else if (i == j)
-                notify_potrf(j);
+                potrf_.fulfill_promise(j);
             else
-                notify_trsm(i, j);
+                trsm_.fulfill_promise({i, j});
         })
         .set_indegree([](Key3 key) {
             const auto [i, j, k] = key;
@@ -99,6 +136,45 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, TileMatrix& a, const BlockCyclic& d
             return std::string(i == j ? "syrk(" : "gemm(") + std::to_string(i) + "," +
                    std::to_string(j) + "," + std::to_string(k) + ")";
         });
+}
+
+void CholeskyGraph::potrf_done(int k) {
+    for (int r : readers_[index(k, k)]) {
+        send_diag_->send_large(r, view<double>(a_.tile(k, k), tile_size(k, k)), k);
+        ++tiles_sent_;
+    }
+    release_trsm(k);
+}
+
+void CholeskyGraph::trsm_done(int i, int k) {
+    for (int r : readers_[index(i, k)]) {
+        send_panel_->send_large(r, view<double>(a_.tile(i, k), tile_size(i, k)), i, k);
+        ++tiles_sent_;
+    }
+    release_updates(i, k);
+}
+
+void CholeskyGraph::release_trsm(int k) {
+    const int nt = a_.layout().nt;
+    for (int i = k + 1; i < nt; ++i)
+        if (local(i, k)) trsm_.fulfill_promise({i, k});
+}
+
+void CholeskyGraph::release_updates(int i, int k) {
+    const int nt = a_.layout().nt;
+    for (int j = k + 1; j <= i; ++j)  // L_ik as left factor (and syrk when j == i)
+        if (local(i, j)) update_.fulfill_promise({i, j, k});
+    for (int r = i + 1; r < nt; ++r)  // L_ik as right factor
+        if (local(r, i)) update_.fulfill_promise({r, i, k});
+}
+
+long long CholeskyGraph::local_task_count() const {
+    const int nt = a_.layout().nt;
+    long long n = 0;
+    for (int j = 0; j < nt; ++j)
+        for (int i = j; i < nt; ++i)
+            if (local(i, j)) n += 1 + j;  // potrf or trsm, plus j updates
+    return n;
 }
 
 }  // namespace cascade::apps

@@ -4,7 +4,7 @@
 //   thread: within its rank, 2D cyclic over a tr x tc grid of worker threads, on the
 //           rank-local tile coordinates, so each worker owns a spread of the rank's tiles.
 // Tasks run where the tile they write lives ("owner computes"). On one process pr = pc = 1
-// and only the thread part matters; the distributed version uses the same object.
+// and only the thread part matters.
 #pragma once
 
 #include <string>
@@ -18,6 +18,11 @@ class BlockCyclic {
         split(n_ranks, pr_, pc_);
         split(n_threads, tc_, tr_);
     }
+    // An explicit pr x pc process grid.
+    BlockCyclic(int pr, int pc, int n_threads) : pr_(pr), pc_(pc) { split(n_threads, tc_, tr_); }
+
+    int grid_rows() const noexcept { return pr_; }
+    int grid_cols() const noexcept { return pc_; }
 
     int ranks() const noexcept { return pr_ * pc_; }
     int threads() const noexcept { return tr_ * tc_; }

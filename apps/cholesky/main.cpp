@@ -1,18 +1,24 @@
-// cholesky: tiled dense Cholesky factorization (A = L L^T, lower, double precision) on Cascade
-// taskflows, on one process. Generates a random SPD matrix, factors it --repeat times, and
-// reports time, GFlop/s (n^3/3 flops), runtime efficiency (time inside BLAS/LAPACK kernels
-// over threads x wall time) and, with --check, the relative residual ||A - L L^T||_F / ||A||_F.
-// --reference times LAPACKE_dpotrf on the whole matrix with multithreaded OpenBLAS instead.
+// cholesky: distributed tiled dense Cholesky factorization (A = L L^T, lower, double
+// precision) on Cascade taskflows. Tiles are spread over a P x Q grid of MPI ranks in a 2D
+// block-cyclic layout; each rank runs a pool of worker threads. Generates a random SPD
+// matrix, factors it --repeat times, and reports time, GFlop/s (n^3/3 flops), runtime
+// efficiency (time inside BLAS/LAPACK kernels, summed over all ranks and threads, over
+// ranks x threads x wall time) and, with --check, the relative residual
+// ||A - L L^T||_F / ||A||_F. --reference times LAPACKE_dpotrf on the whole matrix with
+// multithreaded OpenBLAS instead (one rank).
+//
+// Run: mpiexec -n 2 cholesky --n 4096 --nb 256 --threads 1 --check
+// The last line on rank 0 is a machine-readable summary ("RESULT {json}") for bench/apps.
 //
 // Layout of the app: tile_matrix (storage), distribution (who owns which tile),
-// kernels (BLAS calls and their clock), priorities + cholesky_graph (the task graph),
-// this file (the driver).
+// kernels (BLAS calls and their clock), priorities + cholesky_graph (the task graph and its
+// messages), check (the residual), this file (the driver).
 
+#include <mpi.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -22,6 +28,7 @@
 
 #include "../common/blas.hpp"
 #include "cascade/cascade.hpp"
+#include "check.hpp"
 #include "cholesky_graph.hpp"
 #include "distribution.hpp"
 #include "kernels.hpp"
@@ -36,7 +43,8 @@ constexpr double residual_tolerance = 1e-12;
 struct Options {
     int n = 2048;
     int nb = 128;
-    int threads = 1;
+    int threads = 0;   // 0: cores / ranks
+    std::string grid;  // "PxQ"; empty: as square as possible
     int repeat = 1;
     bool check = false;
     bool reference = false;
@@ -47,9 +55,10 @@ struct Options {
 };
 
 struct RunResult {
-    double seconds = 0;
-    double kernel_seconds = 0;  // tiled runs only
+    double seconds = 0;         // wall time, slowest rank
+    double kernel_seconds = 0;  // tiled runs: summed over ranks and threads
     double residual = -1;       // < 0: not checked
+    long long tiles_sent = 0;   // tiled runs: summed over ranks
 };
 
 double now() {
@@ -57,94 +66,91 @@ double now() {
         .count();
 }
 
-// Frobenius norm of a symmetric matrix stored in the lower triangle of a dense n x n array.
-double frobenius_sym_lower(const std::vector<double>& a, int n) {
-    double diag = 0, off = 0;
-    const std::size_t un = static_cast<std::size_t>(n);
-    for (std::size_t c = 0; c < un; ++c) {
-        diag += a[c + c * un] * a[c + c * un];
-        for (std::size_t r = c + 1; r < un; ++r)
-            off += a[r + c * un] * a[r + c * un];
-    }
-    return std::sqrt(diag + 2 * off);
+double sum_all(double x, MPI_Comm comm) {
+    MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, comm);
+    return x;
+}
+double max_all(double x, MPI_Comm comm) {
+    MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return x;
 }
 
-// ||A - L L^T||_F / ||A||_F with dense BLAS (dsyrk) on copies: `a` is the input's lower
-// triangle (overwritten), `l` the factor's lower triangle (upper part zero).
-double relative_residual(std::vector<double> a, const std::vector<double>& l, int n,
-                         int blas_threads) {
-    const double norm_a = frobenius_sym_lower(a, n);
-    blas_set_threads(blas_threads);
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, n, n, -1.0, l.data(), n, 1.0, a.data(), n);
-    blas_set_threads(1);
-    return frobenius_sym_lower(a, n) / norm_a;
-}
-
-RunResult run_tiled(const Options& opt, const BlockCyclic& dist, bool print_details) {
-    TileMatrix a(TileLayout(opt.n, opt.nb), dist, /*rank=*/0);
+RunResult run_tiled(const Options& opt, const BlockCyclic& dist, int rank, bool print_details) {
+    TileMatrix a(TileLayout(opt.n, opt.nb), dist, rank);
     a.fill_random_spd(opt.seed);
     if (opt.indefinite) {  // a negative pivot in the middle diagonal tile: its potrf fails
         const int mid = a.layout().nt / 2;
-        a.tile(mid, mid)[0] = -1.0;
+        if (a.is_local(mid, mid)) a.tile(mid, mid)[0] = -1.0;
     }
-    std::vector<double> a_copy;
-    if (opt.check) a_copy = a.to_dense_lower();
 
     // One BLAS thread per task: the parallelism comes from the task graph.
     blas_set_threads(1);
-    cascade::ThreadpoolOptions tp_opts;
-    tp_opts.name = "cholesky";
-    tp_opts.verb = opt.verbose > 1 ? 1 : 0;
-    cascade::Threadpool tp(opt.threads, tp_opts);
+    cascade::Communicator comm(MPI_COMM_WORLD);
+    cascade::Threadpool tp(opt.threads, &comm, opt.verbose > 1 ? 1 : 0, "cholesky");
     KernelClock clock(opt.threads);
-    CholeskyGraph graph(tp, a, dist, clock,
+    CholeskyGraph graph(tp, comm, a, dist, clock,
                         opt.priority == "none" ? PriorityKind::none : PriorityKind::critical_path);
 
-    RunResult r;
+    MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = now();
     graph.start();
     tp.join();
-    r.seconds = now() - t0;
-    r.kernel_seconds = clock.seconds();
+    const double local_seconds = now() - t0;
 
-    const long long expected = CholeskyGraph::task_count(a.layout().nt);
-    if (static_cast<long long>(tp.tasks_run()) != expected)
-        throw std::runtime_error("ran " + std::to_string(tp.tasks_run()) + " tasks, expected " +
-                                 std::to_string(expected));
+    RunResult r;
+    r.seconds = max_all(local_seconds, MPI_COMM_WORLD);
+    r.kernel_seconds = sum_all(clock.seconds(), MPI_COMM_WORLD);
+    r.tiles_sent =
+        static_cast<long long>(sum_all(static_cast<double>(graph.tiles_sent()), MPI_COMM_WORLD));
+
+    const long long ran = static_cast<long long>(tp.tasks_run());
+    if (ran != graph.local_task_count())
+        throw std::runtime_error("rank " + std::to_string(rank) + " ran " + std::to_string(ran) +
+                                 " tasks, expected " + std::to_string(graph.local_task_count()));
     if (print_details) {
         for (int k = 0; k < kernel_count; ++k) {
             const Kernel kk = static_cast<Kernel>(k);
-            std::printf("  %-5s %8llu calls  %9.4f s\n", kernel_name(kk),
+            std::printf("  rank %d %-5s %8llu calls  %9.4f s\n", rank, kernel_name(kk),
                         static_cast<unsigned long long>(clock.calls(kk)), clock.seconds(kk));
         }
         for (int t = 0; t < opt.threads; ++t)
-            std::printf("  thread %d: %llu tasks (%llu stolen), busy %.1f%%\n", t,
+            std::printf("  rank %d thread %d: %llu tasks (%llu stolen), busy %.1f%%\n", rank, t,
                         static_cast<unsigned long long>(tp.tasks_run(t)),
                         static_cast<unsigned long long>(tp.tasks_stolen(t)),
-                        100.0 * clock.thread_seconds(t) / r.seconds);
+                        100.0 * clock.thread_seconds(t) / local_seconds);
+        std::printf("  rank %d: %.1f MB of tiles, %.1f MB of received copies\n", rank,
+                    a.local_bytes() / 1e6, a.copy_bytes() / 1e6);
     }
     if (opt.check)
-        r.residual = relative_residual(std::move(a_copy), a.to_dense_lower(), opt.n, opt.threads);
+        r.residual = distributed_residual(a, dist, opt.seed, MPI_COMM_WORLD,
+                                          std::max(1u, std::thread::hardware_concurrency()));
     return r;
 }
 
 // LAPACKE_dpotrf on the whole matrix, parallelized by OpenBLAS itself with opt.threads.
 RunResult run_reference(const Options& opt) {
-    std::vector<double> a;
-    {
-        TileMatrix tiles(TileLayout(opt.n, opt.nb), BlockCyclic(1, 1), 0);
-        tiles.fill_random_spd(opt.seed);
-        a = tiles.to_dense_lower();  // the same matrix as the tiled runs
-    }
-    std::vector<double> a_copy;
-    if (opt.check) a_copy = a;
+    TileMatrix tiles(TileLayout(opt.n, opt.nb), BlockCyclic(1, 1, 1), 0);
+    tiles.fill_random_spd(opt.seed);
+    std::vector<double> a = tiles.to_dense_lower();  // the same matrix as the tiled runs
 
     blas_set_threads(opt.threads);
     RunResult r;
     const double t0 = now();
     potrf_tile(opt.n, a.data(), opt.n);
     r.seconds = now() - t0;
-    if (opt.check) r.residual = relative_residual(std::move(a_copy), a, opt.n, opt.threads);
+    if (opt.check) {
+        // Reuse the tiled check: put the factor back into the tiles.
+        const TileLayout& L = tiles.layout();
+        for (int j = 0; j < L.nt; ++j)
+            for (int i = j; i < L.nt; ++i)
+                for (int c = 0; c < L.rows(j); ++c)
+                    for (int row = 0; row < L.rows(i); ++row)
+                        tiles.tile(i, j)[row + static_cast<std::size_t>(c) * L.rows(i)] =
+                            a[(L.first_row(i) + row) +
+                              static_cast<std::size_t>(L.first_row(j) + c) * opt.n];
+        r.residual =
+            distributed_residual(tiles, BlockCyclic(1, 1, 1), opt.seed, MPI_COMM_SELF, opt.threads);
+    }
     return r;
 }
 
@@ -155,23 +161,45 @@ std::string format_residual(double res) {
     return buf;
 }
 
-}  // namespace
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
 
-int main(int argc, char** argv) {
-    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // keep stdout and stderr lines in order
+// "PxQ" -> (P, Q); throws CLI::ValidationError on anything else or a product != ranks.
+void parse_grid(const std::string& s, int ranks, int& p, int& q) {
+    const auto x = s.find('x');
+    std::size_t used_p = 0, used_q = 0;
+    try {
+        if (x == std::string::npos) throw std::invalid_argument(s);
+        p = std::stoi(s.substr(0, x), &used_p);
+        q = std::stoi(s.substr(x + 1), &used_q);
+    } catch (const std::exception&) {
+        throw CLI::ValidationError("--grid", "expected PxQ (e.g. 2x1), got '" + s + "'");
+    }
+    if (used_p != x || used_q != s.size() - x - 1 || p < 1 || q < 1)
+        throw CLI::ValidationError("--grid", "expected PxQ with P, Q >= 1, got '" + s + "'");
+    if (p * q != ranks)
+        throw CLI::ValidationError("--grid", "grid " + s + " has " + std::to_string(p * q) +
+                                                 " processes but the job has " +
+                                                 std::to_string(ranks) + " ranks");
+}
+
+int run(int argc, char** argv, int rank, int ranks) {
     Options opt;
-    opt.threads = std::max(1u, std::thread::hardware_concurrency());
-
-    CLI::App app{"Tiled dense Cholesky factorization on Cascade taskflows (one process)"};
+    CLI::App app{"Distributed tiled dense Cholesky factorization on Cascade taskflows"};
     app.add_option("--n", opt.n, "Matrix order")
         ->check(CLI::Range(1, 1 << 30))
         ->capture_default_str();
     app.add_option("--nb", opt.nb, "Tile size (the last tile is smaller if nb does not divide n)")
         ->check(CLI::Range(1, 1 << 30))
         ->capture_default_str();
-    app.add_option("--threads", opt.threads, "Worker threads")
-        ->check(CLI::Range(1, 4096))
-        ->capture_default_str();
+    app.add_option("--grid", opt.grid,
+                   "Process grid PxQ for the 2D block-cyclic layout (P*Q = ranks; default: as "
+                   "square as possible, P <= Q)");
+    app.add_option("--threads", opt.threads, "Worker threads per rank (default: cores / ranks)")
+        ->check(CLI::Range(1, 4096));
     app.add_option("--repeat", opt.repeat, "Number of factorizations")
         ->check(CLI::Range(1, 1000000))
         ->capture_default_str();
@@ -179,7 +207,7 @@ int main(int argc, char** argv) {
     app.add_option("--seed", opt.seed, "Seed of the random SPD matrix")->capture_default_str();
     app.add_flag("--reference", opt.reference,
                  "Time LAPACKE_dpotrf on the full matrix with OpenBLAS using --threads threads "
-                 "instead of the task graph");
+                 "instead of the task graph (one rank)");
     app.add_option("--priority", opt.priority, "Task priorities")
         ->check(CLI::IsMember({"critical-path", "none"}))
         ->capture_default_str();
@@ -188,72 +216,133 @@ int main(int argc, char** argv) {
                  "reports which one");
     app.add_flag("-v,--verbose", opt.verbose,
                  "Per-kernel and per-thread statistics (-vv: runtime logs)");
-    CLI11_PARSE(app, argc, argv);
+    int pr = 0, pc = 0;
+    try {
+        app.parse(argc, argv);
+        if (opt.grid.empty()) {
+            const BlockCyclic square(ranks, 1);
+            pr = square.grid_rows();
+            pc = square.grid_cols();
+        } else {
+            parse_grid(opt.grid, ranks, pr, pc);
+        }
+        if (opt.reference && ranks != 1)
+            throw CLI::ValidationError("--reference",
+                                       "runs on one rank, not " + std::to_string(ranks));
+    } catch (const CLI::ParseError& e) {
+        const int code = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+        return code;
+    }
+    if (opt.threads == 0)
+        opt.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
 
     const TileLayout layout(opt.n, opt.nb);
-    const BlockCyclic dist(1, opt.threads);
+    const BlockCyclic dist(pr, pc, opt.threads);
     const double gflop = static_cast<double>(opt.n) * opt.n * opt.n / 3.0 * 1e-9;
+    const bool root = rank == 0;
 
-    if (const char* warning = blas_core_warning())
+    if (const char* warning = blas_core_warning(); warning && root)
         std::fprintf(stderr, "cholesky: warning: %s\n", warning);
-    if (opt.reference)
-        std::printf(
-            "cholesky reference: LAPACKE_dpotrf, n=%d, OpenBLAS (%s kernels) with %d "
-            "threads\n",
-            opt.n, blas_corename(), opt.threads);
-    else
-        std::printf(
-            "cholesky: n=%d nb=%d (%d x %d tiles%s, %lld tasks), %d threads (%s), "
-            "priorities %s, OpenBLAS %s kernels\n",
-            opt.n, opt.nb, layout.nt, layout.nt, opt.n % opt.nb != 0 ? ", last one ragged" : "",
-            CholeskyGraph::task_count(layout.nt), opt.threads, dist.describe().c_str(),
-            opt.priority.c_str(), blas_corename());
+    if (root) {
+        if (opt.reference)
+            std::printf(
+                "cholesky reference: LAPACKE_dpotrf, n=%d, OpenBLAS (%s kernels) with %d "
+                "threads\n",
+                opt.n, blas_corename(), opt.threads);
+        else
+            std::printf(
+                "cholesky: n=%d nb=%d (%d x %d tiles%s, %lld tasks), %d ranks x %d "
+                "threads (%s), priorities %s, OpenBLAS %s kernels\n",
+                opt.n, opt.nb, layout.nt, layout.nt, opt.n % opt.nb != 0 ? ", last one ragged" : "",
+                CholeskyGraph::task_count(layout.nt), ranks, opt.threads, dist.describe().c_str(),
+                opt.priority.c_str(), blas_corename());
+    }
 
     std::vector<RunResult> runs;
     try {
         for (int rep = 0; rep < opt.repeat; ++rep) {
             const RunResult r =
-                opt.reference ? run_reference(opt) : run_tiled(opt, dist, opt.verbose > 0);
+                opt.reference ? run_reference(opt) : run_tiled(opt, dist, rank, opt.verbose > 0);
             runs.push_back(r);
+            if (!root) continue;
             std::printf("run %d/%d: %.4f s, %.2f GFlop/s", rep + 1, opt.repeat, r.seconds,
                         gflop / r.seconds);
             if (!opt.reference)
-                std::printf(", efficiency %.1f%%",
-                            100.0 * r.kernel_seconds / (opt.threads * r.seconds));
+                std::printf(", efficiency %.1f%%, %lld tiles sent",
+                            100.0 * r.kernel_seconds / (ranks * opt.threads * r.seconds),
+                            r.tiles_sent);
             std::printf(", %s\n", format_residual(r.residual).c_str());
         }
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "cholesky: FAILED: %s\n", e.what());
+        std::fprintf(stderr, "cholesky: FAILED on rank %d: %s\n", rank, e.what());
+        if (ranks > 1) MPI_Abort(MPI_COMM_WORLD, 1);
         return 1;
     }
+    if (!root) return 0;
 
-    // Summary: the best run, and the worst residual of all runs.
-    const RunResult best = *std::min_element(
-        runs.begin(), runs.end(),
-        [](const RunResult& x, const RunResult& y) { return x.seconds < y.seconds; });
+    // Summary: medians over the runs, and the worst residual of all runs.
+    std::vector<double> seconds, efficiency;
     double worst_residual = -1;
-    for (const RunResult& r : runs)
+    for (const RunResult& r : runs) {
+        seconds.push_back(r.seconds);
+        efficiency.push_back(r.kernel_seconds / (ranks * opt.threads * r.seconds));
         worst_residual = std::max(worst_residual, r.residual);
+    }
+    const double med = median(seconds), med_eff = median(efficiency);
     const bool ok = !opt.check || worst_residual < residual_tolerance;
 
     if (opt.reference)
         std::printf("cholesky reference n=%d threads=%d", opt.n, opt.threads);
     else
-        std::printf("cholesky n=%d nb=%d threads=%d", opt.n, opt.nb, opt.threads);
-    std::printf(": %.3f s, %.2f GFlop/s", best.seconds, gflop / best.seconds);
-    if (opt.repeat > 1) std::printf(" (best of %d)", opt.repeat);
-    if (!opt.reference)
-        std::printf(", efficiency %.1f%%",
-                    100.0 * best.kernel_seconds / (opt.threads * best.seconds));
+        std::printf("cholesky n=%d nb=%d ranks=%d (%dx%d) threads=%d", opt.n, opt.nb, ranks, pr, pc,
+                    opt.threads);
+    std::printf(": %.3f s, %.2f GFlop/s", med, gflop / med);
+    if (opt.repeat > 1) std::printf(" (median of %d)", opt.repeat);
+    if (!opt.reference) std::printf(", efficiency %.1f%%", 100.0 * med_eff);
     std::printf(", %s%s\n", format_residual(worst_residual).c_str(),
                 opt.check ? (ok ? " (OK)" : " (FAILED)") : "");
+
+    std::printf("RESULT {\"app\":\"cholesky\",\"system\":\"%s\",\"n\":%d,\"nb\":",
+                opt.reference ? "openblas" : "cascade", opt.n);
+    if (opt.reference)
+        std::printf("null");
+    else
+        std::printf("%d", opt.nb);
+    std::printf(",\"ranks\":%d,\"grid\":\"%dx%d\",\"threads\":%d,\"seconds\":%.6g,\"gflops\":%.6g",
+                ranks, pr, pc, opt.threads, med, gflop / med);
+    if (!opt.reference) std::printf(",\"efficiency\":%.4f", med_eff);
+    std::printf(",\"runs\":[");
+    for (std::size_t i = 0; i < seconds.size(); ++i)
+        std::printf("%s%.6g", i ? "," : "", seconds[i]);
+    std::printf("],\"residual\":");
+    if (worst_residual < 0)
+        std::printf("null}\n");
+    else
+        std::printf("%.3e}\n", worst_residual);
+
     if (!ok) {
         std::fprintf(stderr,
                      "cholesky: FAILED: relative residual %.3e is not below %.0e (n=%d nb=%d "
-                     "threads=%d seed=%llu)\n",
-                     worst_residual, residual_tolerance, opt.n, opt.nb, opt.threads,
+                     "ranks=%d threads=%d seed=%llu)\n",
+                     worst_residual, residual_tolerance, opt.n, opt.nb, ranks, opt.threads,
                      static_cast<unsigned long long>(opt.seed));
         return 1;
     }
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // keep stdout and stderr lines in order
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    int rank = 0, ranks = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    int code = run(argc, argv, rank, ranks);
+    // A failed check on rank 0 fails the job on every rank.
+    MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return code;
 }

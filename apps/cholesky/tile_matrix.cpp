@@ -1,6 +1,7 @@
 #include "tile_matrix.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace cascade::apps {
@@ -27,18 +28,30 @@ void TileMatrix::FreeDeleter::operator()(double* p) const noexcept {
 }
 
 TileMatrix::TileMatrix(TileLayout layout, const BlockCyclic& dist, int rank)
-    : layout_(layout), tiles_(static_cast<std::size_t>(layout.nt) * (layout.nt + 1) / 2) {
-    for (int j = 0; j < layout_.nt; ++j) {
-        for (int i = j; i < layout_.nt; ++i) {
-            if (dist.rank_of(i, j) != rank) continue;
-            // 64-byte aligned so BLAS kernels start on a cache line.
-            const std::size_t bytes =
-                static_cast<std::size_t>(layout_.rows(i)) * layout_.rows(j) * sizeof(double);
-            void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-            if (!p) throw std::bad_alloc();
-            tiles_[index(i, j)].reset(static_cast<double*>(p));
-        }
-    }
+    : layout_(layout),
+      tiles_(static_cast<std::size_t>(layout.nt) * (layout.nt + 1) / 2),
+      copies_(tiles_.size()) {
+    for (int j = 0; j < layout_.nt; ++j)
+        for (int i = j; i < layout_.nt; ++i)
+            if (dist.rank_of(i, j) == rank) tiles_[index(i, j)] = allocate(i, j, local_bytes_);
+}
+
+TileMatrix::TilePtr TileMatrix::allocate(int i, int j, std::size_t& counter) {
+    // 64-byte aligned so BLAS kernels start on a cache line.
+    const std::size_t bytes =
+        static_cast<std::size_t>(layout_.rows(i)) * layout_.rows(j) * sizeof(double);
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw std::bad_alloc();
+    std::memset(p, 0, rounded);  // touch the pages now, not during the factorization
+    counter += rounded;
+    return TilePtr(static_cast<double*>(p));
+}
+
+double* TileMatrix::allocate_copy(int i, int j) {
+    TilePtr& c = copies_[index(i, j)];
+    if (!c) c = allocate(i, j, copy_bytes_);
+    return c.get();
 }
 
 void TileMatrix::fill_random_spd(std::uint64_t seed) {

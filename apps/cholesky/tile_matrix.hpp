@@ -1,8 +1,9 @@
 // Tiled storage of the lower triangle of a symmetric n x n matrix.
 // Tile (i,j), i >= j, is one contiguous column-major buffer of rows(i) x rows(j) doubles with
 // leading dimension rows(i): a kernel gets it as a plain pointer, and the distributed version
-// can ship it to another rank as one message body. Only tiles owned by `rank` are allocated.
-// The last tile row/column is ragged when nb does not divide n.
+// can ship it to another rank as one message body. Only tiles owned by `rank` are allocated,
+// plus, on demand, one read-only copy of each remote tile this rank's tasks read (a factor
+// tile received from its owner). The last tile row/column is ragged when nb does not divide n.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +36,19 @@ class TileMatrix {
     const double* tile(int i, int j) const noexcept { return tiles_[index(i, j)].get(); }
     int ld(int i) const noexcept { return layout_.rows(i); }
 
+    // Storage for a copy of remote tile (i,j), allocated (and touched) now, so that a
+    // received tile lands in warm memory and nothing is allocated while factoring.
+    double* allocate_copy(int i, int j);
+    double* copy(int i, int j) noexcept { return copies_[index(i, j)].get(); }
+    // Tile (i,j) to read: the local tile, else the received copy (nullptr if neither).
+    const double* read(int i, int j) const noexcept {
+        const double* t = tile(i, j);
+        return t ? t : copies_[index(i, j)].get();
+    }
+    // Bytes of local tiles and of copies.
+    std::size_t local_bytes() const noexcept { return local_bytes_; }
+    std::size_t copy_bytes() const noexcept { return copy_bytes_; }
+
     // Fills the local tiles with a random symmetric, strictly diagonally dominant (hence
     // SPD) matrix: a_ij = a_ji uniform in [-1, 1), a_ii = n + uniform. Each entry depends
     // only on (seed, i, j), so every rank can generate its own tiles independently.
@@ -53,8 +67,13 @@ class TileMatrix {
         void operator()(double* p) const noexcept;
     };
 
+    using TilePtr = std::unique_ptr<double[], FreeDeleter>;
+    TilePtr allocate(int i, int j, std::size_t& counter);
+
     TileLayout layout_;
-    std::vector<std::unique_ptr<double[], FreeDeleter>> tiles_;  // packed lower triangle
+    std::vector<TilePtr> tiles_;   // packed lower triangle: owned tiles
+    std::vector<TilePtr> copies_;  // packed lower triangle: copies of remote tiles
+    std::size_t local_bytes_ = 0, copy_bytes_ = 0;
 };
 
 }  // namespace cascade::apps
