@@ -158,6 +158,15 @@ bool Threadpool::find_task(int me, Task& out) {
     return false;
 }
 
+bool Threadpool::run_one_task() {
+    const int me = current_thread();
+    if (me < 0) return false;
+    Task t;
+    if (!find_task(me, t)) return false;
+    execute(t, me);
+    return true;
+}
+
 bool Threadpool::has_work_for(int me) const noexcept {
     if (queues_[me].size() > 0) return true;
     for (int w = 0; w < n_; ++w)

@@ -95,6 +95,11 @@ class Threadpool {
     // A worker for work without a mapping: the calling worker if any, else round-robin.
     int pick_thread() noexcept;
 
+    // Runs one ready task (the caller's own queue first, then stolen) on the calling worker,
+    // e.g. while it waits for a future. Returns false if the caller is not a worker of this
+    // pool or no task was found.
+    bool run_one_task();
+
     // Statistics (read after join()).
     std::uint64_t tasks_run(int thread) const noexcept { return stats_[thread].run; }
     std::uint64_t tasks_stolen(int thread) const noexcept { return stats_[thread].stolen; }
