@@ -51,6 +51,7 @@ struct Options {
     std::uint64_t seed = 2024;
     std::string priority = "critical-path";
     int verbose = 0;
+    double peak_gflops = 0;  // > 0: also report the speed as a fraction of this
     bool indefinite = false;  // testing: the error path when a task fails
 };
 
@@ -211,6 +212,10 @@ int run(int argc, char** argv, int rank, int ranks) {
     app.add_option("--priority", opt.priority, "Task priorities")
         ->check(CLI::IsMember({"critical-path", "none"}))
         ->capture_default_str();
+    app.add_option("--peak-gflops", opt.peak_gflops,
+                   "The machine's measured dgemm GFlop/s (e.g. from dgemm_peak): also report "
+                   "the speed as a fraction of it")
+        ->check(CLI::PositiveNumber);
     app.add_flag("--indefinite", opt.indefinite,
                  "Testing: make the matrix indefinite, so a potrf task fails and the run "
                  "reports which one");
@@ -301,6 +306,9 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (!opt.reference) std::printf(", efficiency %.1f%%", 100.0 * med_eff);
     std::printf(", %s%s\n", format_residual(worst_residual).c_str(),
                 opt.check ? (ok ? " (OK)" : " (FAILED)") : "");
+    if (opt.peak_gflops > 0)
+        std::printf("cholesky: %.2f GFlop/s is %.1f%% of the measured dgemm peak (%.1f GFlop/s)\n",
+                    gflop / med, 100.0 * gflop / med / opt.peak_gflops, opt.peak_gflops);
 
     std::printf("RESULT {\"app\":\"cholesky\",\"system\":\"%s\",\"n\":%d,\"nb\":",
                 opt.reference ? "openblas" : "cascade", opt.n);
