@@ -51,7 +51,7 @@ struct Options {
     std::uint64_t seed = 2024;
     std::string priority = "critical-path";
     int verbose = 0;
-    double peak_gflops = 0;  // > 0: also report the speed as a fraction of this
+    double peak_gflops = 0;   // > 0: also report the speed as a fraction of this
     bool indefinite = false;  // testing: the error path when a task fails
 };
 
@@ -279,7 +279,7 @@ int run(int argc, char** argv, int rank, int ranks) {
             std::printf(", %s\n", format_residual(r.residual).c_str());
         }
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "cholesky: FAILED on rank %d: %s\n", rank, e.what());
+        std::fprintf(stderr, "cholesky: FAILED: %s\n", e.what());
         if (ranks > 1) MPI_Abort(MPI_COMM_WORLD, 1);
         return 1;
     }
