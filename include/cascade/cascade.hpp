@@ -8,3 +8,4 @@
 #include "cascade/core/key.hpp"
 #include "cascade/core/taskflow.hpp"
 #include "cascade/core/threadpool.hpp"
+#include "cascade/futures/futures.hpp"

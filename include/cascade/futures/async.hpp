@@ -1,0 +1,481 @@
+// async(where, f, args...) -> future<R>, locally or on another rank.
+//
+//   cascade::Futures fx(tp, &comm);                       // same point on every rank
+//   auto sq = fx.make_async([](int& x) { return x * x; }, "square");   // same order everywhere
+//   cascade::future<int> f = cascade::async(1, sq, 7);   // runs on rank 1
+//   int y = f.get();
+//
+// `where` is a rank, cascade::here, or cascade::any (round robin over the ranks). Functions
+// are registered like active messages (lambdas included), in the same order on every rank;
+// arguments and results use the active-message wire format (trivially copyable values,
+// std::vector / std::string of them) plus shared_future<T>. A call to this rank runs on the
+// pool without serializing anything. An argument may also be a future of the parameter's
+// type: the call then runs once that value is there, without blocking any thread (dataflow).
+// Exceptions thrown by f reach whoever calls get(), on any rank, with their message.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/communicator.hpp"
+#include "cascade/core/threadpool.hpp"
+#include "cascade/futures/call.hpp"
+#include "cascade/futures/future.hpp"
+
+namespace cascade {
+
+inline constexpr int here = -1;  // this rank
+inline constexpr int any = -2;   // a rank chosen by the runtime (round robin)
+
+struct AsyncOptions {
+    // Remote calls run inside the message handler on the communication thread instead of
+    // being queued on a worker: for tiny functions (saves a thread hand-off per call).
+    bool run_in_handler = false;
+};
+
+class Futures;
+
+namespace detail {
+
+template <class R, class... Ps>
+struct FnRef {
+    const std::function<R(Ps&...)>* f;
+    R operator()(Ps&... p) const { return (*f)(p...); }
+};
+
+struct FnBase {
+    virtual ~FnBase() = default;
+    std::string name;
+    std::uint32_t id = 0;
+    std::uint32_t sig = 0;
+    AsyncOptions opts;
+    virtual void on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) = 0;
+};
+
+template <class R, class... Ps>
+struct FnEntry final : FnBase {
+    std::function<R(Ps&...)> f;
+    void on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) override;
+};
+
+template <class P>
+constexpr bool arg_ok = [] {
+    if constexpr (param_traits<P>::shared)
+        return wire::supported<typename param_traits<P>::elem> &&
+               !wire::is_view<typename param_traits<P>::elem>::value;
+    else
+        return wire::supported<P> && !wire::is_view<P>::value;
+}();
+
+std::string describe_error(const std::exception_ptr& e);
+
+// Message headers (each message is one view<char> argument of an internal active message).
+struct RequestHead {
+    std::int32_t rank;
+    std::uint32_t fn;
+    std::uint32_t sig;
+    std::uint32_t pad;
+    std::uint64_t token;  // the caller's result state
+};
+struct ReplyHead {
+    std::int32_t rank;
+    std::uint32_t status;  // 0: value follows, 1: error message follows
+    std::uint64_t token;
+};
+struct FetchHead {
+    std::int32_t rank;
+    std::uint32_t pad;
+    std::uint64_t id;     // exported state on the receiver
+    std::uint64_t token;  // proxy state on the sender
+};
+
+}  // namespace detail
+
+template <class Sig>
+class AsyncFn;
+
+// A registered function: pass it to async(). Copyable; valid while its Futures lives.
+template <class R, class... Ps>
+class AsyncFn<R(Ps...)> {
+  public:
+    AsyncFn() = default;
+    bool valid() const noexcept { return e_ != nullptr; }
+    const std::string& name() const { return e_->name; }
+    Futures* context() const noexcept { return fx_; }
+    // Calls the function here, synchronously.
+    R operator()(Ps&... ps) const { return e_->f(ps...); }
+    detail::FnEntry<R, Ps...>* entry() const noexcept { return e_; }
+
+  private:
+    friend class Futures;
+    AsyncFn(Futures* fx, detail::FnEntry<R, Ps...>* e) : fx_(fx), e_(e) {}
+    Futures* fx_ = nullptr;
+    detail::FnEntry<R, Ps...>* e_ = nullptr;
+};
+
+// The futures layer of one pool (and communicator): registry of async functions, the
+// messages that carry calls, results and shared-future values, and the exported states.
+// The latest Futures constructed is the current one (what get() and then() use).
+class Futures {
+  public:
+    explicit Futures(Threadpool& tp, Communicator* comm = nullptr);
+    Futures(const Futures&) = delete;
+    Futures& operator=(const Futures&) = delete;
+    ~Futures();
+
+    template <class F>
+    auto make_async(F&& f, std::string name = "", AsyncOptions opts = {});
+
+    template <class R, class... Ps, class... A>
+    future<R> async(int where, const AsyncFn<R(Ps...)>& fn, A&&... args);
+    // Any callable, run on this rank's pool (where must be here, any, or this rank).
+    template <class F, class... A>
+    auto async_local(F&& f, A&&... args);
+
+    int rank() const noexcept { return rank_; }
+    int size() const noexcept { return size_; }
+    Threadpool& pool() noexcept { return tp_; }
+    Communicator* comm() noexcept { return comm_; }
+    // The rank `where` designates (resolves here / any; checks the range).
+    int place(int where);
+    static Futures* current() noexcept;
+
+    // Statistics.
+    std::uint64_t remote_calls() const noexcept { return remote_calls_.load(); }
+    std::size_t exported() const;
+
+    // ---- used by the templates -------------------------------------------------------------
+    using SendExported = void (*)(Futures&, detail::StateBase&, int dest, std::uint64_t token);
+    std::uint64_t export_state(detail::StateBase* s, SendExported send);
+    void fetch(int owner, std::uint64_t id, detail::StateBase* proxy);
+    template <class T>
+    void send_value(int dest, std::uint64_t token, detail::State<T>& s, const std::string* fn);
+
+  private:
+    enum Msg { request_msg, reply_msg, fetch_msg };
+    template <class W>
+    void send_frame(int dest, Msg which, std::size_t max_bytes, W&& write);
+    template <class R, class... Ps, class... A>
+    future<R> remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args);
+    template <class F, class... Ps>
+    auto make_async_impl(F&& f, std::string name, AsyncOptions opts, std::tuple<Ps...>*);
+
+    void on_request(const char* data, std::size_t size);
+    void on_reply(const char* data, std::size_t size);
+    void on_fetch(const char* data, std::size_t size);
+    [[noreturn]] void fatal(const std::string& what);
+
+    static constexpr std::size_t kMaxFunctions = 4096;
+
+    Threadpool& tp_;
+    Communicator* comm_;
+    int rank_ = 0, size_ = 1;
+    ActiveMsg<view<char>>* ams_[3] = {nullptr, nullptr, nullptr};
+    std::unique_ptr<std::atomic<detail::FnBase*>[]> fns_;
+    std::atomic<std::uint32_t> n_fns_{0};
+    std::vector<std::unique_ptr<detail::FnBase>> owned_;
+    std::mutex register_mutex_;
+    std::atomic<unsigned> round_robin_{0};
+    std::atomic<std::uint64_t> remote_calls_{0};
+    struct Export {
+        detail::StateBase* state;  // one reference held while count > 0
+        std::uint64_t count;       // descriptors sent, not yet fetched
+        SendExported send;
+    };
+    mutable std::mutex exports_mutex_;
+    std::unordered_map<std::uint64_t, Export> exports_;
+    Futures* previous_ = nullptr;
+};
+
+// ---- free functions ------------------------------------------------------------------------
+
+template <class R, class... Ps, class... A>
+future<R> async(int where, const AsyncFn<R(Ps...)>& fn, A&&... args) {
+    if (!fn.valid()) throw UsageError("async: function handle not initialized (use make_async)");
+    return fn.context()->async(where, fn, std::forward<A>(args)...);
+}
+
+template <class T>
+struct is_async_fn : std::false_type {};
+template <class Sig>
+struct is_async_fn<AsyncFn<Sig>> : std::true_type {};
+
+template <class F, class... A>
+requires(!is_async_fn<std::decay_t<F>>::value) auto async(int where, F&& f, A&&... args) {
+    Futures* fx = Futures::current();
+    if (!fx) throw UsageError("async: no cascade::Futures context exists");
+    if (where != here && where != any && where != fx->rank())
+        throw UsageError(
+            "async: a function that is not registered (make_async) can only run "
+            "on this rank; rank " +
+            std::to_string(where) + " requested");
+    return fx->async_local(std::forward<F>(f), std::forward<A>(args)...);
+}
+
+// ---- argument encoding ---------------------------------------------------------------------
+
+namespace detail {
+
+enum : std::uint8_t { arg_value = 0, arg_remote = 1, arg_error = 2 };
+
+template <class P>
+struct ValRef {  // an argument of the parameter's own type, written from where it is
+    const P* p;
+    std::size_t size() const { return 1 + wire::size_of(*p); }
+    void write(wire::Writer& w) const {
+        w.put(arg_value);
+        w.put(*p);
+    }
+};
+template <class P>
+struct ValOwn {  // an argument converted to the parameter's type
+    P v;
+    std::size_t size() const { return 1 + wire::size_of(v); }
+    void write(wire::Writer& w) const {
+        w.put(arg_value);
+        w.put(v);
+    }
+};
+template <class X>
+struct FutArg {  // a future argument: its value if ready, else where to fetch it
+    Ref<State<X>> s;
+    std::uint8_t tag = arg_remote;
+    std::int32_t owner = 0;
+    std::uint64_t id = 0;
+    std::string msg;
+    std::size_t size() const {
+        if (tag == arg_value) return 1 + wire::size_of(s->value());
+        if (tag == arg_error) return 1 + wire::size_of(msg);
+        return 1 + sizeof owner + sizeof id;
+    }
+    void write(wire::Writer& w) const {
+        w.put(tag);
+        if (tag == arg_value) {
+            w.put(s->value());
+        } else if (tag == arg_error) {
+            w.put(msg);
+        } else {
+            w.put(owner);
+            w.put(id);
+        }
+    }
+};
+
+template <class X>
+void send_exported(Futures& fx, StateBase& s, int dest, std::uint64_t token) {
+    fx.send_value<X>(dest, token, static_cast<State<X>&>(s), nullptr);
+}
+
+template <class P, class A>
+auto prepare(Futures& fx, A&& a) {
+    using D = std::remove_cvref_t<A>;
+    using X = typename param_traits<P>::elem;
+    if constexpr (future_elem<D>::yes) {
+        static_assert(std::is_same_v<typename future_elem<D>::type, X>,
+                      "async: a future argument must hold the parameter's type");
+        if (!a.valid()) throw UsageError("async: argument future has no state");
+        FutArg<X> out;
+        if constexpr (std::is_same_v<D, future<X>>)
+            out.s = a.share().ref();
+        else
+            out.s = a.ref();
+        if (out.s->ready()) {
+            if (out.s->failed()) {
+                out.tag = arg_error;
+                out.msg = describe_error(out.s->error());
+            } else {
+                out.tag = arg_value;
+            }
+        } else {
+            out.owner = fx.rank();
+            out.id = fx.export_state(out.s.get(), &send_exported<X>);
+        }
+        return out;
+    } else if constexpr (std::is_same_v<D, X>) {
+        return ValRef<X>{&a};
+    } else {
+        static_assert(std::is_constructible_v<X, A&&>,
+                      "async: argument not convertible to the parameter's type");
+        return ValOwn<X>{X(std::forward<A>(a))};
+    }
+}
+
+template <class P>
+void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot) {
+    using X = typename param_traits<P>::elem;
+    const auto tag = r.get<std::uint8_t>();
+    Ref<State<X>> s;
+    if (tag == arg_value) {
+        if constexpr (!param_traits<P>::shared) {
+            slot.value.emplace(r.get<X>());
+            return;
+        } else {
+            s = Ref<State<X>>(new State<X>());
+            s->set_value(r.get<X>());
+        }
+    } else if (tag == arg_error) {
+        s = Ref<State<X>>(new State<X>());
+        s->set_error(std::make_exception_ptr(RemoteError(source, r.get<std::string>())));
+    } else if (tag == arg_remote) {
+        const auto owner = r.get<std::int32_t>();
+        const auto id = r.get<std::uint64_t>();
+        s = Ref<State<X>>(new State<X>());
+        fx.fetch(owner, id, s.get());
+    } else {
+        throw WireError("bad argument tag " + std::to_string(tag));
+    }
+    if constexpr (param_traits<P>::shared) {
+        slot.f = shared_future<X>(std::move(s));
+    } else {
+        slot.fut = std::move(s);
+        slot.consume = true;
+    }
+}
+
+template <class R, class... Ps>
+void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) {
+    auto* c = new Call<FnRef<R, Ps...>, R, Ps...>(FnRef<R, Ps...>{&f});
+    Ref<State<R>> hold(c);
+    std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot), ...); }, c->slots());
+    c->reply_to(ReplyTo{&fx, source, token, &name});
+    c->start(opts.run_in_handler);
+}
+
+template <class T>
+void send_result(const ReplyTo& to, State<T>& s) noexcept {
+    to.fx->send_value<T>(to.rank, to.token, s, to.name);
+}
+
+template <class Tup, class... A, std::size_t... I>
+void fill_slots(Tup& slots, std::index_sequence<I...>, A&&... a) {
+    (std::get<I>(slots).set(std::forward<A>(a)), ...);
+}
+
+}  // namespace detail
+
+// ---- Futures templates ---------------------------------------------------------------------
+
+template <class F>
+auto Futures::make_async(F&& f, std::string name, AsyncOptions opts) {
+    using Args = typename detail::callable_args<std::decay_t<F>>::tuple;
+    return make_async_impl(std::forward<F>(f), std::move(name), opts, static_cast<Args*>(nullptr));
+}
+
+template <class F, class... Ps>
+auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::tuple<Ps...>*) {
+    using R = std::invoke_result_t<std::decay_t<F>&, Ps&...>;
+    static_assert(detail::State<R>::on_wire,
+                  "async function result must be void, a trivially copyable value, or a "
+                  "std::vector / std::string of them");
+    static_assert((detail::arg_ok<Ps> && ...),
+                  "async function parameters must be trivially copyable values, std::vector / "
+                  "std::string of them, or shared_future<T> of those (not view<T>)");
+    auto e = std::make_unique<detail::FnEntry<R, Ps...>>();
+    e->f = std::function<R(Ps & ...)>(std::forward<F>(f));
+    e->sig = wire::hash_name(wire::type_names<R, Ps...>());
+    e->opts = opts;
+    std::lock_guard<std::mutex> g(register_mutex_);
+    const std::uint32_t id = n_fns_.load(std::memory_order_relaxed);
+    if (id >= kMaxFunctions)
+        throw UsageError("make_async: more than " + std::to_string(kMaxFunctions) + " functions");
+    e->id = id;
+    e->name = name.empty() ? "async#" + std::to_string(id) : std::move(name);
+    auto* raw = e.get();
+    owned_.push_back(std::move(e));
+    fns_[id].store(raw, std::memory_order_release);
+    n_fns_.store(id + 1, std::memory_order_release);
+    return AsyncFn<R(Ps...)>(this, raw);
+}
+
+template <class R, class... Ps, class... A>
+future<R> Futures::async(int where, const AsyncFn<R(Ps...)>& fn, A&&... args) {
+    static_assert(sizeof...(A) == sizeof...(Ps), "async: wrong number of arguments");
+    if (!fn.valid()) throw UsageError("async: function handle not initialized (use make_async)");
+    const int dest = place(where);
+    if (dest != rank_) return remote(dest, *fn.entry(), std::forward<A>(args)...);
+    auto* c = new detail::Call<detail::FnRef<R, Ps...>, R, Ps...>(
+        detail::FnRef<R, Ps...>{&fn.entry()->f});
+    detail::Ref<detail::State<R>> ref(c);
+    detail::fill_slots(c->slots(), std::index_sequence_for<Ps...>{}, std::forward<A>(args)...);
+    c->start(false);
+    return future<R>(std::move(ref));
+}
+
+template <class F, class... A>
+auto Futures::async_local(F&& f, A&&... args) {
+    using Fn = std::decay_t<F>;
+    using R = std::invoke_result_t<Fn&, std::decay_t<A>&...>;
+    auto* c = new detail::Call<Fn, R, std::decay_t<A>...>(std::forward<F>(f));
+    detail::Ref<detail::State<R>> ref(c);
+    detail::fill_slots(c->slots(), std::index_sequence_for<A...>{}, std::forward<A>(args)...);
+    c->start(false);
+    return future<R>(std::move(ref));
+}
+
+template <class R, class... Ps, class... A>
+future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
+    auto prep = std::make_tuple(detail::prepare<Ps>(*this, std::forward<A>(args))...);
+    const std::size_t bytes =
+        sizeof(detail::RequestHead) +
+        std::apply([](auto&... p) { return (std::size_t(0) + ... + p.size()); }, prep);
+    auto* st = new detail::State<R>();
+    detail::Ref<detail::State<R>> ref(st);
+    st->retain();  // carried by the request as its token, adopted by the reply
+    const detail::RequestHead h{rank_, e.id, e.sig, 0, reinterpret_cast<std::uintptr_t>(st)};
+    remote_calls_.fetch_add(1, std::memory_order_relaxed);
+    send_frame(dest, request_msg, bytes, [&](char* out) {
+        wire::Writer w(out);
+        w.put(h);
+        std::apply([&](auto&... p) { (p.write(w), ...); }, prep);
+        return w.position();
+    });
+    return future<R>(std::move(ref));
+}
+
+template <class T>
+void Futures::send_value(int dest, std::uint64_t token, detail::State<T>& s,
+                         const std::string* fn) {
+    detail::ReplyHead h{rank_, s.failed() ? 1u : 0u, token};
+    std::string msg;
+    std::size_t bytes = sizeof h;
+    if (s.failed()) {
+        msg = fn ? "async '" + *fn + "' on rank " + std::to_string(rank_) +
+                       " threw: " + detail::describe_error(s.error())
+                 : detail::describe_error(s.error());
+        bytes += wire::size_of(msg);
+    } else if constexpr (!std::is_void_v<T>) {
+        bytes += wire::size_of(s.value());
+    }
+    send_frame(dest, reply_msg, bytes, [&](char* out) {
+        wire::Writer w(out);
+        w.put(h);
+        if (s.failed())
+            w.put(msg);
+        else if constexpr (!std::is_void_v<T>)
+            w.put(s.value());
+        return w.position();
+    });
+}
+
+template <class W>
+void Futures::send_frame(int dest, Msg which, std::size_t max_bytes, W&& write) {
+    // The frame is one view<char>: a 64-bit count, then the bytes (already 8-byte aligned).
+    comm_->enqueue(dest, *ams_[which], sizeof(std::uint64_t) + max_bytes, [&](char* out) {
+        char* begin = out + sizeof(std::uint64_t);
+        char* end = write(begin);
+        const std::uint64_t n = static_cast<std::uint64_t>(end - begin);
+        std::memcpy(out, &n, sizeof n);
+        return end;
+    });
+}
+
+}  // namespace cascade

@@ -1,0 +1,107 @@
+// How a thread waits for a future, and how the futures layer queues its jobs.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "cascade/comm/communicator.hpp"
+#include "cascade/core/notifier.hpp"
+#include "cascade/core/spinlock.hpp"
+#include "cascade/core/threadpool.hpp"
+#include "cascade/futures/async.hpp"
+#include "cascade/futures/state.hpp"
+
+namespace cascade::detail {
+
+namespace {
+
+struct JobTask {
+    Job* job;
+    static void run(Task& t) { t.as<JobTask>().job->run_job(); }
+    static std::string describe(const Task& t) { return t.as<JobTask>().job->job_name(); }
+    static void discard(Task& t) { t.as<JobTask>().job->discard_job(); }
+    static constexpr TaskVTable vtable{&run, &describe, &discard};
+};
+
+// Sleeps on the state's word for at most timeout_us (or until it is set).
+void nap_on(StateBase& s, long timeout_us) {
+    s.waiters().store(true, std::memory_order_seq_cst);
+    if (!s.ready()) Notifier::wait_on(s.word(), StateBase::pending, timeout_us);
+}
+
+// A worker keeps running ready tasks (its own first, then stolen): the value it waits for
+// is usually produced by one of them, and no worker is lost to waiting. With nothing to run
+// it backs off; it never blocks for long, since new tasks do not wake it.
+void worker_wait(StateBase& s, Threadpool& tp) {
+    unsigned idle = 0;
+    long nap_us = 10;
+    while (!s.ready()) {
+        if (tp.run_one_task()) {
+            idle = 0;
+            nap_us = 10;
+            continue;
+        }
+        ++idle;
+        if (idle < 64) {
+            cpu_relax();
+            continue;
+        }
+        // The value may come in a message: keep the thread that drives MPI polling.
+        tp.wake_joiner();
+        if (idle < 96) {
+            std::this_thread::yield();
+            continue;
+        }
+        nap_on(s, nap_us);
+        nap_us = std::min(nap_us * 2, 500L);
+    }
+}
+
+// The thread that drives MPI moves messages itself: polls hot while things happen, then
+// naps briefly (its own pool's tasks or the reply wake it only through the timeout).
+void comm_wait(StateBase& s, Communicator& comm) {
+    using clock = std::chrono::steady_clock;
+    auto last = clock::now();
+    long nap_us = 5;
+    while (!s.ready()) {
+        if (comm.progress()) {
+            last = clock::now();
+            nap_us = 5;
+            continue;
+        }
+        const auto quiet = clock::now() - last;
+        if (quiet < std::chrono::microseconds(20)) continue;
+        if (quiet < std::chrono::microseconds(100)) {
+            std::this_thread::yield();
+            continue;
+        }
+        nap_on(s, nap_us);
+        nap_us = std::min(nap_us * 2, 200L);
+    }
+}
+
+}  // namespace
+
+void wait_ready(StateBase& s) {
+    if (s.ready()) return;
+    Futures* fx = Futures::current();
+    if (fx && fx->pool().current_thread() >= 0) return worker_wait(s, fx->pool());
+    Communicator* comm = fx ? fx->comm() : nullptr;
+    if (comm && comm->on_comm_thread()) return comm_wait(s, *comm);
+    while (!s.ready())
+        nap_on(s, 100000);
+}
+
+void schedule(Job* job) {
+    Futures* fx = Futures::current();
+    if (!fx) {
+        job->run_job();
+        return;
+    }
+    Task t;
+    t.vt = &JobTask::vtable;
+    t.emplace<JobTask>(JobTask{job});
+    Threadpool& tp = fx->pool();
+    tp.push(t, tp.pick_thread(), false);
+}
+
+}  // namespace cascade::detail
