@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../common/blas.hpp"
+#include "../common/result_line.hpp"
 #include "cascade/cascade.hpp"
 #include "check.hpp"
 #include "cholesky_graph.hpp"
@@ -160,12 +161,6 @@ std::string format_residual(double res) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "residual %.1e", res);
     return buf;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 // "PxQ" -> (P, Q); throws CLI::ValidationError on anything else or a product != ranks.
@@ -310,23 +305,26 @@ int run(int argc, char** argv, int rank, int ranks) {
         std::printf("cholesky: %.2f GFlop/s is %.1f%% of the measured dgemm peak (%.1f GFlop/s)\n",
                     gflop / med, 100.0 * gflop / med / opt.peak_gflops, opt.peak_gflops);
 
-    std::printf("RESULT {\"app\":\"cholesky\",\"system\":\"%s\",\"n\":%d,\"nb\":",
-                opt.reference ? "openblas" : "cascade", opt.n);
+    ResultLine line;
+    line.add("app", "cholesky")
+        .add("system", opt.reference ? "openblas" : "cascade")
+        .add("n", opt.n);
     if (opt.reference)
-        std::printf("null");
+        line.add_null("nb");
     else
-        std::printf("%d", opt.nb);
-    std::printf(",\"ranks\":%d,\"grid\":\"%dx%d\",\"threads\":%d,\"seconds\":%.6g,\"gflops\":%.6g",
-                ranks, pr, pc, opt.threads, med, gflop / med);
-    if (!opt.reference) std::printf(",\"efficiency\":%.4f", med_eff);
-    std::printf(",\"runs\":[");
-    for (std::size_t i = 0; i < seconds.size(); ++i)
-        std::printf("%s%.6g", i ? "," : "", seconds[i]);
-    std::printf("],\"residual\":");
+        line.add("nb", opt.nb);
+    line.add("ranks", ranks)
+        .add("grid", std::to_string(pr) + "x" + std::to_string(pc))
+        .add("threads", opt.threads)
+        .add("seconds", med)
+        .add("gflops", gflop / med);
+    if (!opt.reference) line.add("efficiency", med_eff);
+    line.add("runs", seconds);
     if (worst_residual < 0)
-        std::printf("null}\n");
+        line.add_null("residual");
     else
-        std::printf("%.3e}\n", worst_residual);
+        line.add("residual", worst_residual);
+    line.print();
 
     if (!ok) {
         std::fprintf(stderr,
