@@ -95,9 +95,13 @@ void GemmDNS::begin_run(cascade::Threadpool& tp, BlasClock& clock) {
     const int local_rows = static_cast<int>(rows_.size());
     auto name = [](const char* what, auto key) {
         std::string s = what;
-        for (std::size_t x = 0; x < key.size(); ++x)
-            s += (x ? "," : "(") + std::to_string(key[x]);
-        return s + ")";
+        s.push_back('(');
+        for (std::size_t x = 0; x < key.size(); ++x) {
+            if (x) s.push_back(',');
+            s.append(std::to_string(key[x]));
+        }
+        s.push_back(')');
+        return s;
     };
     gemm_ = std::make_unique<cascade::Taskflow<GemmKey>>(&tp, "gemm");
     gemm_->set_task([this](GemmKey ijk) { run_gemm(ijk); })

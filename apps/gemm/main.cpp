@@ -71,6 +71,14 @@ int ranks_on_node() {
     return n;
 }
 
+// CPUs this process may run on (mpiexec may bind each rank to one core), or 0 if unknown.
+int usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    return CPU_COUNT(&set);
+}
+
 // Ends the run's taskflows before its pool goes away, also when the run throws.
 struct RunScope {
     GemmAlgorithm& alg;
@@ -178,6 +186,11 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (rank == 0) {
         if (const char* warning = blas_core_warning())
             std::fprintf(stderr, "gemm: warning: %s\n", warning);
+        if (const int cpus = usable_cpus(); cpus > 0 && cpus < opt.threads)
+            std::fprintf(stderr,
+                         "gemm: warning: rank 0 may only run on %d CPU(s) but has %d worker "
+                         "threads (mpiexec binds ranks to cores; Open MPI: --bind-to none)\n",
+                         cpus, opt.threads);
         std::printf(
             "gemm: variant %s, n=%d nb=%d (%d x %d tiles%s), %d ranks x %d threads, OpenBLAS "
             "%s kernels\n",
