@@ -9,3 +9,4 @@
 #include "cascade/core/taskflow.hpp"
 #include "cascade/core/threadpool.hpp"
 #include "cascade/futures/futures.hpp"
+#include "cascade/trace/recorder.hpp"

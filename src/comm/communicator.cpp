@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cascade/core/errors.hpp"
+#include "cascade/trace/export.hpp"
 
 namespace cascade {
 
@@ -67,7 +68,9 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     outbox_.reset(new Outbox[size_]);
+    recv_seq_.assign(static_cast<std::size_t>(size_), 0);
     tls_comm_thread = this;
+    trace::sync_clocks(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
         cnt_p_.assign(size_, 0);
@@ -87,6 +90,16 @@ Communicator::~Communicator() {
             MPI_Cancel(&q);
             MPI_Request_free(&q);
         }
+    if (trace::recording() && comm_ != MPI_COMM_NULL && !std::uncaught_exceptions()) {
+        try {  // collective: rank 0 gathers every rank's events and writes the files
+            std::vector<std::string> names;
+            for (auto& am : ams_)
+                names.push_back(am->name());
+            trace::finish(comm_, names);
+        } catch (const std::exception& e) {
+            std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
+        }
+    }
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     if (tls_comm_thread == this) tls_comm_thread = nullptr;
     if (owns_mpi_) {
@@ -138,6 +151,9 @@ void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std:
                                  std::size_t chunk, std::vector<char> args) {
     if (chunk == 0) chunk = kDefaultChunk;
     PendingRecv r{&am, source, {}, std::move(args)};
+    r.seq = cur_seq_;
+    r.bytes = bytes;
+    if (trace::recording()) r.t0 = trace::now_ns();
     for (std::size_t off = 0; off < bytes; off += chunk) {
         const int n = static_cast<int>(std::min(chunk, bytes - off));
         MPI_Request req;
@@ -211,6 +227,8 @@ void Communicator::flush() {
                 ps.reqs.push_back(req);
             }
             ps.large = std::make_unique<LargeSend>(std::move(l));
+            ps.dest = d;
+            if (trace::recording()) ps.t0 = trace::now_ns();
             ++pending_large_sends_;
             sends_.push_back(std::move(ps));
         }
@@ -235,6 +253,17 @@ void Communicator::test_sends() {
         if (finished.large) {
             --pending_large_sends_;
             LargeSend& l = *finished.large;
+            if (trace::recording()) [[unlikely]] {
+                trace::Buffer* tb = trace::this_thread();
+                if (trace::Event* e = tb ? tb->reserve(trace::Kind::large_send) : nullptr) {
+                    e->t0 = finished.t0;
+                    e->t1 = trace::now_ns();
+                    e->peer = finished.dest;
+                    e->am = l.am->id();
+                    e->b = l.bytes;
+                    tb->commit();
+                }
+            }
             try {
                 l.am->on_body_sent(l.args.data(), l.args.size());
             } catch (...) {
@@ -284,6 +313,21 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
                       "); active messages must be created in the same order with the same "
                       "argument types on every rank");
         }
+        cur_seq_ = recv_seq_[static_cast<std::size_t>(source)]++;
+        trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
+        std::uint64_t outer = trace::kNone;
+        trace::Event* ev = nullptr;
+        if (tb) [[unlikely]] {  // the handler is the context of what it does (promises, sends)
+            outer = tb->context;
+            if ((ev = tb->reserve(trace::Kind::am_run))) {
+                ev->t0 = trace::now_ns();
+                ev->peer = source;
+                ev->am = fr.id;
+                ev->a = cur_seq_;
+                ev->b = fr.len;
+                tb->context = tb->commit();
+            }
+        }
         try {
             am.on_frame(source, data + off + sizeof(Frame), fr.len);
         } catch (const WireError& e) {
@@ -291,6 +335,10 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
                       "' from rank " + std::to_string(source) + ": " + e.what());
         } catch (...) {
             handler_failed(am, source, std::current_exception(), "handler");
+        }
+        if (tb) [[unlikely]] {
+            if (ev) ev->t1 = trace::now_ns();
+            tb->context = outer;
         }
         if (!am.is_large()) ++processed_;
         off += sizeof(Frame) + round8(fr.len);
@@ -348,10 +396,38 @@ bool Communicator::test_large_recvs() {
         }
         PendingRecv finished = std::move(r);
         large_recvs_.erase(large_recvs_.begin() + static_cast<std::ptrdiff_t>(i));
+        trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
+        std::uint64_t outer = trace::kNone;
+        trace::Event* ev = nullptr;
+        if (tb) [[unlikely]] {  // the transfer, then on_arrival as a handler of that message
+            outer = tb->context;
+            const std::int64_t now = trace::now_ns();
+            if (trace::Event* e = tb->reserve(trace::Kind::large_recv)) {
+                e->t0 = finished.t0;
+                e->t1 = now;
+                e->peer = finished.source;
+                e->am = finished.am->id();
+                e->a = finished.seq;
+                e->b = finished.bytes;
+                tb->commit();
+            }
+            if ((ev = tb->reserve(trace::Kind::am_run))) {
+                ev->t0 = now;
+                ev->peer = finished.source;
+                ev->am = finished.am->id();
+                ev->a = finished.seq;
+                ev->b = finished.bytes;
+                tb->context = tb->commit();
+            }
+        }
         try {
             finished.am->on_body_arrived(finished.args.data(), finished.args.size());
         } catch (...) {
             handler_failed(*finished.am, finished.source, std::current_exception(), "on_arrival");
+        }
+        if (tb) [[unlikely]] {
+            if (ev) ev->t1 = trace::now_ns();
+            tb->context = outer;
         }
         ++processed_;
         any = true;
@@ -362,6 +438,7 @@ bool Communicator::test_large_recvs() {
 bool Communicator::progress() {
     const bool was = on_comm_thread();
     tls_comm_thread = this;
+    const std::int64_t t0 = trace::recording() ? trace::now_ns() : 0;
     const std::uint64_t before = mpi_sends_ + processed_;
     const std::size_t sends_before = sends_.size();
     flush();
@@ -369,7 +446,12 @@ bool Communicator::progress() {
     bool any = receive();
     any |= test_large_recvs();
     if (!was) tls_comm_thread = nullptr;
-    return any || mpi_sends_ + processed_ != before || sends_.size() != sends_before;
+    any = any || mpi_sends_ + processed_ != before || sends_.size() != sends_before;
+    if (t0 != 0 && any) [[unlikely]] {
+        trace::mark_progress_thread();
+        if (trace::Buffer* tb = trace::this_thread()) tb->slice(trace::Kind::progress, t0);
+    }
+    return any;
 }
 
 bool Communicator::is_done() const {
@@ -393,7 +475,21 @@ void Communicator::flush_blocking() {
 
 // ---- completion detection ------------------------------------------------------------------
 
+void Communicator::trace_ctrl(int peer, const CtrlMsg& m, bool received) {
+    trace::Buffer* tb = trace::this_thread();
+    if (trace::Event* e = tb ? tb->reserve(trace::Kind::ctrl) : nullptr) {
+        e->t0 = trace::now_ns();
+        e->peer = peer;
+        e->a = m.type;
+        e->b = received ? 1 : 0;
+        e->c = m.epoch;
+        tb->commit();
+    }
+}
+
 void Communicator::send_ctrl(int dest, CtrlMsg m) {
+    if (trace::recording()) [[unlikely]]
+        trace_ctrl(dest, m, false);
     if (dest == rank_) {
         on_ctrl(rank_, m);
         return;
@@ -409,6 +505,8 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
 }
 
 void Communicator::on_ctrl(int source, const CtrlMsg& m) {
+    if (trace::recording()) [[unlikely]]
+        trace_ctrl(source, m, true);
     if (m.epoch != epoch_) {
         // A message of a later epoch (its sender finished this one first) is kept for then;
         // one of an earlier epoch cannot matter any more.
@@ -531,7 +629,11 @@ void Communicator::reset_epoch() {
 PollResult Communicator::poll(Threadpool& tp) {
     tls_comm_thread = this;
     if (tp.failed()) {
-        if (size_ > 1) abort_job("rank " + std::to_string(rank_) + ": " + describe(tp.error()));
+        if (size_ > 1) {
+            const std::string what = describe(tp.error());  // TaskError names the rank already
+            abort_job(what.rfind("rank ", 0) == 0 ? what
+                                                  : "rank " + std::to_string(rank_) + ": " + what);
+        }
         return PollResult::done;  // one rank: join() rethrows the error
     }
     const bool active = progress();
@@ -560,6 +662,34 @@ void Communicator::attach(Threadpool& tp) {
 
 void Communicator::detach(Threadpool& tp) noexcept {
     if (tp_ == &tp) tp_ = nullptr;
+}
+
+std::string Communicator::describe_state() const {
+    std::ostringstream os;
+    os << "messages: " << queued() << " active messages queued here, " << processed_
+       << " processed here; " << outbox_pending_.load() << " destination(s) with unsent messages, "
+       << sends_.size() << " MPI send(s) in flight, " << large_recvs_.size()
+       << " large bod(ies) being received; completion: epoch " << epoch_;
+    if (last_q_ == ~0ull)
+        os << ", no COUNT sent yet";
+    else
+        os << ", last COUNT sent (" << last_q_ << " queued, " << last_p_ << " processed)";
+    if (have_request_) os << ", REQUEST " << req_tag_ << " not yet confirmable";
+    if (rank_ == 0) {
+        std::uint64_t sq = 0, sp = 0;
+        for (int r = 0; r < size_; ++r) {
+            sq += cnt_q_[static_cast<std::size_t>(r)];
+            sp += cnt_p_[static_cast<std::size_t>(r)];
+        }
+        os << "; rank 0 has counts from " << n_reported_ << " of " << size_
+           << " ranks (sums: " << sq << " queued, " << sp << " processed)";
+        if (n_reported_ < size_) {
+            os << ", missing:";
+            for (int r = 0; r < size_; ++r)
+                if (!reported_[static_cast<std::size_t>(r)]) os << ' ' << r;
+        }
+    }
+    return os.str();
 }
 
 void Communicator::abort_job(const std::string& what) {

@@ -1,12 +1,17 @@
 #include "cascade/core/threadpool.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cascade/core/errors.hpp"
+#include "cascade/trace/recorder.hpp"
+#include "cascade/trace/watchdog.hpp"
 
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -85,6 +90,12 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
     if (n_threads < 1)
         throw UsageError("Threadpool '" + opts_.name + "': n_threads must be >= 1, got " +
                          std::to_string(n_threads));
+    trace::init_from_env();
+    if (trace::recording()) {
+        trace_ = std::make_unique<trace::Buffer*[]>(static_cast<std::size_t>(n_));
+        for (int i = 0; i < n_; ++i)
+            trace_[i] = trace::new_buffer(opts_.name + " worker " + std::to_string(i));
+    }
     if (opts_.start) start();
 }
 
@@ -152,6 +163,13 @@ bool Threadpool::find_task(int me, Task& out) {
         if (victim >= n_) victim -= n_;
         if (queues_[victim].steal(out)) {
             ++stats_[me].stolen;
+            if (trace_) [[unlikely]] {
+                if (trace::Event* e = trace_[me]->reserve(trace::Kind::steal)) {
+                    e->t0 = trace::now_ns();
+                    e->peer = victim;
+                    trace_[me]->commit();
+                }
+            }
             return true;
         }
     }
@@ -189,16 +207,34 @@ void Threadpool::execute(Task& t, int me) {
         t.discard();
         return;
     }
+    if (trace_) [[unlikely]] {  // the only cost of tracing when it is off
+        trace::Buffer& b = *trace_[me];
+        const std::uint64_t outer = b.begin_task(t);
+        run_guarded(t, me);
+        b.end_task(outer);
+    } else {
+        run_guarded(t, me);
+    }
+    // Only this worker writes its count: a plain load and store, no atomic increment.
+    stats_[me].run.store(stats_[me].run.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+}
+
+void Threadpool::run_guarded(Task& t, int me) {
     try {
         t.run();
     } catch (const std::exception& e) {
-        fail(std::make_exception_ptr(
-            TaskError(t.describe(), me, std::current_exception(), e.what())));
+        fail(std::make_exception_ptr(TaskError(t.describe(), me, std::current_exception(), e.what(),
+                                               hook_ ? hook_->rank() : -1)));
     } catch (...) {
-        fail(std::make_exception_ptr(
-            TaskError(t.describe(), me, std::current_exception(), "unknown exception")));
+        fail(std::make_exception_ptr(TaskError(t.describe(), me, std::current_exception(),
+                                               "unknown exception", hook_ ? hook_->rank() : -1)));
     }
-    ++stats_[me].run;
+}
+
+std::string Threadpool::rank_prefix() const {
+    const int r = hook_ ? hook_->rank() : -1;
+    return r >= 0 ? "rank " + std::to_string(r) + ": " : std::string();
 }
 
 void Threadpool::fail(std::exception_ptr e) noexcept {
@@ -224,6 +260,8 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me};
+    trace::Buffer* tb = trace_ ? trace_[me] : nullptr;
+    if (tb) trace::set_this_thread(tb);
     Task t;
     for (;;) {
         if (find_task(me, t)) {
@@ -231,6 +269,7 @@ void Threadpool::worker_loop(int me) {
             continue;
         }
         become_idle();
+        const std::int64_t idle_since = tb ? trace::now_ns() : 0;
         bool found = false;
         for (int round = 0; round < kSpinRounds + kYieldRounds && !found; ++round) {
             if (round < kSpinRounds) {
@@ -246,6 +285,7 @@ void Threadpool::worker_loop(int me) {
             }
         }
         if (found) {
+            if (tb) tb->slice(trace::Kind::idle, idle_since);
             execute(t, me);
             continue;
         }
@@ -253,16 +293,20 @@ void Threadpool::worker_loop(int me) {
         if (stop_.load(std::memory_order_seq_cst)) {
             notifier_.cancel_wait(me);
             become_active();
+            if (tb) tb->slice(trace::Kind::idle, idle_since);
             break;
         }
         if (has_work_for(me)) {
             notifier_.cancel_wait(me);
             become_active();
+            if (tb) tb->slice(trace::Kind::idle, idle_since);
             continue;
         }
         notifier_.commit_wait(me, epoch, kSleepTimeoutUs);
         become_active();
+        if (tb) tb->slice(trace::Kind::idle, idle_since);
     }
+    if (tb) trace::set_this_thread(nullptr);
     tls_worker = {};
 }
 
@@ -277,11 +321,16 @@ void Threadpool::join() {
     TimerSlack slack(hook_ != nullptr);
     long nap_us = kFirstNapUs;
     auto last_activity = std::chrono::steady_clock::now();
+    trace::Watchdog watchdog(tasks_run());
     for (;;) {
         std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
         PollResult r =
             hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
         if (r == PollResult::done) break;
+        if (watchdog.enabled()) [[unlikely]] {
+            if (watchdog.check(r == PollResult::active, [this] { return tasks_run(); }))
+                watchdog_fire(watchdog.quiet_seconds(), watchdog.limit_seconds());
+        }
         if (r == PollResult::active) {
             nap_us = kFirstNapUs;
             last_activity = std::chrono::steady_clock::now();
@@ -332,7 +381,7 @@ void Threadpool::join() {
     }
     if (total > 0) {
         std::ostringstream os;
-        os << "Threadpool '" << opts_.name << "': join() ended with " << total
+        os << rank_prefix() << "Threadpool '" << opts_.name << "': join() ended with " << total
            << " task(s) whose promises were never all fulfilled; first: ";
         for (std::size_t i = 0; i < names.size(); ++i)
             os << (i ? ", " : "") << names[i];
@@ -349,7 +398,7 @@ std::exception_ptr Threadpool::error() const {
 std::uint64_t Threadpool::tasks_run() const noexcept {
     std::uint64_t s = 0;
     for (int i = 0; i < n_; ++i)
-        s += stats_[i].run;
+        s += stats_[i].run.load(std::memory_order_relaxed);
     return s;
 }
 
@@ -358,6 +407,59 @@ std::uint64_t Threadpool::tasks_stolen() const noexcept {
     for (int i = 0; i < n_; ++i)
         s += stats_[i].stolen;
     return s;
+}
+
+// The watchdog: nothing ran and no message moved for the limit while join() waited. Print
+// what this rank waits for and end the job (a stuck task may never return, so we cannot
+// unwind).
+void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
+    std::ostringstream os;
+    const std::string who = rank_prefix();
+    os << "cascade: watchdog: " << who << "Threadpool '" << opts_.name << "': join() saw no task "
+       << "run and no message move for " << quiet_seconds
+       << " s (CASCADE_WATCHDOG=" << limit_seconds << ")\n";
+    const std::uint64_t s = idle_state_.load();
+    const int idle = static_cast<int>(static_cast<std::uint32_t>(s));
+    os << "cascade: watchdog: " << who << "workers busy: " << (n_ - idle) << " of " << n_;
+    if (idle < n_) os << " (a task that does not return, e.g. waiting for something?)";
+    os << "; ready tasks queued: ";
+    std::size_t queued = 0;
+    for (int w = 0; w < n_; ++w)
+        queued += queues_[w].size();
+    os << queued << "\n";
+    std::size_t total = 0;
+    std::vector<std::string> names;
+    {
+        std::lock_guard<std::mutex> g(taskflows_mutex_);
+        for (auto* tf : taskflows_)
+            total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
+    }
+    os << "cascade: watchdog: " << who << total << " task(s) waiting for promises";
+    if (!names.empty()) os << "; first " << names.size() << ": ";
+    for (std::size_t i = 0; i < names.size(); ++i)
+        os << (i ? ", " : "") << names[i];
+    os << "\n";
+    if (hook_) {
+        const std::string state = hook_->describe_state();
+        if (!state.empty()) os << "cascade: watchdog: " << who << state << "\n";
+    }
+    const std::string report = os.str();
+    std::fputs(report.c_str(), stderr);
+    std::fflush(stderr);
+    // Give the other ranks (whose watchdogs fire about now) a moment to print theirs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (hook_) hook_->abort_job(who + "watchdog: join() made no progress; see above");
+    JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
+}
+
+void JoinHook::abort_job(const std::string& what) {
+    abort_job_default(what);
+}
+
+void JoinHook::abort_job_default(const std::string& what) {
+    std::fprintf(stderr, "cascade: fatal: %s\n", what.c_str());
+    std::fflush(stderr);
+    std::_Exit(3);
 }
 
 void Threadpool::attach(detail::TaskflowBase* tf) {

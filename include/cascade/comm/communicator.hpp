@@ -22,6 +22,7 @@
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
+#include "cascade/trace/recorder.hpp"
 
 namespace cascade {
 
@@ -90,6 +91,9 @@ class Communicator : public JoinHook {
     void detach(Threadpool& tp) noexcept override;
     PollResult poll(Threadpool& tp) override;
     bool wants_progress() const override;
+    int rank() const noexcept override { return rank_; }
+    std::string describe_state() const override;
+    [[noreturn]] void abort_job(const std::string& what) override;
     // Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
     // receiver follows the sender's value). Settable for tests of the chunked path.
     void set_large_chunk(std::size_t bytes) noexcept {
@@ -112,6 +116,7 @@ class Communicator : public JoinHook {
         std::vector<char> buf;
         std::vector<LargeSend> larges;
         std::atomic<bool> nonempty{false};
+        std::uint64_t seq = 0;  // frames queued to this destination so far (names them in traces)
     };
 
   private:
@@ -124,12 +129,17 @@ class Communicator : public JoinHook {
         std::vector<char> buf;
         std::vector<MPI_Request> reqs;
         std::unique_ptr<LargeSend> large;  // on_sent to run on completion
+        int dest = -1;                     // large sends: for the trace
+        std::int64_t t0 = 0;
     };
     struct PendingRecv {
         ActiveMsgBase* am;
         int source;
         std::vector<MPI_Request> reqs;
         std::vector<char> args;
+        std::uint64_t seq = 0;  // of the header frame, and when it arrived (for the trace)
+        std::size_t bytes = 0;
+        std::int64_t t0 = 0;
     };
     enum Ctrl : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN };
     struct CtrlMsg {
@@ -150,8 +160,8 @@ class Communicator : public JoinHook {
     void handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
                         const char* which);
     bool completion_step(Threadpool& tp);
-    [[noreturn]] void abort_job(const std::string& what);
     void reset_epoch();
+    void trace_ctrl(int peer, const CtrlMsg& m, bool received);
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     CommunicatorOptions opts_;
@@ -171,6 +181,8 @@ class Communicator : public JoinHook {
     std::atomic<std::uint64_t> queued_{0};
     std::uint64_t processed_ = 0;
     std::uint64_t mpi_sends_ = 0;
+    std::vector<std::uint64_t> recv_seq_;  // frames received from each source so far
+    std::uint64_t cur_seq_ = 0;            // of the frame whose handler runs now
 
     // Completion detection state (see docs/completion.md).
     std::uint32_t epoch_ = 0;
@@ -247,13 +259,18 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         throw UsageError("active message '" + am.name() + "': " + std::to_string(max_bytes) +
                          " bytes of arguments; use a large active message for big payloads");
     Outbox& o = outbox_[dest];
+    trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
+    const std::int64_t t0 = tb ? trace::now_ns() : 0;
+    std::uint64_t seq = 0;
+    std::size_t len = 0;
     {
         std::lock_guard<Spinlock> g(o.lock);
         const std::size_t at = o.buf.size();
         o.buf.resize(at + sizeof(Frame) + max_bytes + 7);
         char* payload = o.buf.data() + at + sizeof(Frame);
         char* end = write(payload);
-        const std::size_t len = static_cast<std::size_t>(end - payload);
+        len = static_cast<std::size_t>(end - payload);
+        seq = o.seq++;
         Frame fr{am.id(), am.signature(), len};
         std::memcpy(o.buf.data() + at, &fr, sizeof fr);
         o.buf.resize(at + sizeof(Frame) + ((len + 7) & ~std::size_t(7)));
@@ -261,6 +278,17 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         queued_.fetch_add(1, std::memory_order_release);
         if (!o.nonempty.exchange(true, std::memory_order_acq_rel))
             outbox_pending_.fetch_add(1, std::memory_order_release);
+    }
+    if (tb) [[unlikely]] {
+        if (trace::Event* e = tb->reserve(trace::Kind::send)) {
+            e->t0 = t0;
+            e->t1 = trace::now_ns();
+            e->peer = dest;
+            e->am = am.id();
+            e->a = seq;
+            e->b = len;
+            tb->commit();
+        }
     }
     if (tp_ && !on_comm_thread()) tp_->wake_joiner();
 }

@@ -16,20 +16,26 @@ class UsageError : public std::logic_error {
 // A task threw. Rethrown from Threadpool::join() on the thread that called it.
 class TaskError : public std::runtime_error {
   public:
-    TaskError(std::string task, int thread, std::exception_ptr original, const std::string& what)
-        : std::runtime_error("task " + task + " on thread " + std::to_string(thread) +
+    // rank: the MPI rank when the pool has a communicator, else -1 (not shown).
+    TaskError(std::string task, int thread, std::exception_ptr original, const std::string& what,
+              int rank = -1)
+        : std::runtime_error((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
+                             "task " + task + " on thread " + std::to_string(thread) +
                              " threw: " + what),
           task_(std::move(task)),
           thread_(thread),
+          rank_(rank),
           original_(std::move(original)) {}
     const std::string& task() const noexcept { return task_; }
     int thread() const noexcept { return thread_; }
+    int rank() const noexcept { return rank_; }
     // The exception the task threw, to rethrow or inspect.
     std::exception_ptr original() const noexcept { return original_; }
 
   private:
     std::string task_;
     int thread_;
+    int rank_;
     std::exception_ptr original_;
 };
 

@@ -33,6 +33,9 @@ class TaskflowBase {
 
 class Threadpool;
 class Communicator;
+namespace trace {
+class Buffer;
+}
 
 // What a JoinHook poll found: nothing moved (idle), something moved (active), this pool has
 // no work and waits for others (waiting: the joiner naps only briefly, it disturbs no
@@ -51,6 +54,14 @@ class JoinHook {
     virtual bool wants_progress() const = 0;
     // The pool is being destroyed: forget it.
     virtual void detach(Threadpool& tp) noexcept = 0;
+    // For diagnostics (watchdog, errors): this process's rank (-1: none), and what it waits
+    // for (messages in flight, completion-protocol state).
+    virtual int rank() const noexcept { return -1; }
+    virtual std::string describe_state() const { return {}; }
+    // Ends the whole job (the watchdog fired): prints `what` and exits non-zero.
+    [[noreturn]] virtual void abort_job(const std::string& what);
+    // Without a hook (or by default): print and _Exit(3).
+    [[noreturn]] static void abort_job_default(const std::string& what);
 };
 
 struct ThreadpoolOptions {
@@ -101,7 +112,9 @@ class Threadpool {
     bool run_one_task();
 
     // Statistics (read after join()).
-    std::uint64_t tasks_run(int thread) const noexcept { return stats_[thread].run; }
+    std::uint64_t tasks_run(int thread) const noexcept {
+        return stats_[thread].run.load(std::memory_order_relaxed);
+    }
     std::uint64_t tasks_stolen(int thread) const noexcept { return stats_[thread].stolen; }
     std::uint64_t tasks_run() const noexcept;
     std::uint64_t tasks_stolen() const noexcept;
@@ -124,7 +137,7 @@ class Threadpool {
 
   private:
     struct alignas(64) WorkerStats {
-        std::uint64_t run = 0;
+        std::atomic<std::uint64_t> run{0};  // read by the joiner's watchdog while running
         std::uint64_t stolen = 0;
     };
 
@@ -135,6 +148,9 @@ class Threadpool {
     bool has_work_for(int me) const noexcept;
     bool locally_idle() const noexcept;
     void execute(Task& t, int me);
+    void run_guarded(Task& t, int me);
+    [[noreturn]] void watchdog_fire(double quiet_seconds, double limit_seconds);
+    std::string rank_prefix() const;
 
     int n_;
     ThreadpoolOptions opts_;
@@ -150,6 +166,8 @@ class Threadpool {
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};
     std::atomic<unsigned> round_robin_{0};
     JoinHook* hook_ = nullptr;
+    // Trace buffers, one per worker; null when not recording (see cascade/trace/).
+    std::unique_ptr<trace::Buffer*[]> trace_;
 
     std::atomic<bool> failed_{false};
     mutable std::mutex error_mutex_;

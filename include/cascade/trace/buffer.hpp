@@ -1,0 +1,103 @@
+// trace::Buffer: the events of one thread (a worker of a pool, or a thread outside pools
+// such as the one that drives MPI), in a fixed array allocated once. Only its thread writes
+// it; when full, further events are dropped and counted (reported when the trace is
+// written). Events are published with a release store of the count, so another thread may
+// read (and name) the events below count() while the owner goes on recording.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "cascade/trace/event.hpp"
+
+namespace cascade::trace {
+
+class Buffer {
+  public:
+    Buffer(std::uint32_t id, std::string label, std::size_t capacity)
+        : events_(std::make_unique_for_overwrite<Event[]>(capacity)),
+          capacity_(capacity),
+          id_(id),
+          label_(std::move(label)) {}
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+
+    // A fresh event of kind k at the end of the buffer, or null when the buffer is full.
+    Event* reserve(Kind k) noexcept {
+        const std::size_t i = count_.load(std::memory_order_relaxed);
+        if (i == capacity_) [[unlikely]] {
+            ++dropped_;
+            return nullptr;
+        }
+        Event* e = &events_[i];
+        e->t0 = e->t1 = 0;
+        e->a = e->b = 0;
+        e->c = context;
+        e->vt = nullptr;
+        e->peer = -1;
+        e->am = e->name = e->flow = e->key = 0;
+        e->kind = k;
+        e->flags = 0;
+        return e;
+    }
+    // Publishes the event reserve() returned last; returns its index.
+    std::uint64_t commit() noexcept {
+        const std::size_t i = count_.load(std::memory_order_relaxed);
+        count_.store(i + 1, std::memory_order_release);
+        return i;
+    }
+
+    // A task starts on this thread: records its identity and makes it the context of what
+    // the task does (sends, fulfilled promises). Returns the previous context for end_task.
+    std::uint64_t begin_task(const Task& t) noexcept {
+        const std::uint64_t outer = context;
+        if (Event* e = reserve(Kind::task)) {
+            e->vt = t.vt;
+            std::memcpy(e->payload, t.payload, sizeof e->payload);
+            e->t0 = now_ns();
+            context = commit();
+        } else {
+            context = kNone;
+        }
+        return outer;
+    }
+    void end_task(std::uint64_t outer) noexcept {
+        if (context != kNone) events_[context].t1 = now_ns();
+        context = outer;
+    }
+    // A slice [t0, now] of kind k without identity (idle, progress).
+    void slice(Kind k, std::int64_t t0) noexcept {
+        if (Event* e = reserve(k)) {
+            e->t0 = t0;
+            e->t1 = now_ns();
+            commit();
+        }
+    }
+
+    std::size_t count() const noexcept { return count_.load(std::memory_order_acquire); }
+    std::size_t capacity() const noexcept { return capacity_; }
+    std::uint64_t dropped() const noexcept { return dropped_; }
+    Event& operator[](std::size_t i) noexcept { return events_[i]; }
+    const Event& operator[](std::size_t i) const noexcept { return events_[i]; }
+    std::uint32_t id() const noexcept { return id_; }
+    const std::string& label() const noexcept { return label_; }
+    void set_label(std::string s) { label_ = std::move(s); }
+    // This thread drove MPI (shown in the trace's thread name).
+    bool progress_thread = false;
+
+    // Index of the task or handler event running on this thread now (kNone: none).
+    std::uint64_t context = kNone;
+
+  private:
+    std::unique_ptr<Event[]> events_;
+    std::size_t capacity_;
+    std::atomic<std::size_t> count_{0};
+    std::uint64_t dropped_ = 0;
+    std::uint32_t id_;
+    std::string label_;
+};
+
+}  // namespace cascade::trace

@@ -1,0 +1,80 @@
+// The trace recorder of this process. Recording is on when CASCADE_TRACE=<file.json> or
+// CASCADE_DAG=<file.dot> is set (or after trace::configure), decided before pools start:
+//   - each worker records into its pool's Buffer (tasks, idle periods, steals), other threads
+//     (main, the one that drives MPI) into a Buffer of their own (sends, handlers, promises);
+//   - names are resolved lazily: a task event keeps its Taskflow pointer and key; they
+//     become the set_name name when the Taskflow is destroyed or the trace is written;
+//   - at the end (Communicator destruction, or process exit without one) the events of every
+//     rank are gathered on rank 0, which writes the Chrome trace JSON and the DOT graph
+//     (export.hpp).
+// With recording off, the hooks in the core cost one predictable branch on recording().
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cascade/core/task.hpp"
+#include "cascade/trace/buffer.hpp"
+#include "cascade/trace/event.hpp"
+
+namespace cascade::trace {
+
+struct Options {
+    std::string trace_path;  // Chrome trace-event JSON ("" : none)
+    std::string dag_path;    // Graphviz DOT of the promise edges taken ("" : none)
+    std::size_t events_per_thread = std::size_t(1) << 17;
+};
+
+namespace detail {
+inline std::atomic<bool> g_recording{false};
+}
+
+// True when events are recorded. Cheap: one relaxed load.
+inline bool recording() noexcept {
+    return detail::g_recording.load(std::memory_order_relaxed);
+}
+
+// Reads CASCADE_TRACE, CASCADE_DAG and CASCADE_TRACE_EVENTS once (later calls do nothing).
+// Pools, taskflows and communicators call it when they are created.
+void init_from_env();
+// Sets the outputs by program instead of the environment; call before creating pools.
+void configure(Options opts);
+const Options& options();
+
+// The calling thread's buffer: its pool worker's, or one created on first use (label
+// "thread N", the first one "main"). Null when not recording.
+Buffer* this_thread();
+// Workers: bind the calling thread to its pool's buffer (null: unbind).
+void set_this_thread(Buffer* b) noexcept;
+// A buffer owned by the recorder (pools get one per worker).
+Buffer* new_buffer(std::string label);
+// Names the calling thread's buffer as the one that drives MPI (once).
+void mark_progress_thread();
+
+// How the name of a task kind splits into taskflow name and key (registered by Taskflow<K>).
+using PartsFn = void (*)(const unsigned char* payload, std::string& flow, std::string& key);
+void register_kind(const TaskVTable* vt, PartsFn parts);
+// A Taskflow is going away: name every recorded event that refers to it now.
+void resolve_owner(const TaskVTable* vt, const void* owner);
+
+// fulfill_promise(k) on the calling thread: an edge from its current task (or handler) to
+// the task described by (vt, payload).
+void record_edge(const TaskVTable* vt, const void* payload, std::size_t bytes) noexcept;
+
+// ---- used by the exporter --------------------------------------------------------------------
+// Names every event not named yet (the taskflows it refers to must be alive).
+void resolve_all();
+std::vector<Buffer*> buffers();
+std::vector<std::string> strings();  // a copy of the interned strings, by id
+std::uint32_t intern(const std::string& s);
+// Offset (ns) to add to this process's steady_clock to get rank 0's (set by sync_clocks).
+void set_clock_offset(std::int64_t ns) noexcept;
+std::int64_t clock_offset() noexcept;
+// Whether the process-exit writer still has to write (false once a Communicator wrote).
+void set_written(bool w) noexcept;
+bool written() noexcept;
+
+}  // namespace cascade::trace

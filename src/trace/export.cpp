@@ -1,0 +1,626 @@
+// Gathers the events of all ranks on rank 0 and writes the Chrome trace JSON and the DOT
+// graph. Events travel as flat records with their rank's string table; rank 0 matches the
+// two ends of every active message by (source, destination, sequence number), which gives
+// both the flow arrows and the cross-rank promise edges.
+#include "cascade/trace/export.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "cascade/trace/recorder.hpp"
+
+namespace cascade::trace {
+
+namespace {
+
+constexpr int kSyncTag = 0x7ace;
+constexpr int kSyncRounds = 8;
+
+struct Flat {
+    std::int64_t t0, t1;
+    std::uint64_t a, b, c;
+    std::int32_t peer;
+    std::uint32_t am, name, flow, key;
+    std::uint8_t kind, pad[3];
+};
+
+struct RankData {
+    int rank = 0;
+    std::int64_t offset = 0;
+    std::vector<std::string> strings;
+    std::vector<std::string> threads;     // labels (graph nodes of threads outside tasks)
+    std::vector<std::uint64_t> progress;  // 1: the thread drove MPI
+    std::vector<std::uint64_t> dropped;
+    std::vector<std::vector<Flat>> events;  // per thread
+};
+
+bool is_am(Kind k) {
+    return k == Kind::send || k == Kind::am_run || k == Kind::large_send || k == Kind::large_recv;
+}
+
+// This process's events, named. AM events are named from `am_names` the first time.
+RankData collect(int rank, const std::vector<std::string>* am_names) {
+    resolve_all();
+    RankData d;
+    d.rank = rank;
+    d.offset = clock_offset();
+    for (Buffer* b : buffers()) {
+        const std::size_t n = b->count();
+        std::vector<Flat> evs;
+        evs.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            Event& e = (*b)[i];
+            if (is_am(e.kind) && e.name == 0 && am_names && e.am < am_names->size())
+                e.name = intern((*am_names)[e.am]);
+            Flat f{};
+            f.t0 = e.t0;
+            f.t1 = e.t1;
+            f.a = e.a;
+            f.b = e.b;
+            f.c = e.c;
+            f.peer = e.peer;
+            f.am = e.am;
+            f.name = e.name;
+            f.flow = e.flow;
+            f.key = e.key;
+            f.kind = static_cast<std::uint8_t>(e.kind);
+            evs.push_back(f);
+        }
+        d.threads.push_back(b->label());
+        d.progress.push_back(b->progress_thread ? 1 : 0);
+        d.dropped.push_back(b->dropped());
+        d.events.push_back(std::move(evs));
+    }
+    d.strings = strings();
+    return d;
+}
+
+// ---- flat bytes --------------------------------------------------------------------------------
+void put(std::vector<char>& out, const void* p, std::size_t n) {
+    out.insert(out.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
+}
+void put_u64(std::vector<char>& out, std::uint64_t v) {
+    put(out, &v, sizeof v);
+}
+void put_str(std::vector<char>& out, const std::string& s) {
+    put_u64(out, s.size());
+    put(out, s.data(), s.size());
+}
+
+std::vector<char> serialize(const RankData& d) {
+    std::vector<char> out;
+    put_u64(out, static_cast<std::uint64_t>(d.rank));
+    put_u64(out, static_cast<std::uint64_t>(d.offset));
+    put_u64(out, d.strings.size());
+    for (auto& s : d.strings)
+        put_str(out, s);
+    put_u64(out, d.threads.size());
+    for (std::size_t t = 0; t < d.threads.size(); ++t) {
+        put_str(out, d.threads[t]);
+        put_u64(out, d.progress[t]);
+        put_u64(out, d.dropped[t]);
+        put_u64(out, d.events[t].size());
+        put(out, d.events[t].data(), d.events[t].size() * sizeof(Flat));
+    }
+    return out;
+}
+
+struct Reader {
+    const char* p;
+    const char* end;
+    void get(void* dst, std::size_t n) {
+        if (static_cast<std::size_t>(end - p) < n) throw std::runtime_error("truncated trace data");
+        std::memcpy(dst, p, n);
+        p += n;
+    }
+    std::uint64_t u64() {
+        std::uint64_t v;
+        get(&v, sizeof v);
+        return v;
+    }
+    std::string str() {
+        const std::uint64_t n = u64();
+        std::string s(n, '\0');
+        get(s.data(), n);
+        return s;
+    }
+};
+
+RankData deserialize(const char* p, std::size_t n) {
+    Reader r{p, p + n};
+    RankData d;
+    d.rank = static_cast<int>(r.u64());
+    d.offset = static_cast<std::int64_t>(r.u64());
+    d.strings.resize(r.u64());
+    for (auto& s : d.strings)
+        s = r.str();
+    const std::uint64_t nt = r.u64();
+    for (std::uint64_t t = 0; t < nt; ++t) {
+        d.threads.push_back(r.str());
+        d.progress.push_back(r.u64());
+        d.dropped.push_back(r.u64());
+        std::vector<Flat> evs(r.u64());
+        r.get(evs.data(), evs.size() * sizeof(Flat));
+        d.events.push_back(std::move(evs));
+    }
+    return d;
+}
+
+// ---- writing -----------------------------------------------------------------------------------
+std::string json_str(const std::string& s) {
+    std::string out = "\"";
+    for (unsigned char ch : s) {
+        switch (ch) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (ch < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+                    out += buf;
+                } else {
+                    out += static_cast<char>(ch);
+                }
+        }
+    }
+    return out + "\"";
+}
+
+std::string dot_str(const std::string& s) {
+    std::string out = "\"";
+    for (char ch : s) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        out += ch;
+    }
+    return out + "\"";
+}
+
+const char* ctrl_name(std::uint64_t type) {
+    switch (type) {
+        case 1:
+            return "COUNT";
+        case 2:
+            return "REQUEST";
+        case 3:
+            return "CONFIRM";
+        case 4:
+            return "SHUTDOWN";
+        default:
+            return "CTRL";
+    }
+}
+
+struct Where {
+    int rank;
+    std::size_t thread;
+    std::size_t index;
+};
+using MsgKey = std::tuple<int, int, std::uint64_t>;  // source, destination, sequence
+
+class Writer {
+  public:
+    explicit Writer(std::vector<RankData> ranks) : ranks_(std::move(ranks)) {
+        std::sort(ranks_.begin(), ranks_.end(),
+                  [](const RankData& x, const RankData& y) { return x.rank < y.rank; });
+        base_ = INT64_MAX;
+        for (auto& d : ranks_)
+            for (auto& evs : d.events)
+                for (auto& f : evs)
+                    if (f.t0 != 0) base_ = std::min(base_, f.t0 + d.offset);
+        for (auto& d : ranks_)
+            for (std::size_t t = 0; t < d.events.size(); ++t)
+                for (std::size_t i = 0; i < d.events[t].size(); ++i) {
+                    const Flat& f = d.events[t][i];
+                    const Kind k = static_cast<Kind>(f.kind);
+                    if (k == Kind::send) sends_[{d.rank, f.peer, f.a}] = Where{d.rank, t, i};
+                    if (k == Kind::am_run) receives_.insert({f.peer, d.rank, f.a});
+                }
+        if (base_ == INT64_MAX) base_ = 0;
+        build_graph();
+    }
+
+    std::uint64_t dropped() const {
+        std::uint64_t n = 0;
+        for (auto& d : ranks_)
+            for (auto x : d.dropped)
+                n += x;
+        return n;
+    }
+    std::size_t event_count() const {
+        std::size_t n = 0;
+        for (auto& d : ranks_)
+            for (auto& evs : d.events)
+                n += evs.size();
+        return n;
+    }
+
+    void write_json(std::FILE* out) {
+        first_ = true;
+        std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", out);
+        for (auto& d : ranks_) {
+            const int pid = d.rank + 1;
+            event(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
+                           ",\"args\":{\"name\":" + json_str("rank " + std::to_string(d.rank)) +
+                           "}}");
+            event(out,
+                  "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid) +
+                      ",\"args\":{\"sort_index\":" + std::to_string(d.rank) + "}}");
+            for (std::size_t t = 0; t < d.threads.size(); ++t) {
+                const std::string ids =
+                    ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid(d, t));
+                event(out, "{\"ph\":\"M\",\"name\":\"thread_name\"" + ids +
+                               ",\"args\":{\"name\":" + json_str(label(d, t)) + "}}");
+                event(out, "{\"ph\":\"M\",\"name\":\"thread_sort_index\"" + ids +
+                               ",\"args\":{\"sort_index\":" + std::to_string(t) + "}}");
+                for (std::size_t i = 0; i < d.events[t].size(); ++i)
+                    write_event(out, d, t, d.events[t][i], ids);
+            }
+        }
+        std::fputs("\n],\n\"otherData\":{", out);
+        std::fprintf(out, "\"producer\":\"cascade\",\"ranks\":%zu,\"dropped_events\":%llu",
+                     ranks_.size(), static_cast<unsigned long long>(dropped()));
+        std::fputs(",\"clock_offsets_ns\":\"", out);
+        for (std::size_t r = 0; r < ranks_.size(); ++r)
+            std::fprintf(out, "%s%lld", r ? " " : "", static_cast<long long>(ranks_[r].offset));
+        std::fputs("\"},\n\"cascadeGraph\":{\"nodes\":[", out);
+        for (std::size_t n = 0; n < nodes_.size(); ++n)
+            std::fprintf(out, "%s\n{\"rank\":%d,\"name\":%s,\"task\":%s}", n ? "," : "",
+                         nodes_[n].rank, json_str(nodes_[n].name).c_str(),
+                         nodes_[n].task ? "true" : "false");
+        std::fputs("],\n\"edges\":[", out);
+        bool first = true;
+        for (auto& [e, count] : edges_) {
+            std::fprintf(out, "%s\n[%zu,%zu,%llu,%s]", first ? "" : ",", std::get<0>(e),
+                         std::get<1>(e), static_cast<unsigned long long>(count),
+                         json_str(std::get<2>(e)).c_str());
+            first = false;
+        }
+        std::fputs("]}}\n", out);
+    }
+
+    void write_dot(std::FILE* out) {
+        std::fputs(
+            "// Promise edges taken (fulfill_promise caller -> callee), written by Cascade.\n"
+            "// Dashed: through an active message (labelled with its name); a box: a\n"
+            "// thread outside tasks (e.g. main seeding the graph).\n",
+            out);
+        std::fputs("digraph cascade {\n  node [fontsize=10];\n", out);
+        for (auto& d : ranks_) {
+            std::fprintf(out, "  subgraph cluster_rank%d {\n    label=\"rank %d\";\n", d.rank,
+                         d.rank);
+            for (std::size_t n = 0; n < nodes_.size(); ++n)
+                if (nodes_[n].rank == d.rank)
+                    std::fprintf(out, "    %s [label=%s%s];\n", dot_str(node_id(n)).c_str(),
+                                 dot_str(nodes_[n].name).c_str(),
+                                 nodes_[n].task ? "" : ", shape=box");
+            std::fputs("  }\n", out);
+        }
+        for (auto& [e, count] : edges_) {
+            std::string attrs;
+            if (!std::get<2>(e).empty()) attrs = "style=dashed, label=" + dot_str(std::get<2>(e));
+            if (count > 1)
+                attrs += (attrs.empty() ? "" : ", ") + std::string("penwidth=2, xlabel=\"x") +
+                         std::to_string(count) + "\"";
+            std::fprintf(out, "  %s -> %s%s;\n", dot_str(node_id(std::get<0>(e))).c_str(),
+                         dot_str(node_id(std::get<1>(e))).c_str(),
+                         attrs.empty() ? "" : (" [" + attrs + "]").c_str());
+        }
+        std::fputs("}\n", out);
+    }
+
+  private:
+    struct Node {
+        int rank;
+        std::string name;
+        bool task;
+    };
+
+    static std::string label(const RankData& d, std::size_t t) {
+        return d.threads[t] + (d.progress[t] ? " (MPI progress)" : "");
+    }
+    static long tid(const RankData& d, std::size_t t) {
+        return static_cast<long>(d.rank) * 1000 + static_cast<long>(t) + 1;
+    }
+    std::string us(std::int64_t t, const RankData& d) const {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(t + d.offset - base_) / 1e3);
+        return buf;
+    }
+    static std::string dur(std::int64_t t0, std::int64_t t1) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3f", t1 > t0 ? static_cast<double>(t1 - t0) / 1e3 : 0.0);
+        return buf;
+    }
+    const std::string& str(const RankData& d, std::uint32_t id) const {
+        static const std::string empty;
+        return id < d.strings.size() ? d.strings[id] : empty;
+    }
+    std::string node_id(std::size_t n) const {
+        return "r" + std::to_string(nodes_[n].rank) + ":" + nodes_[n].name;
+    }
+    void event(std::FILE* out, const std::string& s) {
+        std::fputs(first_ ? "" : ",\n", out);
+        std::fputs(s.c_str(), out);
+        first_ = false;
+    }
+    static std::string msg_id(int src, int dst, std::uint64_t seq) {
+        return "\"" + std::to_string(src) + "-" + std::to_string(dst) + "-" + std::to_string(seq) +
+               "\"";
+    }
+
+    void write_event(std::FILE* out, const RankData& d, std::size_t t, const Flat& f,
+                     const std::string& ids) {
+        const Kind k = static_cast<Kind>(f.kind);
+        const std::string ts = ",\"ts\":" + us(f.t0, d);
+        const std::string x = ",\"ph\":\"X\"" + ts + ",\"dur\":" + dur(f.t0, f.t1) + ids;
+        const std::string mid = ",\"ts\":" + us(f.t0 + (f.t1 > f.t0 ? (f.t1 - f.t0) / 2 : 0), d);
+        const std::string& am = str(d, f.name);
+        switch (k) {
+            case Kind::task: {
+                if (f.t1 == 0) return;  // never finished (the job ended inside it)
+                auto it = task_nodes_.find({d.rank, str(d, f.name)});
+                event(out, "{\"name\":" + json_str(str(d, f.name)) + ",\"cat\":\"task\"" + x +
+                               ",\"args\":{\"taskflow\":" + json_str(str(d, f.flow)) + ",\"key\":" +
+                               json_str(str(d, f.key)) + ",\"rank\":" + std::to_string(d.rank) +
+                               ",\"thread\":" + json_str(label(d, t)) +
+                               (it != task_nodes_.end() ? ",\"node\":" + std::to_string(it->second)
+                                                        : std::string()) +
+                               "}}");
+                return;
+            }
+            case Kind::idle:
+                event(out, "{\"name\":\"idle\",\"cat\":\"idle\"" + x + "}");
+                return;
+            case Kind::progress:
+                event(out, "{\"name\":\"progress\",\"cat\":\"comm\"" + x + "}");
+                return;
+            case Kind::steal:
+                event(out, "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\"" + ts +
+                               ids + ",\"args\":{\"victim_thread\":" + std::to_string(f.peer) +
+                               "}}");
+                return;
+            case Kind::ctrl:
+                event(out, "{\"name\":" +
+                               json_str(std::string(ctrl_name(f.a)) + (f.b ? " from " : " to ") +
+                                        std::to_string(f.peer)) +
+                               ",\"cat\":\"completion\",\"ph\":\"i\",\"s\":\"t\"" + ts + ids +
+                               ",\"args\":{\"epoch\":" + std::to_string(f.c) + "}}");
+                return;
+            case Kind::send: {
+                event(out, "{\"name\":" + json_str("send " + am) + ",\"cat\":\"am\"" + x +
+                               ",\"args\":{\"dest\":" + std::to_string(f.peer) + ",\"bytes\":" +
+                               std::to_string(f.b) + ",\"seq\":" + std::to_string(f.a) + "}}");
+                if (receives_.count({d.rank, f.peer, f.a}))
+                    event(out, "{\"ph\":\"s\",\"name\":" + json_str(am) +
+                                   ",\"cat\":\"am\",\"id\":" + msg_id(d.rank, f.peer, f.a) + mid +
+                                   ids + "}");
+                return;
+            }
+            case Kind::am_run: {
+                event(out, "{\"name\":" + json_str(am) + ",\"cat\":\"am\"" + x +
+                               ",\"args\":{\"source\":" + std::to_string(f.peer) + ",\"bytes\":" +
+                               std::to_string(f.b) + ",\"seq\":" + std::to_string(f.a) + "}}");
+                const MsgKey key{f.peer, d.rank, f.a};
+                if (sends_.count(key) && flow_ends_.insert(key).second)
+                    event(out, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":" + json_str(am) +
+                                   ",\"cat\":\"am\",\"id\":" + msg_id(f.peer, d.rank, f.a) + mid +
+                                   ids + "}");
+                return;
+            }
+            case Kind::large_send:
+            case Kind::large_recv: {
+                // A transfer spans several progress() calls: an async slice on its own track.
+                const bool out_going = k == Kind::large_send;
+                const std::string common = "\"name\":" +
+                                           json_str((out_going ? "body to " : "body from ") +
+                                                    std::to_string(f.peer) + " " + am) +
+                                           ",\"cat\":\"transfer\",\"id\":\"" +
+                                           (out_going ? "S" : "R") + std::to_string(d.rank) + "-" +
+                                           std::to_string(async_id_++) + "\"" + ids;
+                event(out, "{\"ph\":\"b\"," + common + ts +
+                               ",\"args\":{\"bytes\":" + std::to_string(f.b) + "}}");
+                event(out, "{\"ph\":\"e\"," + common + ",\"ts\":" + us(f.t1, d) + "}");
+                return;
+            }
+            case Kind::edge:
+                return;  // in cascadeGraph
+        }
+    }
+
+    // ---- the promise graph -------------------------------------------------------------------
+    std::size_t node(int rank, const std::string& name, bool task) {
+        auto& m = task ? task_nodes_ : thread_nodes_;
+        auto [it, inserted] = m.emplace(std::make_pair(rank, name), nodes_.size());
+        if (inserted) nodes_.push_back(Node{rank, name, task});
+        return it->second;
+    }
+
+    // The node of whatever ran at `ctx` on (rank, thread): a task, or through an active
+    // message the task (or thread) that sent it. `am` gets the message's name.
+    std::size_t caller(const RankData& d, std::size_t t, std::uint64_t ctx, std::string& am,
+                       int depth = 0) {
+        if (ctx == kNone || ctx >= d.events[t].size() || depth > 16)
+            return node(d.rank, d.threads[t], false);
+        const Flat& f = d.events[t][ctx];
+        const Kind k = static_cast<Kind>(f.kind);
+        if (k == Kind::task) return node(d.rank, str(d, f.name), true);
+        if (k == Kind::am_run || k == Kind::large_recv) {
+            if (am.empty()) am = str(d, f.name);
+            auto it = sends_.find({f.peer, d.rank, f.a});
+            if (it == sends_.end()) return node(f.peer, "(unrecorded sender)", false);
+            const Where w = it->second;
+            const RankData& s = ranks_[static_cast<std::size_t>(w.rank)];
+            return caller(s, w.thread, s.events[w.thread][w.index].c, am, depth + 1);
+        }
+        return node(d.rank, d.threads[t], false);
+    }
+
+    void build_graph() {
+        // Ranks are indexed by position below; make rank == position (they are 0..n-1).
+        for (std::size_t i = 0; i < ranks_.size(); ++i)
+            if (ranks_[i].rank != static_cast<int>(i)) throw std::runtime_error("missing rank");
+        for (auto& d : ranks_)
+            for (auto& evs : d.events)
+                for (auto& f : evs)
+                    if (static_cast<Kind>(f.kind) == Kind::task) node(d.rank, str(d, f.name), true);
+        for (auto& d : ranks_)
+            for (std::size_t t = 0; t < d.events.size(); ++t)
+                for (auto& f : d.events[t]) {
+                    if (static_cast<Kind>(f.kind) != Kind::edge) continue;
+                    std::string am;
+                    const std::size_t from = caller(d, t, f.c, am);
+                    const std::size_t to = node(d.rank, str(d, f.name), true);
+                    ++edges_[{from, to, am}];
+                }
+    }
+
+    std::vector<RankData> ranks_;
+    std::int64_t base_ = 0;
+    bool first_ = true;
+    std::uint64_t async_id_ = 0;
+    std::map<MsgKey, Where> sends_;
+    std::set<MsgKey> receives_, flow_ends_;
+    std::vector<Node> nodes_;
+    std::map<std::pair<int, std::string>, std::size_t> task_nodes_, thread_nodes_;
+    std::map<std::tuple<std::size_t, std::size_t, std::string>, std::uint64_t> edges_;
+};
+
+void write_files(std::vector<RankData> ranks) {
+    const Options& o = options();
+    if (o.trace_path.empty() && o.dag_path.empty()) return;
+    Writer w(std::move(ranks));
+    auto write = [](const std::string& path, const char* what, auto&& body) {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        if (!f) {
+            std::cerr << "cascade: trace: cannot write " << what << " to '" << path
+                      << "': " << std::strerror(errno) << '\n';
+            return;
+        }
+        body(f);
+        std::fclose(f);
+    };
+    if (!o.trace_path.empty())
+        write(o.trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
+    if (!o.dag_path.empty())
+        write(o.dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
+    std::cerr << "cascade: trace: " << w.event_count() << " events";
+    if (!o.trace_path.empty()) std::cerr << " -> " << o.trace_path;
+    if (!o.dag_path.empty()) std::cerr << ", graph -> " << o.dag_path;
+    std::cerr << '\n';
+    if (w.dropped() > 0)
+        std::cerr << "cascade: trace: warning: " << w.dropped()
+                  << " events dropped (a thread's buffer was full); raise CASCADE_TRACE_EVENTS "
+                     "(now "
+                  << o.events_per_thread << " per thread)\n";
+}
+
+}  // namespace
+
+void sync_clocks(MPI_Comm comm) {
+    init_from_env();
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    // Everyone follows rank 0, so the collectives below and in finish() match.
+    int on = recording() ? 1 : 0;
+    MPI_Bcast(&on, 1, MPI_INT, 0, comm);
+    if (!on) {
+        if (recording()) configure(Options{});
+        return;
+    }
+    if (!recording()) {
+        // Record here too (rank 0 writes everything): no paths of our own.
+        configure(Options{});
+        detail::g_recording.store(true);
+    }
+    // Offset to rank 0's clock, from the round trip with the smallest delay.
+    if (rank == 0) {
+        for (int r = 1; r < size; ++r)
+            for (int i = 0; i < kSyncRounds; ++i) {
+                MPI_Recv(nullptr, 0, MPI_BYTE, r, kSyncTag, comm, MPI_STATUS_IGNORE);
+                const std::int64_t t = now_ns();
+                MPI_Send(&t, 1, MPI_INT64_T, r, kSyncTag, comm);
+            }
+        set_clock_offset(0);
+    } else {
+        std::int64_t best_rtt = INT64_MAX, best = 0;
+        for (int i = 0; i < kSyncRounds; ++i) {
+            const std::int64_t a = now_ns();
+            MPI_Send(nullptr, 0, MPI_BYTE, 0, kSyncTag, comm);
+            std::int64_t t0 = 0;
+            MPI_Recv(&t0, 1, MPI_INT64_T, 0, kSyncTag, comm, MPI_STATUS_IGNORE);
+            const std::int64_t b = now_ns();
+            if (b - a < best_rtt) {
+                best_rtt = b - a;
+                best = t0 - (a + (b - a) / 2);
+            }
+        }
+        set_clock_offset(best);
+    }
+}
+
+void finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
+    if (!recording()) return;
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    std::vector<char> mine = serialize(collect(rank, &am_names));
+    long long n = static_cast<long long>(mine.size());
+    std::vector<long long> sizes(rank == 0 ? size : 0);
+    MPI_Gather(&n, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, 0, comm);
+    // Per-rank blobs may exceed what an int count holds: send in chunks of at most 1 GiB.
+    constexpr long long kChunk = 1LL << 30;
+    set_written(true);
+    if (rank != 0) {
+        for (long long off = 0; off < n; off += kChunk)
+            MPI_Send(mine.data() + off, static_cast<int>(std::min(kChunk, n - off)), MPI_BYTE, 0,
+                     kSyncTag, comm);
+        return;
+    }
+    std::vector<RankData> all;
+    all.push_back(deserialize(mine.data(), mine.size()));
+    for (int r = 1; r < size; ++r) {
+        std::vector<char> blob(static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]));
+        const long long m = static_cast<long long>(blob.size());
+        for (long long off = 0; off < m; off += kChunk)
+            MPI_Recv(blob.data() + off, static_cast<int>(std::min(kChunk, m - off)), MPI_BYTE, r,
+                     kSyncTag, comm, MPI_STATUS_IGNORE);
+        all.push_back(deserialize(blob.data(), blob.size()));
+    }
+    write_files(std::move(all));
+}
+
+void write_at_exit() {
+    if (!recording() || written()) return;
+    set_written(true);
+    try {
+        std::vector<RankData> one;
+        one.push_back(collect(0, nullptr));
+        write_files(std::move(one));
+    } catch (const std::exception& e) {
+        std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
+    }
+}
+
+}  // namespace cascade::trace

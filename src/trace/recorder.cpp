@@ -1,0 +1,224 @@
+#include "cascade/trace/recorder.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cascade/core/errors.hpp"
+#include "cascade/trace/export.hpp"
+
+namespace cascade::trace {
+
+namespace {
+
+// Everything the recorder owns, behind one mutex (taken when a thread gets its buffer, when
+// names are resolved and when the trace is written; never per event).
+struct State {
+    std::mutex mutex;
+    Options opts;
+    bool initialized = false;
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    std::vector<std::string> strings{std::string()};
+    std::unordered_map<std::string, std::uint32_t> ids{{std::string(), 0}};
+    std::unordered_map<const TaskVTable*, PartsFn> kinds;
+    int external_threads = 0;
+    std::atomic<std::int64_t> offset{0};
+    std::atomic<bool> written{false};
+};
+
+State& state() {
+    static State* s = new State;  // never destroyed: the exit writer and late threads use it
+    return *s;
+}
+
+thread_local Buffer* tls_buffer = nullptr;
+thread_local bool tls_progress_marked = false;
+
+std::uint32_t intern_locked(State& s, const std::string& str) {
+    auto [it, inserted] = s.ids.emplace(str, static_cast<std::uint32_t>(s.strings.size()));
+    if (inserted) s.strings.push_back(str);
+    return it->second;
+}
+
+// Names a task or edge event from its identity (the taskflow it refers to must be alive).
+void resolve_locked(State& s, Event& e) {
+    if (e.flags & Event::kResolved) return;
+    if ((e.kind != Kind::task && e.kind != Kind::edge) || e.vt == nullptr) {
+        e.flags |= Event::kResolved;
+        return;
+    }
+    Task t;
+    t.vt = e.vt;
+    std::memcpy(t.payload, e.payload, sizeof t.payload);
+    std::string name = t.describe();
+    if (name.size() >= 2 && name.front() == '\'' && name.back() == '\'')
+        name = name.substr(1, name.size() - 2);
+    std::string flow, key;
+    if (auto it = s.kinds.find(e.vt); it != s.kinds.end()) it->second(e.payload, flow, key);
+    e.name = intern_locked(s, name);
+    e.flow = intern_locked(s, flow);
+    e.key = intern_locked(s, key);
+    e.flags |= Event::kResolved;
+}
+
+std::size_t parse_count(const char* v, std::size_t dflt) {
+    if (!v || !*v) return dflt;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (*end != '\0' || n < 16)
+        throw UsageError(std::string("CASCADE_TRACE_EVENTS='") + v +
+                         "': expected a number of events per thread (>= 16)");
+    return static_cast<std::size_t>(n);
+}
+
+void apply(State& s, Options o) {
+    s.opts = std::move(o);
+    const bool on = !s.opts.trace_path.empty() || !s.opts.dag_path.empty();
+    if (on && !s.initialized) std::atexit([] { write_at_exit(); });
+    s.initialized = true;
+    detail::g_recording.store(on, std::memory_order_seq_cst);
+}
+
+}  // namespace
+
+void init_from_env() {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    if (s.initialized) return;
+    Options o;
+    if (const char* v = std::getenv("CASCADE_TRACE")) o.trace_path = v;
+    if (const char* v = std::getenv("CASCADE_DAG")) o.dag_path = v;
+    o.events_per_thread = parse_count(std::getenv("CASCADE_TRACE_EVENTS"), o.events_per_thread);
+    apply(s, std::move(o));
+}
+
+void configure(Options opts) {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    if (opts.events_per_thread < 16) opts.events_per_thread = 16;
+    apply(s, std::move(opts));
+}
+
+const Options& options() {
+    return state().opts;
+}
+
+Buffer* new_buffer(std::string label) {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    s.buffers.push_back(std::make_unique<Buffer>(static_cast<std::uint32_t>(s.buffers.size()),
+                                                 std::move(label), s.opts.events_per_thread));
+    return s.buffers.back().get();
+}
+
+Buffer* this_thread() {
+    if (tls_buffer || !recording()) return tls_buffer;
+    State& s = state();
+    std::string label;
+    {
+        std::lock_guard<std::mutex> g(s.mutex);
+        const int n = s.external_threads++;
+        label = n == 0 ? "main" : "thread " + std::to_string(n);
+    }
+    tls_buffer = new_buffer(std::move(label));
+    return tls_buffer;
+}
+
+void set_this_thread(Buffer* b) noexcept {
+    tls_buffer = b;
+}
+
+void mark_progress_thread() {
+    if (tls_progress_marked) return;
+    tls_progress_marked = true;
+    if (Buffer* b = this_thread()) b->progress_thread = true;
+}
+
+void register_kind(const TaskVTable* vt, PartsFn parts) {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    s.kinds[vt] = parts;
+}
+
+void resolve_owner(const TaskVTable* vt, const void* owner) {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    for (auto& b : s.buffers) {
+        const std::size_t n = b->count();
+        for (std::size_t i = 0; i < n; ++i) {
+            Event& e = (*b)[i];
+            if (e.vt != vt || (e.flags & Event::kResolved)) continue;
+            const void* tf = nullptr;
+            std::memcpy(&tf, e.payload, sizeof tf);  // Taskflow payloads start with the owner
+            if (tf == owner) resolve_locked(s, e);
+        }
+    }
+}
+
+void resolve_all() {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    for (auto& b : s.buffers) {
+        const std::size_t n = b->count();
+        for (std::size_t i = 0; i < n; ++i)
+            resolve_locked(s, (*b)[i]);
+    }
+}
+
+void record_edge(const TaskVTable* vt, const void* payload, std::size_t bytes) noexcept {
+    Buffer* b = nullptr;
+    try {
+        b = this_thread();
+    } catch (...) {
+        return;  // no memory for a buffer: the edge is not recorded
+    }
+    if (!b) return;
+    if (Event* e = b->reserve(Kind::edge)) {
+        e->t0 = now_ns();
+        e->vt = vt;
+        std::memset(e->payload, 0, sizeof e->payload);
+        std::memcpy(e->payload, payload, bytes < sizeof e->payload ? bytes : sizeof e->payload);
+        b->commit();
+    }
+}
+
+std::vector<Buffer*> buffers() {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    std::vector<Buffer*> out;
+    for (auto& b : s.buffers)
+        out.push_back(b.get());
+    return out;
+}
+
+std::vector<std::string> strings() {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    return s.strings;
+}
+
+std::uint32_t intern(const std::string& str) {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    return intern_locked(s, str);
+}
+
+void set_clock_offset(std::int64_t ns) noexcept {
+    state().offset.store(ns);
+}
+std::int64_t clock_offset() noexcept {
+    return state().offset.load();
+}
+void set_written(bool w) noexcept {
+    state().written.store(w);
+}
+bool written() noexcept {
+    return state().written.load();
+}
+
+}  // namespace cascade::trace

@@ -1,0 +1,124 @@
+// Programs run under mpiexec with CASCADE_TRACE / CASCADE_DAG / CASCADE_WATCHDOG set; the
+// scripts next to this file check what they wrote or printed.
+//   dag    a known small graph: main -> a -> b (local), a -> c on the next rank (through the
+//          active message "hop"), c -> d (local)
+//   load   a few hundred tasks per rank that exchange small and large active messages
+//   hang   rank 0: 'gather' waits for one promise more than it gets; the task 'consumer'
+//          spins until 'gather' ran, so join() never returns (the watchdog must name it)
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cascade/cascade.hpp"
+
+using namespace cascade;
+
+namespace {
+
+int run_dag(Communicator& comm) {
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    Threadpool tp(2, &comm);
+    Taskflow<int> tf(&tp, "g");
+    const char* names[] = {"a", "b", "c", "d"};
+    auto hop = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "hop");
+    tf.set_name([&](int k) { return std::string(names[k]); })
+        .set_task([](int) {})
+        .set_fulfill([&](int k) {
+            if (k == 0) {
+                tf.fulfill_promise(1);
+                hop->send((me + 1) % n, 2);
+            } else if (k == 2) {
+                tf.fulfill_promise(3);
+            }
+        });
+    if (me == 0) tf.fulfill_promise(0);
+    tp.join();
+    return 0;
+}
+
+int run_load(Communicator& comm) {
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    constexpr int kTasks = 200;
+    Threadpool tp(2, &comm, 0, "load");
+    Taskflow<int> work(&tp, "work");
+    Taskflow<int> done(&tp, "done");
+    std::vector<double> body(4096, 1.0), inbox(4096 * static_cast<std::size_t>(kTasks));
+    std::atomic<int> arrived{0};
+    auto small = comm.make_active_msg([&](int& k) { done.fulfill_promise(k); }, "small");
+    auto large = comm.make_large_active_msg(
+        [&](int& k) {
+            ++arrived;
+            done.fulfill_promise(k);
+        },
+        [&](int& k) { return inbox.data() + 4096 * static_cast<std::size_t>(k); }, [](int&) {},
+        "large");
+    work.set_task([](int) {
+            volatile double x = 0;
+            for (int i = 0; i < 2000; ++i)
+                x = x + i;
+        })
+        .set_name([](int k) { return "work(" + std::to_string(k) + ")"; })
+        .set_fulfill([&](int k) {
+            if (k % 10 == 0)
+                large->send_large((me + 1) % n, view<double>(body.data(), body.size()), k);
+            else
+                small->send((me + 1) % n, k);
+        });
+    done.set_task([](int) {}).set_name([](int k) { return "done(" + std::to_string(k) + ")"; });
+    for (int k = 0; k < kTasks; ++k)
+        work.fulfill_promise(k);
+    tp.join();
+    return arrived.load() == kTasks / 10 ? 0 : 1;
+}
+
+int run_hang(Communicator& comm) {
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    Threadpool tp(2, &comm);
+    Taskflow<int> tf(&tp, "h");
+    std::atomic<bool> gathered{false};
+    auto contribute = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "contribute");
+    // Key 0: 'gather' on rank 0 (indegree n + 1, but only n contributions come); key 1:
+    // 'consumer' on rank 0, which waits for 'gather'; key 2: 'contribute' on every rank.
+    tf.set_indegree([&](int k) { return k == 0 ? n + 1 : 1; })
+        .set_name([](int k) {
+            return std::string(k == 0 ? "gather" : k == 1 ? "consumer" : "contribute");
+        })
+        .set_mapping([](int k) { return k == 1 ? 1 : 0; })
+        .set_task([&](int k) {
+            if (k == 0) gathered = true;
+            if (k == 1)
+                while (!gathered.load())
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        })
+        .set_fulfill([&](int k) {
+            if (k == 2) contribute->send(0, 0);
+        });
+    tf.fulfill_promise(2);
+    if (me == 0) tf.fulfill_promise(1);
+    tp.join();
+    std::printf("rank %d: join returned (the watchdog did not fire)\n", me);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const char* mode = argc > 1 ? argv[1] : "";
+    int rc = 2;
+    {
+        Communicator comm;
+        if (std::strcmp(mode, "dag") == 0) {
+            rc = run_dag(comm);
+        } else if (std::strcmp(mode, "load") == 0) {
+            rc = run_load(comm);
+        } else if (std::strcmp(mode, "hang") == 0) {
+            rc = run_hang(comm);
+        } else {
+            std::fprintf(stderr, "usage: %s dag|load|hang\n", argv[0]);
+        }
+    }
+    return rc;
+}

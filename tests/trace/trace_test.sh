@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# trace_test.sh MODE NP OUTDIR TOOL EXE MPIEXEC [MPIEXEC FLAGS...]
+# Runs `MPIEXEC -n NP FLAGS EXE MODE` with CASCADE_TRACE and CASCADE_DAG set, then checks:
+#   load  the JSON is valid Chrome trace-event format (tools/cascade-trace validate) with NP
+#         ranks, tasks and active-message flows across ranks; summary and gantt run on it
+#   dag   the DOT file holds exactly the edges of the known graph (check_dag.py)
+set -euo pipefail
+mode=$1 np=$2 out=$3 tool=$4 exe=$5
+shift 5
+PY="${CASCADE_PYTHON:-/usr/bin/python3}"
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$out"
+json="$out/$mode-np$np.json" dot="$out/$mode-np$np.dot"
+rm -f "$json" "$dot" "$out/$mode-np$np.png"
+export CASCADE_TRACE="$json" CASCADE_DAG="$dot"
+"$@" -n "$np" "$exe" "$mode"
+case "$mode" in
+    load)
+        flows=()
+        [[ $np -gt 1 ]] && flows=(--cross-rank-flows)
+        "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((400 * np)) \
+            --min-flows $((150 * np)) "${flows[@]}" --expect-task 'work(7)' --expect-task 'done(7)'
+        "$PY" "$tool" summary "$json"
+        "$PY" "$tool" gantt "$json" -o "$out/$mode-np$np.png"
+        test -s "$out/$mode-np$np.png"
+        ;;
+    dag)
+        "$PY" "$tool" validate "$json" --ranks "$np" --expect-task a --expect-task d
+        "$PY" "$here/check_dag.py" "$dot" "$np"
+        ;;
+    *) echo "trace_test.sh: unknown mode $mode" >&2; exit 2 ;;
+esac
