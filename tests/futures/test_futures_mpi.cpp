@@ -1,0 +1,205 @@
+// Futures across ranks (run at 1-4 ranks): remote calls, round robin, exceptions across
+// ranks, shared futures passed between ranks, when_all over several ranks, every worker
+// waiting on remote results, and completion detection with outstanding asyncs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cascade/cascade.hpp>
+#include <chrono>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../comm/mpi_test_util.hpp"
+
+using namespace cascade;
+
+namespace {
+struct Env {
+    Communicator comm;
+    Threadpool tp{2, &comm};
+    Futures fx{tp, &comm};
+    int me = comm.comm_rank(), n = comm.comm_size();
+};
+}  // namespace
+
+TEST(FuturesMpi, RemoteCallsToEveryRank) {
+    Env e;
+    auto where = e.fx.make_async([&](int& x) { return std::vector<int>{e.me, x * x}; }, "where");
+    std::vector<future<std::vector<int>>> fs;
+    for (int r = 0; r < e.n; ++r)
+        fs.push_back(async(r, where, r + 10 * e.me));
+    for (int r = 0; r < e.n; ++r) {
+        auto v = fs[r].get();
+        ASSERT_EQ(v.size(), 2u);
+        EXPECT_EQ(v[0], r);
+        EXPECT_EQ(v[1], (r + 10 * e.me) * (r + 10 * e.me));
+    }
+    e.tp.join();
+}
+
+TEST(FuturesMpi, AnyIsRoundRobin) {
+    Env e;
+    auto who = e.fx.make_async([&] { return e.me; }, "who");
+    std::vector<int> count(e.n, 0);
+    if (e.me == 0) {
+        std::vector<future<int>> fs;
+        for (int i = 0; i < 4 * e.n; ++i)
+            fs.push_back(async(any, who));
+        for (auto& f : fs)
+            ++count[f.get()];
+        for (int r = 0; r < e.n; ++r)
+            EXPECT_EQ(count[r], 4) << "rank " << r;
+    }
+    e.tp.join();
+}
+
+TEST(FuturesMpi, ExceptionsCrossRanksWithTheirMessage) {
+    Env e;
+    auto boom = e.fx.make_async(
+        [&](int& x) -> int {
+            if (x >= 0) throw std::runtime_error("boom " + std::to_string(x));
+            return x;
+        },
+        "boom");
+    for (int r = 0; r < e.n; ++r) {
+        auto f = async(r, boom, 100 * e.me + r);
+        try {
+            f.get();
+            ADD_FAILURE() << "no exception from rank " << r;
+        } catch (const RemoteError& x) {
+            EXPECT_NE(r, e.me);
+            EXPECT_EQ(x.rank(), r);
+            EXPECT_EQ(std::string(x.what()), "async 'boom' on rank " + std::to_string(r) +
+                                                 " threw: boom " + std::to_string(100 * e.me + r));
+        } catch (const std::runtime_error& x) {
+            EXPECT_EQ(r, e.me);  // a local call keeps the original exception
+            EXPECT_EQ(std::string(x.what()), "boom " + std::to_string(100 * e.me + r));
+        }
+    }
+    e.tp.join();
+}
+
+// The thesis's pipeline: stage 2 gets stage 1's future, not its value; it runs on another
+// rank and fetches the value when it is there. Stage 3 forwards the future once more.
+TEST(FuturesMpi, SharedFuturesPassedBetweenRanks) {
+    Env e;
+    auto stage1 = e.fx.make_async(
+        [](int& i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(i % 3));
+            return std::vector<long>(100, long(i));
+        },
+        "stage1");
+    auto stage2 = e.fx.make_async(
+        [](shared_future<std::vector<long>>& in, int& i) {
+            const auto& v = in.get();
+            return std::accumulate(v.begin(), v.end(), 0L) + i;
+        },
+        "stage2");
+    AsyncFn<long(shared_future<std::vector<long>>, int)> stage3;
+    stage3 = e.fx.make_async(
+        [&](shared_future<std::vector<long>>& in, int& i) {
+            // forwards a future it received (a proxy) to yet another rank
+            return async((e.me + 1) % e.n, stage2, in, i).get();
+        },
+        "stage3");
+    auto dataflow = e.fx.make_async([](std::vector<long>& v) { return long(v.size()); }, "size");
+    if (e.me == 0) {
+        const int items = 12;
+        std::vector<future<long>> out2, out3, out4;
+        for (int i = 0; i < items; ++i) {
+            shared_future<std::vector<long>> s1 = async((i + 1) % e.n, stage1, i).share();
+            out2.push_back(async((i + 2) % e.n, stage2, s1, i));
+            out3.push_back(async((i + 3) % e.n, stage3, s1, i));
+            out4.push_back(async(any, dataflow, s1));  // parameter of the value type
+        }
+        for (int i = 0; i < items; ++i) {
+            EXPECT_EQ(out2[i].get(), 101L * i);
+            EXPECT_EQ(out3[i].get(), 101L * i);
+            EXPECT_EQ(out4[i].get(), 100);
+        }
+        // a failed future passed along carries its error
+        auto boom = async(e.n - 1, stage1, -1).then([](std::vector<long>) -> std::vector<long> {
+            throw std::runtime_error("stage failed");
+        });
+        auto f = async(e.n - 1, stage2, boom.share(), 0);
+        EXPECT_THROW(f.get(), std::runtime_error);
+    }
+    e.tp.join();
+    EXPECT_EQ(e.fx.exported(), 0u);  // every exported state was fetched and released
+}
+
+TEST(FuturesMpi, WhenAllOverSeveralRanks) {
+    Env e;
+    auto twice = e.fx.make_async([&](int& x) { return 2 * x + 1000 * e.me; }, "twice");
+    std::vector<future<int>> fs;
+    for (int i = 0; i < 3 * e.n; ++i)
+        fs.push_back(async(i % e.n, twice, i));
+    auto all = when_all(std::move(fs)).get();
+    for (int i = 0; i < 3 * e.n; ++i)
+        EXPECT_EQ(all[i], 2 * i + 1000 * (i % e.n));
+    auto t = when_all(async(0, twice, 1), async(e.n - 1, twice, 2)).get();
+    EXPECT_EQ(std::get<0>(t), 2);
+    EXPECT_EQ(std::get<1>(t), 4 + 1000 * (e.n - 1));
+    std::vector<future<int>> any_of;
+    for (int r = 0; r < e.n; ++r)
+        any_of.push_back(async(r, twice, r));
+    const std::size_t first = when_any(any_of).get();
+    EXPECT_LT(first, any_of.size());
+    EXPECT_EQ(any_of[first].get(), 2 * int(first) + 1000 * int(first));
+    e.tp.join();
+}
+
+// Every worker of every rank blocks in get() on results from other ranks, which their
+// own tasks compute: waiting workers keep running tasks, the joiner keeps MPI moving.
+TEST(FuturesMpi, EveryWorkerWaitsOnRemoteResults) {
+    Env e;
+    AsyncFn<long(int)> fib;
+    fib = e.fx.make_async(
+        [&](int& n) -> long {
+            if (n < 2) return n;
+            auto a = async(any, fib, n - 1);
+            auto b = async(any, fib, n - 2);
+            return a.get() + b.get();
+        },
+        "fib");
+    std::atomic<long> got{0};
+    for (int w = 0; w < e.tp.size(); ++w)
+        e.tp.insert([&] { got += async(any, fib, 11).get(); }, w);
+    e.tp.join();
+    EXPECT_EQ(got.load(), 89L * e.tp.size());
+}
+
+// join() must not return while an async is outstanding: the request was sent, or the
+// result is not back yet, or the continuation that fulfills a Taskflow promise has not run.
+TEST(FuturesMpi, CompletionWaitsForOutstandingAsyncs) {
+    Env e;
+    auto slow = e.fx.make_async(
+        [](int& x) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            return x + 1;
+        },
+        "slow");
+    Taskflow<int> tf(&e.tp, "after");
+    std::atomic<int> ran{0}, value{0};
+    tf.set_task([&](int) { ran = 1; });
+    future<int> direct;
+    if (e.me == 0) {
+        e.tp.insert([&] {
+            async(e.n - 1, slow, 41).then([&](int v) {
+                value = v;
+                tf.fulfill_promise(0);
+            });
+        });
+        direct = async(e.n - 1, slow, 1);
+    }
+    e.tp.join();
+    if (e.me == 0) {
+        EXPECT_EQ(ran.load(), 1);
+        EXPECT_EQ(value.load(), 42);
+        EXPECT_TRUE(direct.ready());
+        EXPECT_EQ(direct.get(), 2);
+    }
+    EXPECT_EQ(cascade_test::allreduce_sum(ran.load()), 1);
+}
