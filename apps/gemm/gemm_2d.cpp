@@ -9,8 +9,7 @@
 namespace cascade::apps::gemm {
 
 Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::uint64_t seed)
-    : comm_(comm),
-      t_(t),
+    : t_(t),
       grid_(grid),
       me_(comm.comm_rank()),
       p_(grid.row_of(me_)),

@@ -41,7 +41,6 @@ class Gemm2D final : public GemmAlgorithm {
         return static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * t_.nt;
     }
 
-    cascade::Communicator& comm_;
     Tiling t_;
     Grid2D grid_;
     int me_, p_, q_;

@@ -8,8 +8,7 @@
 namespace cascade::apps::gemm {
 
 GemmDNS::GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::uint64_t seed)
-    : comm_(comm),
-      t_(t),
+    : t_(t),
       cube_(cube),
       me_(comm.comm_rank()),
       p_(cube.p_of(me_)),

@@ -45,7 +45,6 @@ class GemmDNS final : public GemmAlgorithm {
         return static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * t_.nt;
     }
 
-    cascade::Communicator& comm_;
     Tiling t_;
     Cube cube_;
     int me_, p_, q_, r_;

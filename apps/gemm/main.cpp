@@ -49,6 +49,7 @@ struct Options {
     int repeat = 1;
     bool check = false;
     std::uint64_t seed = 2024;
+    bool verbose = false;
 };
 
 struct Run {
@@ -85,9 +86,11 @@ struct RunScope {
     ~RunScope() { alg.end_run(); }
 };
 
-Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasClock& clock) {
+Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasClock& clock,
+             bool verbose) {
     clock.reset();
     double seconds = 0;
+    double stolen = 0;
     {
         cascade::Threadpool tp(threads, &comm, 0, "gemm", /*start=*/false);
         alg.begin_run(tp, clock);
@@ -102,11 +105,26 @@ Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasC
             throw std::runtime_error("rank " + std::to_string(comm.comm_rank()) + " ran " +
                                      std::to_string(tp.tasks_run()) + " tasks, expected " +
                                      std::to_string(alg.local_tasks()));
+        stolen = static_cast<double>(tp.tasks_stolen());
     }
     const double local[2] = {seconds, clock.seconds()};
     Run r;
     MPI_Reduce(&local[0], &r.seconds, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&local[1], &r.blas_seconds, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (verbose) {  // per rank: wall time, BLAS time, tasks, stolen tasks
+        const int ranks = comm.comm_size();
+        const double mine[4] = {seconds, clock.seconds(), static_cast<double>(alg.local_tasks()),
+                                stolen};
+        std::vector<double> all(comm.comm_rank() == 0 ? 4 * static_cast<std::size_t>(ranks) : 0);
+        MPI_Gather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        for (int q = 0; q < ranks && comm.comm_rank() == 0; ++q) {
+            const double* x = &all[4 * static_cast<std::size_t>(q)];
+            std::printf(
+                "  rank %d: %.4f s, BLAS %.4f s over %d threads (%.1f%% busy), %.0f tasks "
+                "(%.0f stolen)\n",
+                q, x[0], x[1], threads, 100.0 * x[1] / (threads * x[0]), x[2], x[3]);
+        }
+    }
     return r;
 }
 
@@ -163,6 +181,7 @@ int run(int argc, char** argv, int rank, int ranks) {
                  "Check ||C - A B||_F / ||A B||_F < 1e-12 against a reference dgemm (exit 1 if "
                  "not)");
     app.add_option("--seed", opt.seed, "Seed of the random A and B")->capture_default_str();
+    app.add_flag("-v,--verbose", opt.verbose, "Per-rank time, BLAS time and task counts");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -204,7 +223,7 @@ int run(int argc, char** argv, int rank, int ranks) {
     BlasClock clock(opt.threads);
     std::vector<double> seconds, gflops, efficiency;
     for (int rep = 0; rep < opt.repeat; ++rep) {
-        const Run r = run_once(*alg, comm, opt.threads, clock);
+        const Run r = run_once(*alg, comm, opt.threads, clock, opt.verbose);
         if (rank != 0) continue;
         seconds.push_back(r.seconds);
         gflops.push_back(gflop / r.seconds);
