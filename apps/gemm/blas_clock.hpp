@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace cascade::apps::gemm {
@@ -22,7 +23,7 @@ class BlasClock {
                              ? static_cast<std::size_t>(thread)
                              : slots_.size() - 1];
         s.seconds += std::chrono::duration<double>(t1 - t0).count();
-        ++s.calls;
+        if (s.calls++ == 0) s.first = t0;
     }
 
     void reset() {
@@ -33,6 +34,13 @@ class BlasClock {
         double t = 0;
         for (const Slot& s : slots_)
             t += s.seconds;
+        return t;
+    }
+    // When the first BLAS call of any thread started (since the last reset), if any.
+    std::optional<std::chrono::steady_clock::time_point> first_call() const {
+        std::optional<std::chrono::steady_clock::time_point> t;
+        for (const Slot& s : slots_)
+            if (s.calls > 0 && (!t || s.first < *t)) t = s.first;
         return t;
     }
     std::uint64_t calls() const {
@@ -46,6 +54,7 @@ class BlasClock {
     struct alignas(64) Slot {
         double seconds = 0;
         std::uint64_t calls = 0;
+        std::chrono::steady_clock::time_point first{};
     };
     std::vector<Slot> slots_;
 };

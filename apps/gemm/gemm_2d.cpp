@@ -8,7 +8,8 @@
 
 namespace cascade::apps::gemm {
 
-Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::uint64_t seed)
+Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::uint64_t seed,
+               int send_window)
     : t_(t),
       grid_(grid),
       me_(comm.comm_rank()),
@@ -20,7 +21,8 @@ Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::u
       a_in_(t),
       b_in_(t),
       a_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
-      b_(static_cast<std::size_t>(t.nt) * t.nt, nullptr) {
+      b_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
+      window_(comm.comm_size(), send_window) {
     if (grid.ranks() != comm.comm_size())
         throw cascade::UsageError("gemm 2d: grid " + grid.describe() + " has " +
                                   std::to_string(grid.ranks()) + " ranks, the job has " +
@@ -52,12 +54,14 @@ Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::u
             for (int k = 0; k < nt; ++k)
                 b_[at(k, j)] = k % P == p_ ? b_own_.get(k, j) : b_in_.allocate(k, j);
 
-    a_am_ = comm.make_large_active_msg([this](int& i, int& k) { a_ready(i, k); },
-                                       [this](int& i, int& k) { return a_in_.find(i, k); },
-                                       [](int&, int&) {}, "gemm2d_tile_a");
-    b_am_ = comm.make_large_active_msg([this](int& k, int& j) { b_ready(k, j); },
-                                       [this](int& k, int& j) { return b_in_.find(k, j); },
-                                       [](int&, int&) {}, "gemm2d_tile_b");
+    a_am_ = comm.make_large_active_msg([this](int& i, int& k, int&) { a_ready(i, k); },
+                                       [this](int& i, int& k, int&) { return a_in_.find(i, k); },
+                                       [this](int&, int&, int& dest) { window_.sent(dest); },
+                                       "gemm2d_tile_a");
+    b_am_ = comm.make_large_active_msg([this](int& k, int& j, int&) { b_ready(k, j); },
+                                       [this](int& k, int& j, int&) { return b_in_.find(k, j); },
+                                       [this](int&, int&, int& dest) { window_.sent(dest); },
+                                       "gemm2d_tile_b");
 }
 
 std::string Gemm2D::describe() const {
@@ -75,9 +79,12 @@ void Gemm2D::begin_run(cascade::Threadpool& tp, BlasClock& clock) {
         .set_mapping([P, Q, local_rows, threads = tp.size()](Key ijk) {
             return thread_of(ijk[0] / P, ijk[1] / Q, local_rows, threads);
         })
-        // Depth-first along each chain: the next product into the same C tile runs next on
-        // the same worker, while that tile is still in its cache.
-        .set_priority([nt](Key ijk) { return static_cast<double>(ijk[2]) / nt; })
+        // k-major, as the tiles arrive (they are sent in k order); within one k, column by
+        // column, so consecutive products on a worker share their B tile.
+        .set_priority([nt](Key ijk) {
+            const double n = nt;
+            return -((ijk[2] * n + ijk[1]) * n + ijk[0]) / (n * n * n);
+        })
         .set_name([](Key ijk) {
             return "gemm(" + std::to_string(ijk[0]) + "," + std::to_string(ijk[1]) + "," +
                    std::to_string(ijk[2]) + ")";
@@ -91,14 +98,20 @@ void Gemm2D::start() {
             for (int i : rows_) {
                 double* a = a_own_.get(i, k);
                 for (int dest : row_peers_)
-                    a_am_->send_large(dest, cascade::view<double>(a, t_.elements(i, k)), i, k);
+                    window_.push(dest, [this, a, i, k, dest] {
+                        a_am_->send_large(dest, cascade::view<double>(a, t_.elements(i, k)), i, k,
+                                          dest);
+                    });
                 a_ready(i, k);
             }
         if (k % grid_.P() == p_)
             for (int j : cols_) {
                 double* b = b_own_.get(k, j);
                 for (int dest : col_peers_)
-                    b_am_->send_large(dest, cascade::view<double>(b, t_.elements(k, j)), k, j);
+                    window_.push(dest, [this, b, k, j, dest] {
+                        b_am_->send_large(dest, cascade::view<double>(b, t_.elements(k, j)), k, j,
+                                          dest);
+                    });
                 b_ready(k, j);
             }
     }

@@ -4,7 +4,9 @@
 // lock. The owner of A_ik sends it once to each rank of its grid row that owns C tiles in
 // row i, the owner of B_kj once to each rank of its grid column owning C tiles in column j
 // (large active messages, straight into buffers allocated once per job); on arrival, the
-// receiver fulfills the promises of all its gemm tasks that read the tile.
+// receiver fulfills the promises of all its gemm tasks that read the tile. Tiles are sent in
+// k order through a SendWindow and tasks run k-major, so each rank consumes tiles in the
+// order they arrive.
 #pragma once
 
 #include <array>
@@ -13,6 +15,7 @@
 
 #include "distribution.hpp"
 #include "gemm_algorithm.hpp"
+#include "send_window.hpp"
 
 namespace cascade::apps::gemm {
 
@@ -20,7 +23,9 @@ class Gemm2D final : public GemmAlgorithm {
   public:
     // Allocates and fills this rank's tiles of A and B (from `seed`), the buffers for the
     // tiles it will receive, and registers the active messages (collective: every rank).
-    Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::uint64_t seed);
+    // At most `send_window` tiles are in flight to one peer (0: no limit; see SendWindow).
+    Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::uint64_t seed,
+           int send_window);
 
     std::string describe() const override;
     void begin_run(cascade::Threadpool& tp, BlasClock& clock) override;
@@ -30,8 +35,8 @@ class Gemm2D final : public GemmAlgorithm {
     const double* c_tile(int i, int j) const override { return c_.get(i, j); }
 
   private:
-    using Key = std::array<int, 3>;  // (i, j, k)
-    using TileAm = cascade::LargeActiveMsg<double, int, int>;
+    using Key = std::array<int, 3>;                                 // (i, j, k)
+    using TileAm = cascade::LargeActiveMsg<double, int, int, int>;  // tile (i,j), destination
 
     void run_gemm(const Key& ijk);
     // Tile A_ik / B_kj is here (received or local): fulfill the local gemm tasks reading it.
@@ -52,6 +57,7 @@ class Gemm2D final : public GemmAlgorithm {
     std::vector<const double*> a_, b_;  // A_ik / B_kj for local rows / columns, at(i,k) / at(k,j)
     TileAm* a_am_ = nullptr;
     TileAm* b_am_ = nullptr;
+    SendWindow window_;
 
     // This run's graph.
     cascade::Threadpool* tp_ = nullptr;

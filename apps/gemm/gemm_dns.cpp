@@ -7,7 +7,8 @@
 
 namespace cascade::apps::gemm {
 
-GemmDNS::GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::uint64_t seed)
+GemmDNS::GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::uint64_t seed,
+                 int send_window)
     : t_(t),
       cube_(cube),
       me_(comm.comm_rank()),
@@ -22,7 +23,8 @@ GemmDNS::GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::u
       b_in_(t),
       partial_(t),
       a_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
-      b_(static_cast<std::size_t>(t.nt) * t.nt, nullptr) {
+      b_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
+      window_(comm.comm_size(), send_window) {
     if (cube.ranks() != comm.comm_size())
         throw cascade::UsageError("gemm 3d: cube " + cube.describe() + " has " +
                                   std::to_string(cube.ranks()) + " ranks, the job has " +
@@ -64,18 +66,20 @@ GemmDNS::GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::u
             for (int k : ks_)
                 b_[at(k, j)] = b_local ? b_own_.get(k, j) : b_in_.allocate(k, j);
 
-    a_am_ = comm.make_large_active_msg([this](int& i, int& k) { a_ready(i, k); },
-                                       [this](int& i, int& k) { return a_in_.find(i, k); },
-                                       [](int&, int&) {}, "gemm3d_tile_a");
-    b_am_ = comm.make_large_active_msg([this](int& k, int& j) { b_ready(k, j); },
-                                       [this](int& k, int& j) { return b_in_.find(k, j); },
-                                       [](int&, int&) {}, "gemm3d_tile_b");
+    a_am_ = comm.make_large_active_msg([this](int& i, int& k, int&) { a_ready(i, k); },
+                                       [this](int& i, int& k, int&) { return a_in_.find(i, k); },
+                                       [this](int&, int&, int& dest) { window_.sent(dest); },
+                                       "gemm3d_tile_a");
+    b_am_ = comm.make_large_active_msg([this](int& k, int& j, int&) { b_ready(k, j); },
+                                       [this](int& k, int& j, int&) { return b_in_.find(k, j); },
+                                       [this](int&, int&, int& dest) { window_.sent(dest); },
+                                       "gemm3d_tile_b");
     partial_am_ = comm.make_large_active_msg(
         [this](int& i, int& j, int&) {
             accumulate_->fulfill_promise({i, j});
         },
-        [this](int& i, int& j, int& r) { return partial_buffer(i, j, r); }, [](int&, int&, int&) {},
-        "gemm3d_partial_c");
+        [this](int& i, int& j, int& r) { return partial_buffer(i, j, r); },
+        [this](int& i, int& j, int&) { window_.sent(cube_.owner(i, j)); }, "gemm3d_partial_c");
 }
 
 std::string GemmDNS::describe() const {
@@ -108,9 +112,12 @@ void GemmDNS::begin_run(cascade::Threadpool& tp, BlasClock& clock) {
         .set_mapping([P, local_rows, threads = tp.size()](GemmKey ijk) {
             return thread_of(ijk[0] / P, ijk[1] / P, local_rows, threads);
         })
-        // Depth-first along each chain (the C tile stays in cache); chains end early so the
-        // reduction overlaps with the remaining products.
-        .set_priority([nt](GemmKey ijk) { return static_cast<double>(ijk[2]) / nt; })
+        // k-major, as the operands arrive (they are sent in k order); within one k, column by
+        // column, so consecutive products on a worker share their B tile.
+        .set_priority([nt](GemmKey ijk) {
+            const double n = nt;
+            return -((ijk[2] * n + ijk[1]) * n + ijk[0]) / (n * n * n);
+        })
         .set_name([name](GemmKey ijk) { return name("gemm", ijk); });
     accumulate_ = std::make_unique<cascade::Taskflow<TileKey>>(&tp, "accumulate");
     accumulate_->set_task([this](TileKey ij) { run_accumulate(ij); })
@@ -136,7 +143,10 @@ void GemmDNS::start() {
                     if (dest == me_)
                         a_ready(i, k);
                     else
-                        a_am_->send_large(dest, cascade::view<double>(a, t_.elements(i, k)), i, k);
+                        window_.push(dest, [this, a, i, k, dest] {
+                            a_am_->send_large(dest, cascade::view<double>(a, t_.elements(i, k)), i,
+                                              k, dest);
+                        });
                 }
             }
         if (k % P == p_)
@@ -147,7 +157,10 @@ void GemmDNS::start() {
                     if (dest == me_)
                         b_ready(k, j);
                     else
-                        b_am_->send_large(dest, cascade::view<double>(b, t_.elements(k, j)), k, j);
+                        window_.push(dest, [this, b, k, j, dest] {
+                            b_am_->send_large(dest, cascade::view<double>(b, t_.elements(k, j)), k,
+                                              j, dest);
+                        });
                 }
             }
     }
@@ -174,8 +187,10 @@ void GemmDNS::run_gemm(const GemmKey& ijk) {
     if (k + P < t_.nt) {
         gemm_->fulfill_promise({i, j, k + P});
     } else if (r_ != 0) {  // partial C_ij^(r) done: to the owner of C_ij
-        partial_am_->send_large(cube_.owner(i, j), cascade::view<double>(c, t_.elements(i, j)), i,
-                                j, r_);
+        window_.push(cube_.owner(i, j), [this, c, i, j] {
+            partial_am_->send_large(cube_.owner(i, j), cascade::view<double>(c, t_.elements(i, j)),
+                                    i, j, r_);
+        });
     } else if (layers_ > 1) {
         accumulate_->fulfill_promise({i, j});
     }

@@ -14,6 +14,7 @@
 
 #include "distribution.hpp"
 #include "gemm_algorithm.hpp"
+#include "send_window.hpp"
 
 namespace cascade::apps::gemm {
 
@@ -21,7 +22,9 @@ class GemmDNS final : public GemmAlgorithm {
   public:
     // Allocates and fills this rank's tiles of A and B (r = 0 plane only), the buffers for
     // received operands and partial products, and registers the active messages (collective).
-    GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::uint64_t seed);
+    // At most `send_window` tiles are in flight to one peer (0: no limit; see SendWindow).
+    GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::uint64_t seed,
+            int send_window);
 
     std::string describe() const override;
     void begin_run(cascade::Threadpool& tp, BlasClock& clock) override;
@@ -31,10 +34,10 @@ class GemmDNS final : public GemmAlgorithm {
     const double* c_tile(int i, int j) const override { return c_.get(i, j); }
 
   private:
-    using GemmKey = std::array<int, 3>;  // (i, j, k)
-    using TileKey = std::array<int, 2>;  // (i, j)
-    using TileAm = cascade::LargeActiveMsg<double, int, int>;
-    using PartialAm = cascade::LargeActiveMsg<double, int, int, int>;
+    using GemmKey = std::array<int, 3>;                                // (i, j, k)
+    using TileKey = std::array<int, 2>;                                // (i, j)
+    using TileAm = cascade::LargeActiveMsg<double, int, int, int>;     // (i, j, destination)
+    using PartialAm = cascade::LargeActiveMsg<double, int, int, int>;  // (i, j, layer r)
 
     void run_gemm(const GemmKey& ijk);
     void run_accumulate(const TileKey& ij);
@@ -58,6 +61,7 @@ class GemmDNS final : public GemmAlgorithm {
     TileAm* a_am_ = nullptr;
     TileAm* b_am_ = nullptr;
     PartialAm* partial_am_ = nullptr;
+    SendWindow window_;
 
     // This run's graph.
     cascade::Threadpool* tp_ = nullptr;

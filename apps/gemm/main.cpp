@@ -50,17 +50,13 @@ struct Options {
     bool check = false;
     std::uint64_t seed = 2024;
     bool verbose = false;
+    int send_window = 4;
 };
 
 struct Run {
     double seconds = 0;       // slowest rank
     double blas_seconds = 0;  // all threads of all ranks
 };
-
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 // Ranks sharing this node, for the default thread count.
 int ranks_on_node() {
@@ -91,16 +87,19 @@ Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasC
     clock.reset();
     double seconds = 0;
     double stolen = 0;
+    double first_call = -1;  // seconds from the start to the first BLAS call
     {
         cascade::Threadpool tp(threads, &comm, 0, "gemm", /*start=*/false);
         alg.begin_run(tp, clock);
         RunScope scope{alg};
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = now();
+        const auto t0 = std::chrono::steady_clock::now();
         tp.start();
         alg.start();
         tp.join();
-        seconds = now() - t0;
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (const auto first = clock.first_call())
+            first_call = std::chrono::duration<double>(*first - t0).count();
         if (tp.tasks_run() != alg.local_tasks())
             throw std::runtime_error("rank " + std::to_string(comm.comm_rank()) + " ran " +
                                      std::to_string(tp.tasks_run()) + " tasks, expected " +
@@ -111,18 +110,19 @@ Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasC
     Run r;
     MPI_Reduce(&local[0], &r.seconds, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&local[1], &r.blas_seconds, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (verbose) {  // per rank: wall time, BLAS time, tasks, stolen tasks
+    if (verbose) {  // per rank: wall time, BLAS time, tasks, stolen tasks, first BLAS call
+        constexpr int k = 5;
         const int ranks = comm.comm_size();
-        const double mine[4] = {seconds, clock.seconds(), static_cast<double>(alg.local_tasks()),
-                                stolen};
-        std::vector<double> all(comm.comm_rank() == 0 ? 4 * static_cast<std::size_t>(ranks) : 0);
-        MPI_Gather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        const double mine[k] = {seconds, clock.seconds(), static_cast<double>(alg.local_tasks()),
+                                stolen, first_call};
+        std::vector<double> all(comm.comm_rank() == 0 ? k * static_cast<std::size_t>(ranks) : 0);
+        MPI_Gather(mine, k, MPI_DOUBLE, all.data(), k, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         for (int q = 0; q < ranks && comm.comm_rank() == 0; ++q) {
-            const double* x = &all[4 * static_cast<std::size_t>(q)];
+            const double* x = &all[k * static_cast<std::size_t>(q)];
             std::printf(
                 "  rank %d: %.4f s, BLAS %.4f s over %d threads (%.1f%% busy), %.0f tasks "
-                "(%.0f stolen)\n",
-                q, x[0], x[1], threads, 100.0 * x[1] / (threads * x[0]), x[2], x[3]);
+                "(%.0f stolen), first BLAS call after %.2f ms\n",
+                q, x[0], x[1], threads, 100.0 * x[1] / (threads * x[0]), x[2], x[3], 1e3 * x[4]);
         }
     }
     return r;
@@ -145,7 +145,7 @@ std::unique_ptr<GemmAlgorithm> make_algorithm(const Options& opt, cascade::Commu
                                           std::to_string(ranks));
             grid = *g;
         }
-        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed);
+        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed, opt.send_window);
     }
     if (!opt.grid.empty())
         throw cascade::UsageError("--grid applies to --variant 2d only (3d uses a P x P x P cube)");
@@ -155,7 +155,7 @@ std::unique_ptr<GemmAlgorithm> make_algorithm(const Options& opt, cascade::Commu
             "--variant 3d needs a cube number of ranks (1, 8, 27, 64, ...: P x P x P), but the "
             "job has " +
             std::to_string(ranks) + "; use --variant 2d or run on 1 or 8 ranks");
-    return std::make_unique<GemmDNS>(comm, t, *cube, opt.seed);
+    return std::make_unique<GemmDNS>(comm, t, *cube, opt.seed, opt.send_window);
 }
 
 int run(int argc, char** argv, int rank, int ranks) {
@@ -181,6 +181,11 @@ int run(int argc, char** argv, int rank, int ranks) {
                  "Check ||C - A B||_F / ||A B||_F < 1e-12 against a reference dgemm (exit 1 if "
                  "not)");
     app.add_option("--seed", opt.seed, "Seed of the random A and B")->capture_default_str();
+    app.add_option("--send-window", opt.send_window,
+                   "Tiles in flight to one peer at a time, the rest queued in the order they are "
+                   "needed (0: all at once)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
     app.add_flag("-v,--verbose", opt.verbose, "Per-rank time, BLAS time and task counts");
     try {
         app.parse(argc, argv);
