@@ -56,10 +56,19 @@ void worker_wait(StateBase& s, Threadpool& tp) {
     }
 }
 
-// The thread that drives MPI moves messages itself: polls hot while things happen, then
-// naps briefly (its own pool's tasks or the reply wake it only through the timeout).
-void comm_wait(StateBase& s, Communicator& comm) {
+// The thread that drives MPI moves messages itself. While its own pool is idle it polls
+// (hot, then yielding: a reply usually follows within a thread hand-off or two on the other
+// rank); while its workers compute it only looks in between short naps, leaving them the
+// cores. With one rank there is nothing to poll: it sleeps until the value is set.
+void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
     using clock = std::chrono::steady_clock;
+    if (comm.comm_size() == 1) {
+        while (!s.ready()) {
+            comm.progress();
+            nap_on(s, 1000);
+        }
+        return;
+    }
     auto last = clock::now();
     long nap_us = 5;
     while (!s.ready()) {
@@ -68,14 +77,16 @@ void comm_wait(StateBase& s, Communicator& comm) {
             nap_us = 5;
             continue;
         }
-        const auto quiet = clock::now() - last;
-        if (quiet < std::chrono::microseconds(20)) continue;
-        if (quiet < std::chrono::microseconds(100)) {
-            std::this_thread::yield();
-            continue;
+        if (tp.idle()) {
+            const auto quiet = clock::now() - last;
+            if (quiet < std::chrono::microseconds(20)) continue;
+            if (quiet < std::chrono::microseconds(1000)) {
+                std::this_thread::yield();
+                continue;
+            }
         }
         nap_on(s, nap_us);
-        nap_us = std::min(nap_us * 2, 200L);
+        nap_us = std::min(nap_us * 2, 100L);
     }
 }
 
@@ -86,7 +97,7 @@ void wait_ready(StateBase& s) {
     Futures* fx = Futures::current();
     if (fx && fx->pool().current_thread() >= 0) return worker_wait(s, fx->pool());
     Communicator* comm = fx ? fx->comm() : nullptr;
-    if (comm && comm->on_comm_thread()) return comm_wait(s, *comm);
+    if (comm && comm->on_comm_thread()) return comm_wait(s, *comm, fx->pool());
     while (!s.ready())
         nap_on(s, 100000);
 }

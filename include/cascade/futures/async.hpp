@@ -57,6 +57,7 @@ struct FnBase {
     std::string name;
     std::uint32_t id = 0;
     std::uint32_t sig = 0;
+    std::uint64_t borrow = 0;  // parameters taken by const reference (see borrow_mask)
     AsyncOptions opts;
     virtual void on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) = 0;
 };
@@ -343,7 +344,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot) {
 
 template <class R, class... Ps>
 void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) {
-    auto* c = new Call<FnRef<R, Ps...>, R, Ps...>(FnRef<R, Ps...>{&f});
+    auto* c = new Call<FnRef<R, Ps...>, R, Ps...>(FnRef<R, Ps...>{&f}, borrow);
     Ref<State<R>> hold(c);
     std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot), ...); }, c->slots());
     c->reply_to(ReplyTo{&fx, source, token, &name});
@@ -382,6 +383,7 @@ auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::t
     auto e = std::make_unique<detail::FnEntry<R, Ps...>>();
     e->f = std::function<R(Ps & ...)>(std::forward<F>(f));
     e->sig = wire::hash_name(wire::type_names<R, Ps...>());
+    e->borrow = detail::borrow_mask<std::decay_t<F>>::value;
     e->opts = opts;
     std::lock_guard<std::mutex> g(register_mutex_);
     const std::uint32_t id = n_fns_.load(std::memory_order_relaxed);
@@ -403,7 +405,7 @@ future<R> Futures::async(int where, const AsyncFn<R(Ps...)>& fn, A&&... args) {
     const int dest = place(where);
     if (dest != rank_) return remote(dest, *fn.entry(), std::forward<A>(args)...);
     auto* c = new detail::Call<detail::FnRef<R, Ps...>, R, Ps...>(
-        detail::FnRef<R, Ps...>{&fn.entry()->f});
+        detail::FnRef<R, Ps...>{&fn.entry()->f}, fn.entry()->borrow);
     detail::Ref<detail::State<R>> ref(c);
     detail::fill_slots(c->slots(), std::index_sequence_for<Ps...>{}, std::forward<A>(args)...);
     c->start(false);
@@ -414,7 +416,8 @@ template <class F, class... A>
 auto Futures::async_local(F&& f, A&&... args) {
     using Fn = std::decay_t<F>;
     using R = std::invoke_result_t<Fn&, std::decay_t<A>&...>;
-    auto* c = new detail::Call<Fn, R, std::decay_t<A>...>(std::forward<F>(f));
+    auto* c = new detail::Call<Fn, R, std::decay_t<A>...>(std::forward<F>(f),
+                                                          detail::borrow_mask<Fn>::value);
     detail::Ref<detail::State<R>> ref(c);
     detail::fill_slots(c->slots(), std::index_sequence_for<A...>{}, std::forward<A>(args)...);
     c->start(false);

@@ -49,6 +49,32 @@ struct future_elem<shared_future<X>> {
     using type = X;
 };
 
+// Bit i set if parameter i of the (non-generic) callable F is a const lvalue reference: such
+// a parameter may read a future argument's value in place instead of a copy.
+template <class F>
+struct borrow_mask : borrow_mask<decltype(&F::operator())> {};
+template <class R, class... A>
+struct borrow_mask<R (*)(A...)> {
+    static constexpr std::uint64_t value = [] {
+        std::uint64_t m = 0, bit = 1;
+        ((m |=
+          (std::is_lvalue_reference_v<A> && std::is_const_v<std::remove_reference_t<A>>) ? bit : 0,
+          bit <<= 1),
+         ...);
+        return m;
+    }();
+};
+template <class R, class... A>
+struct borrow_mask<R(A...)> : borrow_mask<R (*)(A...)> {};
+template <class C, class R, class... A>
+struct borrow_mask<R (C::*)(A...)> : borrow_mask<R (*)(A...)> {};
+template <class C, class R, class... A>
+struct borrow_mask<R (C::*)(A...) const> : borrow_mask<R (*)(A...)> {};
+template <class C, class R, class... A>
+struct borrow_mask<R (C::*)(A...) noexcept> : borrow_mask<R (*)(A...)> {};
+template <class C, class R, class... A>
+struct borrow_mask<R (C::*)(A...) const noexcept> : borrow_mask<R (*)(A...)> {};
+
 // Storage of one argument of a call.
 template <class P>
 struct Slot {
@@ -57,15 +83,17 @@ struct Slot {
     bool consume = false;  // fut's value may be moved out (no one else reads it)
 
     StateBase* pending() const noexcept { return fut.get(); }
-    void resolve() {
-        if (!fut) return;
-        if (consume)
+    // Makes the value of a future argument the call's own: moved if no one else can read it,
+    // left in place if the function takes it by const reference (borrow), copied otherwise.
+    void resolve(bool borrow) {
+        if (!fut || (borrow && !fut->unique())) return;
+        if (consume || fut->unique())
             value.emplace(std::move(fut->value()));
         else
             value.emplace(fut->value());
         fut = {};
     }
-    P& get() noexcept { return *value; }
+    P& get() noexcept { return fut ? fut->value() : *value; }
 
     template <class A>
     void set(A&& a) {
@@ -91,7 +119,7 @@ template <class X>
 struct Slot<shared_future<X>> {
     shared_future<X> f;
     StateBase* pending() const noexcept { return nullptr; }
-    void resolve() noexcept {}
+    void resolve(bool) noexcept {}
     shared_future<X>& get() noexcept { return f; }
     template <class A>
     void set(A&& a) {
@@ -120,7 +148,8 @@ class Call final : public State<R>, public Job {
   public:
     static constexpr std::size_t N = sizeof...(Ps);
 
-    explicit Call(Fn fn) : fn_(std::move(fn)) {
+    // borrow: bit i set if the function takes parameter i by const reference.
+    explicit Call(Fn fn, std::uint64_t borrow = 0) : fn_(std::move(fn)), borrow_(borrow) {
         for (std::size_t i = 0; i < N; ++i)
             wakes_[i].call = this;
     }
@@ -195,7 +224,8 @@ class Call final : public State<R>, public Job {
     }
     template <std::size_t... I>
     void invoke(std::index_sequence<I...>) {
-        if (!input_failed_.load(std::memory_order_acquire)) (std::get<I>(slots_).resolve(), ...);
+        if (!input_failed_.load(std::memory_order_acquire))
+            (std::get<I>(slots_).resolve((borrow_ >> I) & 1u), ...);
         if constexpr (std::is_void_v<R>) {
             fn_(std::get<I>(slots_).get()...);
             this->set_value();
@@ -205,6 +235,7 @@ class Call final : public State<R>, public Job {
     }
 
     Fn fn_;
+    std::uint64_t borrow_;
     std::tuple<Slot<Ps>...> slots_;
     std::array<Wake, N> wakes_;
     Reply reply_;

@@ -69,6 +69,8 @@ class StateBase {
         if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
     }
 
+    // True if the caller holds the only reference (no one else can read the value).
+    bool unique() const noexcept { return refs_.load(std::memory_order_acquire) == 1; }
     std::uint32_t status() const noexcept { return word_.load(std::memory_order_acquire); }
     bool ready() const noexcept { return status() != pending; }
     bool failed() const noexcept { return status() == has_error; }

@@ -153,8 +153,7 @@ Ref<State<T>> state_of(const shared_future<T>& f) {
 
 // when_all over futures (moved in) and shared futures (copied).
 template <class... F>
-    requires(is_future<std::decay_t<F>>::value && ...)
-auto when_all(F&&... fs) {
+requires(is_future<std::decay_t<F>>::value&&...) auto when_all(F&&... fs) {
     using Tup = std::tuple<detail::value_t<typename std::decay_t<F>::value_type>...>;
     constexpr bool consume =
         (!std::is_lvalue_reference_v<F> && ...) &&
@@ -217,8 +216,7 @@ future<std::size_t> when_any(const std::vector<F>& fs) {
 }
 
 template <class... F>
-    requires(is_future<F>::value && ...)
-future<std::size_t> when_any(const F&... fs) {
+requires(is_future<F>::value&&...) future<std::size_t> when_any(const F&... fs) {
     static_assert(sizeof...(F) > 0, "when_any: no input futures");
     if ((!fs.valid() || ...)) throw UsageError("when_any: an input future has no state");
     auto* g = new detail::WhenAny(sizeof...(F));
