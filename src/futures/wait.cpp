@@ -1,6 +1,8 @@
 // How a thread waits for a future, and how the futures layer queues its jobs.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cascade/comm/communicator.hpp"
@@ -22,8 +24,37 @@ struct JobTask {
     static constexpr TaskVTable vtable{&run, &describe, &discard};
 };
 
+// A wait that lasts very long is reported once (a future nobody will set, a pool that was
+// joined, a rank that does not serve calls) instead of hanging silently. CASCADE_FUTURE_WARN_S
+// sets the limit (default 30 s, 0: never).
+class LongWait {
+  public:
+    void check() {
+        if (warned_) return;
+        static const long limit_s = [] {
+            const char* v = std::getenv("CASCADE_FUTURE_WARN_S");
+            return v ? std::atol(v) : 30L;
+        }();
+        if (limit_s <= 0 ||
+            std::chrono::steady_clock::now() - start_ < std::chrono::seconds(limit_s))
+            return;
+        warned_ = true;
+        Futures* fx = Futures::current();
+        std::fprintf(stderr,
+                     "cascade: warning: rank %d: a future has not been set after %ld s of waiting "
+                     "(unset promise? pool already joined? target rank not serving calls, i.e. not "
+                     "in join() or get()?)\n",
+                     fx ? fx->rank() : -1, limit_s);
+    }
+
+  private:
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    bool warned_ = false;
+};
+
 // Sleeps on the state's word for at most timeout_us (or until it is set).
-void nap_on(StateBase& s, long timeout_us) {
+void nap_on(StateBase& s, long timeout_us, LongWait& lw) {
+    lw.check();
     s.waiters().store(true, std::memory_order_seq_cst);
     if (!s.ready()) Notifier::wait_on(s.word(), StateBase::pending, timeout_us);
 }
@@ -32,6 +63,7 @@ void nap_on(StateBase& s, long timeout_us) {
 // is usually produced by one of them, and no worker is lost to waiting. With nothing to run
 // it backs off; it never blocks for long, since new tasks do not wake it.
 void worker_wait(StateBase& s, Threadpool& tp) {
+    LongWait lw;
     unsigned idle = 0;
     long nap_us = 10;
     while (!s.ready()) {
@@ -51,7 +83,7 @@ void worker_wait(StateBase& s, Threadpool& tp) {
             std::this_thread::yield();
             continue;
         }
-        nap_on(s, nap_us);
+        nap_on(s, nap_us, lw);
         nap_us = std::min(nap_us * 2, 500L);
     }
 }
@@ -61,11 +93,12 @@ void worker_wait(StateBase& s, Threadpool& tp) {
 // rank); while its workers compute it only looks in between short naps, leaving them the
 // cores. With one rank there is nothing to poll: it sleeps until the value is set.
 void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
+    LongWait lw;
     using clock = std::chrono::steady_clock;
     if (comm.comm_size() == 1) {
         while (!s.ready()) {
             comm.progress();
-            nap_on(s, 1000);
+            nap_on(s, 1000, lw);
         }
         return;
     }
@@ -85,7 +118,7 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
                 continue;
             }
         }
-        nap_on(s, nap_us);
+        nap_on(s, nap_us, lw);
         nap_us = std::min(nap_us * 2, 100L);
     }
 }
@@ -98,8 +131,9 @@ void wait_ready(StateBase& s) {
     if (fx && fx->pool().current_thread() >= 0) return worker_wait(s, fx->pool());
     Communicator* comm = fx ? fx->comm() : nullptr;
     if (comm && comm->on_comm_thread()) return comm_wait(s, *comm, fx->pool());
+    LongWait lw;
     while (!s.ready())
-        nap_on(s, 100000);
+        nap_on(s, 100000, lw);
 }
 
 void schedule(Job* job) {
