@@ -153,7 +153,7 @@ void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std:
     PendingRecv r{&am, source, {}, std::move(args)};
     r.seq = cur_seq_;
     r.bytes = bytes;
-    if (trace::recording()) r.t0 = trace::now_ns();
+    if (trace::recording()) r.t0 = trace::stamp();
     for (std::size_t off = 0; off < bytes; off += chunk) {
         const int n = static_cast<int>(std::min(chunk, bytes - off));
         MPI_Request req;
@@ -228,7 +228,7 @@ void Communicator::flush() {
             }
             ps.large = std::make_unique<LargeSend>(std::move(l));
             ps.dest = d;
-            if (trace::recording()) ps.t0 = trace::now_ns();
+            if (trace::recording()) ps.t0 = trace::stamp();
             ++pending_large_sends_;
             sends_.push_back(std::move(ps));
         }
@@ -257,7 +257,7 @@ void Communicator::test_sends() {
                 trace::Buffer* tb = trace::this_thread();
                 if (trace::Event* e = tb ? tb->reserve(trace::Kind::large_send) : nullptr) {
                     e->t0 = finished.t0;
-                    e->t1 = trace::now_ns();
+                    e->t1 = trace::stamp();
                     e->peer = finished.dest;
                     e->am = l.am->id();
                     e->b = l.bytes;
@@ -320,7 +320,7 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
         if (tb) [[unlikely]] {  // the handler is the context of what it does (promises, sends)
             outer = tb->context;
             if ((ev = tb->reserve(trace::Kind::am_run))) {
-                ev->t0 = trace::now_ns();
+                ev->t0 = trace::stamp();
                 ev->peer = source;
                 ev->am = fr.id;
                 ev->a = cur_seq_;
@@ -337,7 +337,7 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
             handler_failed(am, source, std::current_exception(), "handler");
         }
         if (tb) [[unlikely]] {
-            if (ev) ev->t1 = trace::now_ns();
+            if (ev) ev->t1 = trace::stamp();
             tb->context = outer;
         }
         if (!am.is_large()) ++processed_;
@@ -401,7 +401,7 @@ bool Communicator::test_large_recvs() {
         trace::Event* ev = nullptr;
         if (tb) [[unlikely]] {  // the transfer, then on_arrival as a handler of that message
             outer = tb->context;
-            const std::int64_t now = trace::now_ns();
+            const std::int64_t now = trace::stamp();
             if (trace::Event* e = tb->reserve(trace::Kind::large_recv)) {
                 e->t0 = finished.t0;
                 e->t1 = now;
@@ -426,7 +426,7 @@ bool Communicator::test_large_recvs() {
             handler_failed(*finished.am, finished.source, std::current_exception(), "on_arrival");
         }
         if (tb) [[unlikely]] {
-            if (ev) ev->t1 = trace::now_ns();
+            if (ev) ev->t1 = trace::stamp();
             tb->context = outer;
         }
         ++processed_;
@@ -438,7 +438,7 @@ bool Communicator::test_large_recvs() {
 bool Communicator::progress() {
     const bool was = on_comm_thread();
     tls_comm_thread = this;
-    const std::int64_t t0 = trace::recording() ? trace::now_ns() : 0;
+    const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
     const std::uint64_t before = mpi_sends_ + processed_;
     const std::size_t sends_before = sends_.size();
     flush();
@@ -478,7 +478,7 @@ void Communicator::flush_blocking() {
 void Communicator::trace_ctrl(int peer, const CtrlMsg& m, bool received) {
     trace::Buffer* tb = trace::this_thread();
     if (trace::Event* e = tb ? tb->reserve(trace::Kind::ctrl) : nullptr) {
-        e->t0 = trace::now_ns();
+        e->t0 = trace::stamp();
         e->peer = peer;
         e->a = m.type;
         e->b = received ? 1 : 0;

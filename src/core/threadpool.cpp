@@ -165,7 +165,7 @@ bool Threadpool::find_task(int me, Task& out) {
             ++stats_[me].stolen;
             if (trace_) [[unlikely]] {
                 if (trace::Event* e = trace_[me]->reserve(trace::Kind::steal)) {
-                    e->t0 = trace::now_ns();
+                    e->t0 = trace::stamp();
                     e->peer = victim;
                     trace_[me]->commit();
                 }
@@ -269,7 +269,7 @@ void Threadpool::worker_loop(int me) {
             continue;
         }
         become_idle();
-        const std::int64_t idle_since = tb ? trace::now_ns() : 0;
+        const std::int64_t idle_since = tb ? trace::stamp() : 0;
         bool found = false;
         for (int round = 0; round < kSpinRounds + kYieldRounds && !found; ++round) {
             if (round < kSpinRounds) {

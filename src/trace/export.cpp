@@ -55,6 +55,7 @@ RankData collect(int rank, const std::vector<std::string>* am_names) {
     RankData d;
     d.rank = rank;
     d.offset = clock_offset();
+    const StampClock ns = stamp_clock();
     for (Buffer* b : buffers()) {
         const std::size_t n = b->count();
         std::vector<Flat> evs;
@@ -64,8 +65,8 @@ RankData collect(int rank, const std::vector<std::string>* am_names) {
             if (is_am(e.kind) && e.name == 0 && am_names && e.am < am_names->size())
                 e.name = intern((*am_names)[e.am]);
             Flat f{};
-            f.t0 = e.t0;
-            f.t1 = e.t1;
+            f.t0 = e.t0 ? ns(e.t0) : 0;
+            f.t1 = e.t1 ? ns(e.t1) : 0;
             f.a = e.a;
             f.b = e.b;
             f.c = e.c;

@@ -1,13 +1,19 @@
 #include "cascade/trace/recorder.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "cascade/core/errors.hpp"
 #include "cascade/trace/export.hpp"
@@ -28,6 +34,7 @@ struct State {
     std::unordered_map<const TaskVTable*, PartsFn> kinds;
     int external_threads = 0;
     std::atomic<std::int64_t> offset{0};
+    std::int64_t tick0 = 0, ns0 = 0;  // first stamp()/steady_clock sample
     std::atomic<bool> written{false};
 };
 
@@ -80,6 +87,10 @@ void apply(State& s, Options o) {
     s.opts = std::move(o);
     const bool on = !s.opts.trace_path.empty() || !s.opts.dag_path.empty();
     if (on && !s.initialized) std::atexit([] { write_at_exit(); });
+    if (s.tick0 == 0) {
+        s.tick0 = stamp();
+        s.ns0 = now_ns();
+    }
     s.initialized = true;
     detail::g_recording.store(on, std::memory_order_seq_cst);
 }
@@ -178,8 +189,7 @@ void record_edge(const TaskVTable* vt, const void* payload, std::size_t bytes) n
         return;  // no memory for a buffer: the edge is not recorded
     }
     if (!b) return;
-    if (Event* e = b->reserve(Kind::edge)) {
-        e->t0 = now_ns();
+    if (Event* e = b->reserve(Kind::edge)) {  // no time stamp: the graph does not need one
         e->vt = vt;
         std::memset(e->payload, 0, sizeof e->payload);
         std::memcpy(e->payload, payload, bytes < sizeof e->payload ? bytes : sizeof e->payload);
@@ -206,6 +216,49 @@ std::uint32_t intern(const std::string& str) {
     State& s = state();
     std::lock_guard<std::mutex> g(s.mutex);
     return intern_locked(s, str);
+}
+
+StampClock stamp_clock() {
+    State& s = state();
+    std::int64_t tick0, ns0;
+    {
+        std::lock_guard<std::mutex> g(s.mutex);
+        if (s.tick0 == 0) {
+            s.tick0 = stamp();
+            s.ns0 = now_ns();
+        }
+        tick0 = s.tick0;
+        ns0 = s.ns0;
+    }
+    // A fit over at least 20 ms keeps the rate within a few parts per million.
+    while (now_ns() - ns0 < 20'000'000)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const std::int64_t tick1 = stamp(), ns1 = now_ns();
+    StampClock c;
+    c.tick0 = tick0;
+    c.ns0 = ns0;
+    c.ns_per_tick =
+        tick1 != tick0 ? static_cast<double>(ns1 - ns0) / static_cast<double>(tick1 - tick0) : 1.0;
+    return c;
+}
+
+Buffer::Buffer(std::uint32_t id, std::string label, std::size_t capacity)
+    : capacity_(capacity), id_(id), label_(std::move(label)) {
+    constexpr std::size_t kHuge = std::size_t(2) << 20;
+    const std::size_t bytes = (capacity * sizeof(Event) + kHuge - 1) / kHuge * kHuge;
+    void* p = std::aligned_alloc(kHuge, bytes);
+    if (!p) throw std::bad_alloc();
+#if defined(__linux__)
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    volatile char* c = static_cast<char*>(p);
+    for (std::size_t off = 0; off < bytes; off += 4096)
+        c[off] = 0;
+    events_.reset(static_cast<Event*>(p));
+}
+
+void Buffer::Free::operator()(Event* p) const noexcept {
+    std::free(p);
 }
 
 void set_clock_offset(std::int64_t ns) noexcept {

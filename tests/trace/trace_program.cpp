@@ -3,6 +3,7 @@
 //   dag    a known small graph: main -> a -> b (local), a -> c on the next rank (through the
 //          active message "hop"), c -> d (local)
 //   load   a few hundred tasks per rank that exchange small and large active messages
+//   pool   a Threadpool without Communicator (no MPI): the trace is written at exit
 //   hang   rank 0: 'gather' waits for one promise more than it gets; the task 'consumer'
 //          spins until 'gather' ran, so join() never returns (the watchdog must name it)
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cascade/cascade.hpp"
@@ -74,6 +76,24 @@ int run_load(Communicator& comm) {
     return arrived.load() == kTasks / 10 ? 0 : 1;
 }
 
+int run_pool() {
+    Threadpool tp(2);
+    Taskflow<std::tuple<int, int>> tf(&tp, "grid");
+    tf.set_indegree([](auto k) { return std::get<0>(k) == 0 ? 1 : 2; })
+        .set_task([](auto) {})
+        .set_fulfill([&](auto k) {
+            const auto [i, j] = k;
+            if (i + 1 < 20) {
+                tf.fulfill_promise({i + 1, j});
+                tf.fulfill_promise({i + 1, (j + 1) % 10});
+            }
+        });
+    for (int j = 0; j < 10; ++j)
+        tf.fulfill_promise({0, j});
+    tp.join();
+    return tp.tasks_run() == 200 ? 0 : 1;
+}
+
 int run_hang(Communicator& comm) {
     const int me = comm.comm_rank(), n = comm.comm_size();
     Threadpool tp(2, &comm);
@@ -107,6 +127,7 @@ int run_hang(Communicator& comm) {
 
 int main(int argc, char** argv) {
     const char* mode = argc > 1 ? argv[1] : "";
+    if (std::strcmp(mode, "pool") == 0) return run_pool();
     int rc = 2;
     {
         Communicator comm;
@@ -117,7 +138,7 @@ int main(int argc, char** argv) {
         } else if (std::strcmp(mode, "hang") == 0) {
             rc = run_hang(comm);
         } else {
-            std::fprintf(stderr, "usage: %s dag|load|hang\n", argv[0]);
+            std::fprintf(stderr, "usage: %s dag|load|pool|hang\n", argv[0]);
         }
     }
     return rc;

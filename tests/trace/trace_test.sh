@@ -3,6 +3,7 @@
 # Runs `MPIEXEC -n NP FLAGS EXE MODE` with CASCADE_TRACE and CASCADE_DAG set, then checks:
 #   load  the JSON is valid Chrome trace-event format (tools/cascade-trace validate) with NP
 #         ranks, tasks and active-message flows across ranks; summary and gantt run on it
+#   pool  the same for a Threadpool without Communicator (written at exit), and two DOT edges
 #   dag   the DOT file holds exactly the edges of the known graph (check_dag.py)
 set -euo pipefail
 mode=$1 np=$2 out=$3 tool=$4 exe=$5
@@ -23,6 +24,11 @@ case "$mode" in
         "$PY" "$tool" summary "$json"
         "$PY" "$tool" gantt "$json" -o "$out/$mode-np$np.png"
         test -s "$out/$mode-np$np.png"
+        ;;
+    pool)
+        "$PY" "$tool" validate "$json" --ranks 1 --min-tasks 200 --expect-task 'grid(19, 9)'
+        grep -q '"r0:grid(0, 0)" -> "r0:grid(1, 0)"' "$dot"
+        grep -q '"r0:main" -> "r0:grid(0, 3)"' "$dot"
         ;;
     dag)
         "$PY" "$tool" validate "$json" --ranks "$np" --expect-task a --expect-task d

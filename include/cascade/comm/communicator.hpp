@@ -260,7 +260,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
                          " bytes of arguments; use a large active message for big payloads");
     Outbox& o = outbox_[dest];
     trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
-    const std::int64_t t0 = tb ? trace::now_ns() : 0;
+    const std::int64_t t0 = tb ? trace::stamp() : 0;
     std::uint64_t seq = 0;
     std::size_t len = 0;
     {
@@ -282,7 +282,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
     if (tb) [[unlikely]] {
         if (trace::Event* e = tb->reserve(trace::Kind::send)) {
             e->t0 = t0;
-            e->t1 = trace::now_ns();
+            e->t1 = trace::stamp();
             e->peer = dest;
             e->am = am.id();
             e->a = seq;

@@ -17,11 +17,9 @@ namespace cascade::trace {
 
 class Buffer {
   public:
-    Buffer(std::uint32_t id, std::string label, std::size_t capacity)
-        : events_(std::make_unique_for_overwrite<Event[]>(capacity)),
-          capacity_(capacity),
-          id_(id),
-          label_(std::move(label)) {}
+    // Allocates and touches the whole array now (huge pages where the system offers them),
+    // so that recording does not page-fault: a first touch costs more than the event.
+    Buffer(std::uint32_t id, std::string label, std::size_t capacity);
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
 
@@ -57,7 +55,7 @@ class Buffer {
         if (Event* e = reserve(Kind::task)) {
             e->vt = t.vt;
             std::memcpy(e->payload, t.payload, sizeof e->payload);
-            e->t0 = now_ns();
+            e->t0 = stamp();
             context = commit();
         } else {
             context = kNone;
@@ -65,14 +63,14 @@ class Buffer {
         return outer;
     }
     void end_task(std::uint64_t outer) noexcept {
-        if (context != kNone) events_[context].t1 = now_ns();
+        if (context != kNone) events_[context].t1 = stamp();
         context = outer;
     }
     // A slice [t0, now] of kind k without identity (idle, progress).
     void slice(Kind k, std::int64_t t0) noexcept {
         if (Event* e = reserve(k)) {
             e->t0 = t0;
-            e->t1 = now_ns();
+            e->t1 = stamp();
             commit();
         }
     }
@@ -92,7 +90,10 @@ class Buffer {
     std::uint64_t context = kNone;
 
   private:
-    std::unique_ptr<Event[]> events_;
+    struct Free {
+        void operator()(Event* p) const noexcept;
+    };
+    std::unique_ptr<Event[], Free> events_;
     std::size_t capacity_;
     std::atomic<std::size_t> count_{0};
     std::uint64_t dropped_ = 0;

@@ -70,6 +70,16 @@ void resolve_all();
 std::vector<Buffer*> buffers();
 std::vector<std::string> strings();  // a copy of the interned strings, by id
 std::uint32_t intern(const std::string& s);
+// Converts stamp() values of this process to steady_clock nanoseconds (a linear fit
+// between the first sample, taken when recording started, and one taken now).
+struct StampClock {
+    std::int64_t tick0 = 0, ns0 = 0;
+    double ns_per_tick = 1;
+    std::int64_t operator()(std::int64_t t) const noexcept {
+        return ns0 + static_cast<std::int64_t>(static_cast<double>(t - tick0) * ns_per_tick);
+    }
+};
+StampClock stamp_clock();
 // Offset (ns) to add to this process's steady_clock to get rank 0's (set by sync_clocks).
 void set_clock_offset(std::int64_t ns) noexcept;
 std::int64_t clock_offset() noexcept;
