@@ -1,7 +1,6 @@
 #include "gemm_2d.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels.hpp"

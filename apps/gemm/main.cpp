@@ -11,6 +11,7 @@
 // check (the reference product), this file (the driver).
 
 #include <mpi.h>
+#include <sched.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
