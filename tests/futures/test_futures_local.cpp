@@ -106,6 +106,8 @@ TEST(FuturesLocal, WhenAllAndWhenAny) {
     for (int i = 0; i < 4; ++i)
         voids.push_back(async(here, [] {}));
     when_all(std::move(voids)).get();
+    when_all().get();  // no inputs: ready at once
+    when_all(std::vector<future<int>>{}).get();
     auto bad = when_all(async(here, []() -> int { throw std::runtime_error("x"); }),
                         async(here, [] { return 1; }));
     EXPECT_THROW(bad.get(), std::runtime_error);

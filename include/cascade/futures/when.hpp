@@ -171,6 +171,7 @@ requires(is_future<std::decay_t<F>>::value&&...) auto when_all(F&&... fs) {
             (g->watch(i++, *r), ...);
         },
         refs);
+    g->finish_if_empty();
     return future<Tup>(detail::Ref<detail::State<Tup>>(g));
 }
 
