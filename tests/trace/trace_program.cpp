@@ -4,6 +4,8 @@
 //          active message "hop"), c -> d (local)
 //   load   a few hundred tasks per rank that exchange small and large active messages
 //   pool   a Threadpool without Communicator (no MPI): the trace is written at exit
+//   incomplete  the same graph without 'consumer': join() returns, and in checked mode
+//          throws IncompleteGraphError naming the rank and 'gather'
 //   hang   rank 0: 'gather' waits for one promise more than it gets; the task 'consumer'
 //          spins until 'gather' ran, so join() never returns (the watchdog must name it)
 #include <atomic>
@@ -94,7 +96,7 @@ int run_pool() {
     return tp.tasks_run() == 200 ? 0 : 1;
 }
 
-int run_hang(Communicator& comm) {
+int run_hang(Communicator& comm, bool consumer) {
     const int me = comm.comm_rank(), n = comm.comm_size();
     Threadpool tp(2, &comm);
     Taskflow<int> tf(&tp, "h");
@@ -117,7 +119,7 @@ int run_hang(Communicator& comm) {
             if (k == 2) contribute->send(0, 0);
         });
     tf.fulfill_promise(2);
-    if (me == 0) tf.fulfill_promise(1);
+    if (me == 0 && consumer) tf.fulfill_promise(1);
     tp.join();
     std::printf("rank %d: join returned (the watchdog did not fire)\n", me);
     return 0;
@@ -136,9 +138,11 @@ int main(int argc, char** argv) {
         } else if (std::strcmp(mode, "load") == 0) {
             rc = run_load(comm);
         } else if (std::strcmp(mode, "hang") == 0) {
-            rc = run_hang(comm);
+            rc = run_hang(comm, true);
+        } else if (std::strcmp(mode, "incomplete") == 0) {
+            rc = run_hang(comm, false);
         } else {
-            std::fprintf(stderr, "usage: %s dag|load|pool|hang\n", argv[0]);
+            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang\n", argv[0]);
         }
     }
     return rc;
