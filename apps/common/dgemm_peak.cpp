@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
     double best = 1e300;
     for (int r = 0; r < repeat + 1; ++r) {  // the first call warms up (thread start, pages)
         const auto t0 = std::chrono::steady_clock::now();
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n,
-                    b.data(), n, 0.0, c.data(), n);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(),
+                    n, 0.0, c.data(), n);
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (r > 0) best = std::min(best, s);
