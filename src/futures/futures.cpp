@@ -8,19 +8,6 @@ namespace {
 std::atomic<Futures*> g_current{nullptr};
 }
 
-namespace detail {
-std::string describe_error(const std::exception_ptr& e) {
-    try {
-        if (e) std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-        return x.what();
-    } catch (...) {
-        return "unknown exception";
-    }
-    return "no error";
-}
-}  // namespace detail
-
 Futures::Futures(Threadpool& tp, Communicator* comm)
     : tp_(tp), comm_(comm), fns_(new std::atomic<detail::FnBase*>[kMaxFunctions]) {
     for (std::size_t i = 0; i < kMaxFunctions; ++i)

@@ -50,4 +50,18 @@ class IncompleteGraphError : public std::runtime_error {
     std::size_t count_;
 };
 
+namespace detail {
+// The message of an exception held in an exception_ptr ("no error" for a null one).
+inline std::string describe_error(const std::exception_ptr& e) {
+    try {
+        if (e) std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        return x.what();
+    } catch (...) {
+        return "unknown exception";
+    }
+    return "no error";
+}
+}  // namespace detail
+
 }  // namespace cascade

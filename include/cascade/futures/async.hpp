@@ -77,8 +77,6 @@ constexpr bool arg_ok = [] {
         return wire::supported<P> && !wire::is_view<P>::value;
 }();
 
-std::string describe_error(const std::exception_ptr& e);
-
 // Message headers (each message is one view<char> argument of an internal active message).
 struct RequestHead {
     std::int32_t rank;
