@@ -269,7 +269,8 @@ void Communicator::test_sends() {
 void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
                                   const char* which) {
     std::string msg = "rank " + std::to_string(rank_) + ": active message '" + am.name() + "' (" +
-                      which + ", from rank " + std::to_string(source) + ") threw: " + detail::describe_error(e);
+                      which + ", from rank " + std::to_string(source) +
+                      ") threw: " + detail::describe_error(e);
     if (size_ > 1 || !tp_) abort_job(msg);
     tp_->fail(std::make_exception_ptr(std::runtime_error(msg)));
 }
@@ -620,7 +621,8 @@ PollResult Communicator::poll(Threadpool& tp) {
     tls_comm_thread = this;
     if (tp.failed()) {
         if (size_ > 1) {
-            const std::string what = detail::describe_error(tp.error());  // TaskError names the rank already
+            const std::string what =
+                detail::describe_error(tp.error());  // TaskError names the rank already
             abort_job(what.rfind("rank ", 0) == 0 ? what
                                                   : "rank " + std::to_string(rank_) + ": " + what);
         }
