@@ -55,7 +55,8 @@ template <class F>
 struct callable_args : callable_args<decltype(&F::operator())> {};
 template <class R, class... A>
 struct callable_args<R (*)(A...)> {
-    using tuple = std::tuple<arg_t<A>...>;
+    using tuple = std::tuple<arg_t<A>...>;  // parameter values
+    using declared = std::tuple<A...>;      // parameters as declared (references kept)
 };
 template <class R, class... A>
 struct callable_args<R(A...)> : callable_args<R (*)(A...)> {};

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "cascade/comm/active_msg.hpp"
 #include "cascade/futures/future.hpp"
 
 namespace cascade {
@@ -51,10 +52,10 @@ struct future_elem<shared_future<X>> {
 
 // Bit i set if parameter i of the (non-generic) callable F is a const lvalue reference: such
 // a parameter may read a future argument's value in place instead of a copy.
-template <class F>
-struct borrow_mask : borrow_mask<decltype(&F::operator())> {};
-template <class R, class... A>
-struct borrow_mask<R (*)(A...)> {
+template <class Declared>
+struct borrow_mask_of;
+template <class... A>
+struct borrow_mask_of<std::tuple<A...>> {
     static constexpr std::uint64_t value = [] {
         std::uint64_t m = 0, bit = 1;
         ((m |=
@@ -64,16 +65,8 @@ struct borrow_mask<R (*)(A...)> {
         return m;
     }();
 };
-template <class R, class... A>
-struct borrow_mask<R(A...)> : borrow_mask<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct borrow_mask<R (C::*)(A...)> : borrow_mask<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct borrow_mask<R (C::*)(A...) const> : borrow_mask<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct borrow_mask<R (C::*)(A...) noexcept> : borrow_mask<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct borrow_mask<R (C::*)(A...) const noexcept> : borrow_mask<R (*)(A...)> {};
+template <class F>
+struct borrow_mask : borrow_mask_of<typename callable_args<F>::declared> {};
 
 // Storage of one argument of a call.
 template <class P>
