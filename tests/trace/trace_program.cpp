@@ -8,6 +8,9 @@
 //          throws IncompleteGraphError naming the rank and 'gather'
 //   hang   rank 0: 'gather' waits for one promise more than it gets; the task 'consumer'
 //          spins until 'gather' ran, so join() never returns (the watchdog must name it)
+//   futures  local and remote asyncs, then() continuations and a when_all: their tasks
+//          ("async", "future::then") are named when the trace is written, in
+//          ~Communicator, long after their jobs were freed (this crashed once)
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -125,6 +128,35 @@ int run_hang(Communicator& comm, bool consumer) {
     return 0;
 }
 
+int run_futures(Communicator& comm) {
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    constexpr int kCalls = 100;
+    int rc = 0;
+    {
+        Threadpool tp(2, &comm, 0, "fx");
+        Futures fx(tp, &comm);
+        auto square = fx.make_async([](int& x) { return x * x; }, "square");
+        std::vector<future<int>> fs;
+        for (int i = 0; i < kCalls; ++i) {
+            fs.push_back(async((me + 1) % n, square, i).then([](int v) { return v + 1; }));
+            fs.push_back(async(here, square, i));
+            fs.push_back(async(here, [i] { return -i; }));  // unregistered, this rank only
+        }
+        const std::vector<int> got = when_all(std::move(fs)).get();
+        long sum = 0;
+        for (int v : got)
+            sum += v;
+        const long want = 2L * (kCalls - 1) * kCalls * (2 * kCalls - 1) / 6 + kCalls -
+                          long(kCalls - 1) * kCalls / 2;
+        if (sum != want) {
+            std::fprintf(stderr, "rank %d: futures: sum %ld, expected %ld\n", me, sum, want);
+            rc = 1;
+        }
+        tp.join();
+    }  // the Futures and every job are gone; the Communicator writes the trace later
+    return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,8 +173,10 @@ int main(int argc, char** argv) {
             rc = run_hang(comm, true);
         } else if (std::strcmp(mode, "incomplete") == 0) {
             rc = run_hang(comm, false);
+        } else if (std::strcmp(mode, "futures") == 0) {
+            rc = run_futures(comm);
         } else {
-            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang\n", argv[0]);
+            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang|futures\n", argv[0]);
         }
     }
     return rc;

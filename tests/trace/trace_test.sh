@@ -5,6 +5,9 @@
 #         ranks, tasks and active-message flows across ranks; summary and gantt run on it
 #   pool  the same for a Threadpool without Communicator (written at exit), and two DOT edges
 #   dag   the DOT file holds exactly the edges of the known graph (check_dag.py)
+#   futures  the run ends cleanly (the trace names the futures' tasks in ~Communicator, after
+#         their jobs were freed: this once crashed), the JSON is valid, and every rank has
+#         task slices named "async" and "future::then" (check_futures.py)
 set -euo pipefail
 mode=$1 np=$2 out=$3 tool=$4 exe=$5
 shift 5
@@ -33,6 +36,11 @@ case "$mode" in
     dag)
         "$PY" "$tool" validate "$json" --ranks "$np" --expect-task a --expect-task d
         "$PY" "$here/check_dag.py" "$dot" "$np"
+        ;;
+    futures)
+        "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((400 * np)) \
+            --expect-task async --expect-task 'future::then'
+        "$PY" "$here/check_futures.py" "$json" "$np"
         ;;
     *) echo "trace_test.sh: unknown mode $mode" >&2; exit 2 ;;
 esac
