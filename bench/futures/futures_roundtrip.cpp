@@ -48,7 +48,14 @@ int main(int argc, char** argv) {
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    bool quick = false, rt_only = false;
+    const char* only = nullptr;  // --only worker|handler: that round trip only (profiling)
+    for (int i = 1; i < argc; ++i) {
+        quick |= std::strcmp(argv[i], "--quick") == 0;
+        rt_only |= std::strcmp(argv[i], "--roundtrip") == 0;  // round trips only (profiling)
+        if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+    }
+    rt_only |= only != nullptr;
     if (size != 2) {
         if (rank == 0) std::fprintf(stderr, "futures_roundtrip: run with 2 ranks\n");
         MPI_Finalize();
@@ -77,6 +84,7 @@ int main(int argc, char** argv) {
                 "\"ranks\":2,\"threads\":0,\"bytes\":8,\"latency_us\":%.3f}\n",
                 rt);
         for (long n : sizes) {
+            if (rt_only) break;
             std::vector<double> buf(static_cast<std::size_t>(n), 1.0), dst(buf.size());
             const int it = n >= 100000 ? 20 : 200;
             auto xfer = [&] {
@@ -120,6 +128,7 @@ int main(int argc, char** argv) {
                 cascade::AsyncFn<long(long)>* f;
             } variants[] = {{"worker", &echo}, {"handler", &echo_inline}};
             for (auto& v : variants) {
+                if (only && std::strcmp(only, v.name) != 0) continue;
                 long x = 7, bad = 0;
                 auto call = [&] { bad += cascade::async(1, *v.f, x).get() != x; };
                 timed(iters / 10, 1, call);
@@ -131,6 +140,7 @@ int main(int argc, char** argv) {
                     v.name, rt, bad);
             }
             for (long n : sizes) {
+                if (rt_only) break;
                 std::vector<double> arg(static_cast<std::size_t>(n), 1.0);
                 const int it = n >= 100000 ? 20 : 200;
                 std::vector<double> issue, call;

@@ -16,9 +16,20 @@
 namespace cascade {
 
 namespace {
-constexpr int TAG_AM = 1;    // aggregated small-message buffers (and large-AM headers)
-constexpr int TAG_BODY = 2;  // large-AM bodies, matched per source in header order
-constexpr int TAG_CTRL = 3;  // completion protocol
+constexpr int TAG_AM = 1;      // frames (AMs, large-AM headers) in MPI messages of <= kSmallMessage
+constexpr int TAG_BODY = 2;    // large-AM bodies, matched per source in header order
+constexpr int TAG_CTRL = 3;    // completion protocol
+constexpr int TAG_BIG = 4;     // frames in a bigger MPI message, announced by a TAG_AM one
+constexpr int TAG_AM_ODD = 5;  // TAG_AM in odd completion epochs
+
+int am_tag(std::uint32_t epoch) {
+    return (epoch & 1) ? TAG_AM_ODD : TAG_AM;
+}
+// MPI messages of frames up to this size go to receives posted in advance; a bigger one is
+// announced by a small message (one kAnnounce frame carrying its size) and then received
+// from that rank alone, so frames from one rank still run in the order they were queued.
+constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
+constexpr std::uint32_t kAnnounce = 0xffffffffu;
 constexpr int kMaxMessagesPerProgress = 64;
 constexpr std::size_t kMaxSpareBuffers = 16;
 constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
@@ -61,6 +72,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     recv_seq_.assign(static_cast<std::size_t>(size_), 0);
     tls_comm_thread = this;
     trace::sync_clocks(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
+    post_receives();
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
         cnt_p_.assign(size_, 0);
@@ -80,6 +92,16 @@ Communicator::~Communicator() {
             MPI_Cancel(&q);
             MPI_Request_free(&q);
         }
+    auto cancel = [](MPI_Request& q) {
+        if (q == MPI_REQUEST_NULL) return;
+        MPI_Cancel(&q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+    };
+    for (auto& set : am_)
+        for (auto& q : set.req)
+            cancel(q);
+    for (auto& q : ctrl_req_)
+        cancel(q);
     if (trace::recording() && comm_ != MPI_COMM_NULL && !std::uncaught_exceptions()) {
         try {  // collective: rank 0 gathers every rank's events and writes the files
             std::vector<std::string> names;
@@ -117,6 +139,36 @@ ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std:
     am->sig_ = wire::hash_name(am->types()) ^ (am->is_large() ? 0x9e3779b9u : 0u);
     ams_.push_back(std::move(am));
     return ams_.back().get();
+}
+
+void Communicator::post_receives() {
+    for (auto& q : ctrl_req_)
+        q = MPI_REQUEST_NULL;
+    for (int parity = 0; parity < 2; ++parity) {
+        for (auto& q : am_[parity].req)
+            q = MPI_REQUEST_NULL;
+        for (int i = 0; i < kAmSlots; ++i) {
+            am_[parity].buf[i].reset(new std::uint64_t[kSmallMessage / 8]);
+            post_am_slot(parity, i);
+        }
+    }
+    for (int i = 0; i < kCtrlSlots; ++i)
+        post_ctrl_slot(i);
+}
+
+void Communicator::post_am_slot(int parity, int slot) {
+    AmSlots& set = am_[parity];
+    check_mpi(MPI_Irecv(set.buf[slot].get(), static_cast<int>(kSmallMessage), MPI_BYTE,
+                        MPI_ANY_SOURCE, parity ? TAG_AM_ODD : TAG_AM, comm_, &set.req[slot]),
+              "MPI_Irecv");
+    set.order[(set.head + set.count) % kAmSlots] = slot;
+    ++set.count;
+}
+
+void Communicator::post_ctrl_slot(int slot) {
+    check_mpi(MPI_Irecv(&ctrl_buf_[slot], sizeof(CtrlMsg), MPI_BYTE, MPI_ANY_SOURCE, TAG_CTRL,
+                        comm_, &ctrl_req_[slot]),
+              "MPI_Irecv");
 }
 
 void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
@@ -177,31 +229,22 @@ void Communicator::flush() {
             PendingSend ps;
             ps.buf = std::move(buf);
             // Group whole frames into MPI messages: all of them when aggregating (up to
-            // kMpiMessageLimit bytes), one per frame otherwise.
+            // kMpiMessageLimit bytes), one per frame otherwise. send_segment announces a
+            // message bigger than kSmallMessage.
             const std::size_t limit = opts_.aggregate ? kMpiMessageLimit : 0;
             std::size_t start = 0, off = 0;
             const std::size_t n = ps.buf.size();
             while (off < n) {
                 Frame fr;
                 std::memcpy(&fr, ps.buf.data() + off, sizeof fr);
-                std::size_t next = off + sizeof(Frame) + round8(fr.len);
+                const std::size_t next = off + sizeof(Frame) + round8(fr.len);
                 if (next - start > limit && off > start) {
-                    MPI_Request req;
-                    check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start),
-                                        MPI_BYTE, d, TAG_AM, comm_, &req),
-                              "MPI_Isend");
-                    ps.reqs.push_back(req);
-                    ++mpi_sends_;
+                    send_segment(ps, d, start, off);
                     start = off;
                 }
                 off = next;
             }
-            MPI_Request req;
-            check_mpi(MPI_Isend(ps.buf.data() + start, static_cast<int>(off - start), MPI_BYTE, d,
-                                TAG_AM, comm_, &req),
-                      "MPI_Isend");
-            ps.reqs.push_back(req);
-            ++mpi_sends_;
+            if (n > start) send_segment(ps, d, start, n);
             sends_.push_back(std::move(ps));
         } else if (buf.capacity() && spare_bufs_.size() < kMaxSpareBuffers) {
             spare_bufs_.push_back(std::move(buf));
@@ -223,6 +266,25 @@ void Communicator::flush() {
             sends_.push_back(std::move(ps));
         }
     }
+}
+
+void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end) {
+    const std::size_t bytes = end - begin;
+    MPI_Request req;
+    if (bytes > kSmallMessage) {
+        const Frame fr{kAnnounce, 0, 8};
+        auto& a = ps.announce.emplace_back();
+        std::memcpy(a.data(), &fr, sizeof fr);
+        a[2] = bytes;
+        check_mpi(MPI_Isend(a.data(), sizeof a, MPI_BYTE, dest, am_tag(epoch_), comm_, &req),
+                  "MPI_Isend");
+        ps.reqs.push_back(req);
+    }
+    check_mpi(MPI_Isend(ps.buf.data() + begin, static_cast<int>(bytes), MPI_BYTE, dest,
+                        bytes > kSmallMessage ? TAG_BIG : am_tag(epoch_), comm_, &req),
+              "MPI_Isend");
+    ps.reqs.push_back(req);
+    ++mpi_sends_;
 }
 
 void Communicator::test_sends() {
@@ -261,6 +323,7 @@ void Communicator::test_sends() {
             }
         } else if (spare_bufs_.size() < kMaxSpareBuffers) {
             finished.buf.clear();
+            finished.announce.clear();
             spare_bufs_.push_back(std::move(finished.buf));
         }
     }
@@ -287,6 +350,11 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
             abort_job("rank " + std::to_string(rank_) + ": malformed message from rank " +
                       std::to_string(source) + ": frame of " + std::to_string(fr.len) +
                       " bytes with " + std::to_string(size - off - sizeof(Frame)) + " left");
+        if (fr.id == kAnnounce) {
+            receive_big(source, data + off + sizeof(Frame), fr.len);
+            off += sizeof(Frame) + round8(fr.len);
+            continue;
+        }
         if (fr.id >= ams_.size())
             abort_job("rank " + std::to_string(rank_) + " received active message #" +
                       std::to_string(fr.id) + " from rank " + std::to_string(source) +
@@ -336,38 +404,60 @@ void Communicator::run_frames(int source, const char* data, std::size_t size) {
     }
 }
 
+void Communicator::receive_big(int source, const char* announce, std::size_t size) {
+    if (size < 8)
+        abort_job("rank " + std::to_string(rank_) + ": bad announce from rank " +
+                  std::to_string(source));
+    std::uint64_t bytes = 0;
+    std::memcpy(&bytes, announce, 8);
+    // Handlers may call progress() and receive another big message: take the buffer along.
+    std::vector<char> buf = std::move(recv_buf_);
+    recv_buf_ = {};
+    if (buf.size() < bytes) buf.resize(bytes);
+    MPI_Status st;
+    check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, source, TAG_BIG, comm_, &st),
+              "MPI_Recv");
+    run_frames(source, buf.data(), bytes);
+    if (recv_buf_.capacity() < buf.capacity()) recv_buf_ = std::move(buf);
+}
+
 bool Communicator::receive() {
     bool any = false;
-    for (int i = 0; i < kMaxMessagesPerProgress; ++i) {
-        int flag = 0;
-        MPI_Status st;
-        check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, TAG_AM, comm_, &flag, &st), "MPI_Iprobe");
-        if (!flag) break;
-        int count = 0;
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        if (recv_buf_.size() < static_cast<std::size_t>(count))
-            recv_buf_.resize(static_cast<std::size_t>(count));
-        check_mpi(MPI_Recv(recv_buf_.data(), count, MPI_BYTE, st.MPI_SOURCE, TAG_AM, comm_,
-                           MPI_STATUS_IGNORE),
-                  "MPI_Recv");
-        // Handlers may call progress() (e.g. blocking_send): give them a fresh buffer.
-        std::vector<char> buf = std::move(recv_buf_);
-        recv_buf_ = {};
-        run_frames(st.MPI_SOURCE, buf.data(), static_cast<std::size_t>(count));
-        if (recv_buf_.capacity() < buf.capacity()) recv_buf_ = std::move(buf);
-        any = true;
-    }
+    // Control messages first: once this epoch's SHUTDOWN is here, messages that ranks which
+    // finished the epoch already sent for the next one wait for the next join().
     for (;;) {
+        const int slot = ctrl_head_;
         int flag = 0;
         MPI_Status st;
-        check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, TAG_CTRL, comm_, &flag, &st), "MPI_Iprobe");
+        check_mpi(MPI_Test(&ctrl_req_[slot], &flag, &st), "MPI_Test");
         if (!flag) break;
-        CtrlMsg m;
-        check_mpi(
-            MPI_Recv(&m, sizeof m, MPI_BYTE, st.MPI_SOURCE, TAG_CTRL, comm_, MPI_STATUS_IGNORE),
-            "MPI_Recv");
+        const CtrlMsg m = ctrl_buf_[slot];
+        post_ctrl_slot(slot);
+        ctrl_head_ = (ctrl_head_ + 1) % kCtrlSlots;
         on_ctrl(st.MPI_SOURCE, m);
         any = true;
+    }
+    // This epoch's messages, oldest posted receive first: it matches before any later one.
+    const int parity = static_cast<int>(epoch_ & 1);
+    AmSlots& set = am_[parity];
+    for (int i = 0; i < kMaxMessagesPerProgress && set.count > 0 && !shutdown_; ++i) {
+        const int slot = set.order[set.head];
+        int flag = 0;
+        MPI_Status st;
+        check_mpi(MPI_Test(&set.req[slot], &flag, &st), "MPI_Test");
+        if (!flag) break;
+        set.head = (set.head + 1) % kAmSlots;
+        --set.count;
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        // Handlers may call progress() (e.g. blocking_send), which takes the next slots;
+        // this one is posted again after its frames ran.
+        run_frames(st.MPI_SOURCE, reinterpret_cast<const char*>(set.buf[slot].get()),
+                   static_cast<std::size_t>(count));
+        post_am_slot(parity, slot);
+        any = true;
+        // What the handlers queued (replies, typically) leaves now, not one poll later.
+        flush();
     }
     return any;
 }
@@ -633,9 +723,11 @@ PollResult Communicator::poll(Threadpool& tp) {
         // Everything sent was processed somewhere. Start the next epoch now: while we finish
         // our sends below, other ranks that already got SHUTDOWN may send us control
         // messages of the next epoch, which must count there.
+        // Only complete sends here: running handlers now would run messages of the next
+        // epoch inside this one (ranks that finished first may have sent them already).
         reset_epoch();
         while (!sends_.empty()) {
-            progress();
+            test_sends();
             if (!sends_.empty()) std::this_thread::yield();
         }
         return PollResult::done;

@@ -37,11 +37,14 @@ bool checked_from_env() {
 #endif
 }
 
-// Idle back-off: spin briefly (a new task usually arrives within microseconds), then yield
-// (other ranks or threads may need the core), then sleep in the kernel. The sleep has a
-// timeout only as a safety net; wake-ups come from Notifier.
-constexpr int kSpinRounds = 64;
-constexpr int kYieldRounds = 16;
+// Idle back-off: spin for kIdleSpin (a new task often arrives within microseconds), then
+// yield until kIdleYield (cheap when the core is free; when it is not, the thread that needs
+// it runs at once, e.g. this rank's communication thread about to send the message a task
+// just queued), then sleep in the kernel. Spinning longer without yielding starves that
+// thread when ranks x threads exceed the cores: a reply waited ~50 us for a core. The sleep
+// has a timeout only as a safety net; wake-ups come from Notifier.
+constexpr auto kIdleSpin = std::chrono::microseconds(2);
+constexpr auto kIdleYield = std::chrono::microseconds(100);
 constexpr long kSleepTimeoutUs = 1000000;
 
 // join() with a communicator: after the last activity poll hot for kHotWindow (only while
@@ -271,17 +274,20 @@ void Threadpool::worker_loop(int me) {
         become_idle();
         const std::int64_t idle_since = tb ? trace::stamp() : 0;
         bool found = false;
-        for (int round = 0; round < kSpinRounds + kYieldRounds && !found; ++round) {
-            if (round < kSpinRounds) {
-                for (int i = 0; i < 32; ++i)
+        const auto idle_start = std::chrono::steady_clock::now();
+        for (;;) {
+            const auto idle_for = std::chrono::steady_clock::now() - idle_start;
+            if (idle_for >= kIdleYield) break;
+            if (idle_for < kIdleSpin) {
+                for (int i = 0; i < 8; ++i)
                     cpu_relax();
             } else {
                 std::this_thread::yield();
             }
             if (has_work_for(me)) {
                 become_active();
-                found = find_task(me, t);
-                if (!found) become_idle();
+                if ((found = find_task(me, t))) break;
+                become_idle();
             }
         }
         if (found) {

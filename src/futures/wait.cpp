@@ -16,10 +16,13 @@ namespace cascade::detail {
 
 namespace {
 
+// The name is copied when the task is queued: a trace names its tasks after they ran, when
+// the job may be gone.
 struct JobTask {
     Job* job;
+    const char* name;
     static void run(Task& t) { t.as<JobTask>().job->run_job(); }
-    static std::string describe(const Task& t) { return t.as<JobTask>().job->job_name(); }
+    static std::string describe(const Task& t) { return t.as<JobTask>().name; }
     static void discard(Task& t) { t.as<JobTask>().job->discard_job(); }
     static constexpr TaskVTable vtable{&run, &describe, &discard};
 };
@@ -144,7 +147,7 @@ void schedule(Job* job) {
     }
     Task t;
     t.vt = &JobTask::vtable;
-    t.emplace<JobTask>(JobTask{job});
+    t.emplace<JobTask>(JobTask{job, job->job_name()});
     Threadpool& tp = fx->pool();
     tp.push(t, tp.pick_thread(), false);
 }

@@ -239,3 +239,30 @@ TEST(ActiveMsg, BlockingSendAndManualProgress) {
     EXPECT_EQ(received, n);
     EXPECT_EQ(sum, 1000L * n);
 }
+
+// join() ends an epoch on every rank, but not at the same instant: a rank that left join()
+// first may send the next phase's messages while another rank is still finishing this one.
+// Those must run in the next phase (here: each phase must see exactly its own messages),
+// also when they are big enough to be announced.
+TEST(ActiveMsg, PhasesDoNotMix) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int n = comm.comm_size();
+    int arrived = 0, wrong_phase = 0, phase = 0;
+    auto am = comm.make_active_msg([&](int& p, std::vector<char>&) {
+        ++arrived;
+        wrong_phase += p != phase;
+    });
+    constexpr int phases = 200;
+    for (phase = 0; phase < phases; ++phase) {
+        arrived = 0;
+        const std::vector<char> payload(phase % 4 == 3 ? 40000 : 16, 'x');
+        for (int d = 0; d < n; ++d)
+            for (int k = 0; k < 3; ++k)
+                am->send(d, phase, payload);
+        tp.start();
+        tp.join();
+        EXPECT_EQ(arrived, 3 * n) << "phase " << phase;
+    }
+    EXPECT_EQ(wrong_phase, 0);
+}

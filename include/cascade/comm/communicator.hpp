@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -128,8 +129,9 @@ class Communicator : public JoinHook {
     struct PendingSend {
         std::vector<char> buf;
         std::vector<MPI_Request> reqs;
-        std::unique_ptr<LargeSend> large;  // on_sent to run on completion
-        int dest = -1;                     // large sends: for the trace
+        std::deque<std::array<std::uint64_t, 3>> announce;  // frames announcing big messages
+        std::unique_ptr<LargeSend> large;                   // on_sent to run on completion
+        int dest = -1;                                      // large sends: for the trace
         std::int64_t t0 = 0;
     };
     struct PendingRecv {
@@ -149,6 +151,11 @@ class Communicator : public JoinHook {
     };
 
     ActiveMsgBase* register_am(std::unique_ptr<ActiveMsgBase> am, std::string name);
+    void post_receives();
+    void post_am_slot(int parity, int slot);
+    void post_ctrl_slot(int slot);
+    void send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end);
+    void receive_big(int source, const char* announce, std::size_t size);
     void flush();
     void test_sends();
     bool receive();
@@ -173,7 +180,24 @@ class Communicator : public JoinHook {
     std::deque<PendingSend> sends_;
     std::deque<PendingRecv> large_recvs_;
     std::vector<std::vector<char>> spare_bufs_;
-    std::vector<char> recv_buf_;
+    // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
+    // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
+    // order its receives were posted, which is the order messages from one rank arrive in.
+    // AM messages carry the parity of their sender's completion epoch in their tag, and
+    // there is one set of slots per parity: a rank that finished an epoch first may send
+    // messages of the next one, which wait until this rank has finished the epoch too.
+    static constexpr int kAmSlots = 6, kCtrlSlots = 4;
+    struct AmSlots {
+        std::unique_ptr<std::uint64_t[]> buf[kAmSlots];
+        MPI_Request req[kAmSlots];
+        int order[kAmSlots] = {};  // posted slots, oldest first (a ring of `count` entries)
+        int head = 0, count = 0;
+    };
+    AmSlots am_[2];
+    CtrlMsg ctrl_buf_[kCtrlSlots] = {};
+    MPI_Request ctrl_req_[kCtrlSlots];
+    int ctrl_head_ = 0;
+    std::vector<char> recv_buf_;  // big messages (announced in a small one)
     std::size_t large_chunk_ = kDefaultChunk;
     int pending_large_sends_ = 0;
     Threadpool* tp_ = nullptr;
