@@ -49,11 +49,15 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     bool quick = false, rt_only = false;
-    const char* only = nullptr;  // --only worker|handler: that round trip only (profiling)
+    const char* only = nullptr;
+    long elements = 0;  // --elements N: the issue cost at N elements only (profiling)  // --only
+                        // worker|handler: that round trip only (profiling)
     for (int i = 1; i < argc; ++i) {
         quick |= std::strcmp(argv[i], "--quick") == 0;
         rt_only |= std::strcmp(argv[i], "--roundtrip") == 0;  // round trips only (profiling)
         if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        if (std::strcmp(argv[i], "--elements") == 0 && i + 1 < argc)
+            elements = std::atol(argv[++i]);
     }
     rt_only |= only != nullptr;
     if (size != 2) {
@@ -63,6 +67,7 @@ int main(int argc, char** argv) {
     }
     const int iters = quick ? 2000 : 10000, batches = 7;
     std::vector<long> sizes{1, 10, 100, 1000, 10000, 100000, 1000000};
+    if (elements > 0) sizes = {elements};
 
     // ---- raw MPI ------------------------------------------------------------------------------
     {
@@ -128,7 +133,7 @@ int main(int argc, char** argv) {
                 cascade::AsyncFn<long(long)>* f;
             } variants[] = {{"worker", &echo}, {"handler", &echo_inline}};
             for (auto& v : variants) {
-                if (only && std::strcmp(only, v.name) != 0) continue;
+                if ((only && std::strcmp(only, v.name) != 0) || elements > 0) continue;
                 long x = 7, bad = 0;
                 auto call = [&] { bad += cascade::async(1, *v.f, x).get() != x; };
                 timed(iters / 10, 1, call);

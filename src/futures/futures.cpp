@@ -22,6 +22,17 @@ Futures::Futures(Threadpool& tp, Communicator* comm)
             [this](view<char>& v) { on_reply(v.data(), v.size()); }, "futures.reply");
         ams_[fetch_msg] = comm_->make_active_msg(
             [this](view<char>& v) { on_fetch(v.data(), v.size()); }, "futures.fetch");
+        // Bodies of big arguments, attached to requests (never sent as messages of their own).
+        body_am_ = comm_->make_large_active_msg(
+            [](std::uint64_t& sink) {
+                reinterpret_cast<detail::BodySink*>(static_cast<std::uintptr_t>(sink))
+                    ->body_arrived();
+            },
+            [](std::uint64_t&) -> char* { return nullptr; },
+            [](std::uint64_t& body) {
+                delete reinterpret_cast<detail::Body*>(static_cast<std::uintptr_t>(body));
+            },
+            "futures.body");
     }
     previous_ = g_current.exchange(this, std::memory_order_acq_rel);
 }
@@ -63,6 +74,12 @@ std::uint64_t Futures::export_state(detail::StateBase* s, SendExported send) {
     if (fresh) s->retain();
     ++it->second.count;
     return id;
+}
+
+void Futures::receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
+                           detail::BodySink* sink) {
+    bodies_received_.fetch_add(1, std::memory_order_relaxed);
+    comm_->receive_body(source, *body_am_, dest, bytes, chunk, detail::body_token(sink));
 }
 
 void Futures::fetch(int owner, std::uint64_t id, detail::StateBase* proxy) {

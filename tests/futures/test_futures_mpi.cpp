@@ -203,3 +203,84 @@ TEST(FuturesMpi, CompletionWaitsForOutstandingAsyncs) {
     }
     EXPECT_EQ(cascade_test::allreduce_sum(ran.load()), 1);
 }
+
+// Arguments of Futures::kLargeArg bytes or more leave as bodies after the request and land
+// straight in the callee's argument: several per call, mixed with small ones and futures,
+// lvalues (copied at the call) and rvalues (moved), vectors and strings, from tasks too,
+// calls run in the handler, and a body argument whose call fails.
+TEST(FuturesMpi, BigArgumentsTravelAsBodies) {
+    Env e;
+    const std::size_t big = Futures::kLargeArg / sizeof(double) + 17;
+    auto checksum = [](const std::vector<double>& v) {
+        double s = 0;
+        for (std::size_t i = 0; i < v.size(); i += 97)
+            s += v[i] * double(i + 1);
+        return s + double(v.size());
+    };
+    auto sum = e.fx.make_async(
+        [&](int& tag, std::vector<double>& a, std::string& s, std::vector<double>& b, long& k) {
+            return std::vector<double>{double(tag),  checksum(a), double(s.size()),
+                                       double(s[7]), checksum(b), double(k)};
+        },
+        "sum");
+    auto inline_sum = e.fx.make_async([&](std::vector<double>& a) { return checksum(a); },
+                                      "inline_sum", AsyncOptions{.run_in_handler = true});
+    auto fail = e.fx.make_async(
+        [](std::vector<double>& a) -> double {
+            throw std::runtime_error("refused " + std::to_string(a.size()));
+        },
+        "fail");
+    std::vector<double> a(big), b(3 * big + 5);
+    for (std::size_t i = 0; i < a.size(); ++i)
+        a[i] = double(i % 1000) + 0.5 * e.me;
+    for (std::size_t i = 0; i < b.size(); ++i)
+        b[i] = double(i % 77) - e.me;
+    const std::string s(Futures::kLargeArg + 3, char('a' + e.me));
+    const double ca = checksum(a), cb = checksum(b);
+
+    std::vector<future<std::vector<double>>> fs;
+    std::vector<future<double>> gs;
+    for (int r = 0; r < e.n; ++r) {
+        fs.push_back(async(r, sum, r, a, s, b, 5L));                            // lvalues: copied
+        fs.push_back(async(r, sum, -r, std::vector<double>(a), std::string(s),  // rvalues
+                           make_ready_future(b), 6L));
+        gs.push_back(async(r, inline_sum, a));
+    }
+    a.assign(a.size(), -1.0);  // the calls copied their arguments when they were made
+    for (int r = 0; r < e.n; ++r) {
+        for (int k = 0; k < 2; ++k) {
+            auto v = fs[2 * r + k].get();
+            ASSERT_EQ(v.size(), 6u);
+            EXPECT_EQ(v[0], k == 0 ? r : -r);
+            EXPECT_EQ(v[1], ca) << "rank " << r;
+            EXPECT_EQ(v[2], double(s.size()));
+            EXPECT_EQ(v[3], double('a' + e.me));
+            EXPECT_EQ(v[4], cb);
+            EXPECT_EQ(v[5], 5.0 + k);
+        }
+        EXPECT_EQ(gs[r].get(), ca);
+    }
+    // From tasks, to the next rank; a failing call still consumes its body.
+    std::vector<future<double>> from_tasks(4);
+    std::atomic<int> failures{0};
+    Taskflow<int> tf(&e.tp, "issue");
+    tf.set_task([&](int i) {
+        std::vector<double> v(big + i, double(i));
+        from_tasks[i] = async((e.me + 1) % e.n, inline_sum, std::move(v));
+        try {
+            async((e.me + 1) % e.n, fail, std::vector<double>(big, 1.0)).get();
+        } catch (const std::exception& ex) {
+            if (std::string(ex.what()).find("refused " + std::to_string(big)) != std::string::npos)
+                ++failures;
+        }
+    });
+    for (int i = 0; i < 4; ++i)
+        tf.fulfill_promise(i);
+    e.tp.join();
+    for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(from_tasks[i].get(), checksum(std::vector<double>(big + i, double(i))));
+    EXPECT_EQ(failures.load(), 4);
+    // Per other rank: a, s, b of the lvalue call, a, s of the rvalue one (b was a ready
+    // future: inline), a of inline_sum; 4 x 2 from the previous rank's tasks.
+    EXPECT_EQ(e.fx.bodies_received(), e.n == 1 ? 0u : 6u * (e.n - 1) + 8u);
+}

@@ -27,6 +27,33 @@
 
 namespace cascade {
 
+namespace detail {
+// Allocator whose resize() leaves new elements uninitialized: message buffers are written
+// right after they grow, so zero-filling them first (a pass over megabytes for big
+// arguments) is wasted.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+    using value_type = T;
+    template <class U>
+    struct rebind {
+        using other = UninitAllocator<U>;
+    };
+    UninitAllocator() = default;
+    template <class U>
+    UninitAllocator(const UninitAllocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+    friend bool operator==(const UninitAllocator&, const UninitAllocator&) noexcept { return true; }
+};
+using Bytes = std::vector<char, UninitAllocator<char>>;
+}  // namespace detail
+
 struct CommunicatorOptions {
     int verb = 0;
     // Send the small messages queued for one destination as one MPI message.
@@ -88,6 +115,16 @@ class Communicator : public JoinHook {
                        std::vector<char> args);
     void receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
                        std::size_t chunk, std::vector<char> args);
+    // Bodies attached to an ordinary active message (a frame whose handler wants more than
+    // fits a message, e.g. the big arguments of an async call): the sender queues them from
+    // the enqueue's `extra` with attach_body, the receiving handler posts their receives with
+    // receive_body, in the same order. `am` is a large AM whose on_sent / on_arrival run when
+    // the body may be reused / has arrived; the bodies do not count as messages of their own.
+    static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                            std::vector<char> args);
+    void receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
+                      std::size_t chunk, std::vector<char> args);
+    std::size_t large_chunk() const noexcept { return large_chunk_; }
     void attach(Threadpool& tp);
     void detach(Threadpool& tp) noexcept override;
     PollResult poll(Threadpool& tp) override;
@@ -114,7 +151,7 @@ class Communicator : public JoinHook {
     };
     struct alignas(64) Outbox {
         Spinlock lock;
-        std::vector<char> buf;
+        detail::Bytes buf;
         std::vector<LargeSend> larges;
         std::atomic<bool> nonempty{false};
         std::uint64_t seq = 0;  // frames queued to this destination so far (names them in traces)
@@ -127,7 +164,7 @@ class Communicator : public JoinHook {
         std::uint64_t len;
     };
     struct PendingSend {
-        std::vector<char> buf;
+        detail::Bytes buf;
         std::vector<MPI_Request> reqs;
         std::deque<std::array<std::uint64_t, 3>> announce;  // frames announcing big messages
         std::unique_ptr<LargeSend> large;                   // on_sent to run on completion
@@ -142,6 +179,7 @@ class Communicator : public JoinHook {
         std::uint64_t seq = 0;  // of the header frame, and when it arrived (for the trace)
         std::size_t bytes = 0;
         std::int64_t t0 = 0;
+        bool counted = true;  // a large AM (counts as processed once here), not a body
     };
     enum Ctrl : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN };
     struct CtrlMsg {
@@ -179,7 +217,7 @@ class Communicator : public JoinHook {
     std::atomic<int> outbox_pending_{0};
     std::deque<PendingSend> sends_;
     std::deque<PendingRecv> large_recvs_;
-    std::vector<std::vector<char>> spare_bufs_;
+    std::vector<detail::Bytes> spare_bufs_;
     // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
     // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
     // order its receives were posted, which is the order messages from one rank arrive in.
@@ -197,7 +235,7 @@ class Communicator : public JoinHook {
     CtrlMsg ctrl_buf_[kCtrlSlots] = {};
     MPI_Request ctrl_req_[kCtrlSlots];
     int ctrl_head_ = 0;
-    std::vector<char> recv_buf_;  // big messages (announced in a small one)
+    detail::Bytes recv_buf_;  // big messages (announced in a small one)
     std::size_t large_chunk_ = kDefaultChunk;
     int pending_large_sends_ = 0;
     Threadpool* tp_ = nullptr;

@@ -104,9 +104,15 @@ class Reader {
             std::uint64_t n = get<std::uint64_t>();
             take(1, pad8(p_));
             const char* bytes = take(n, sizeof(E));
-            T out(n, E{});
-            if (n) std::memcpy(out.data(), bytes, n * sizeof(E));
-            return out;
+            if constexpr (alignof(E) <= 8) {
+                // Elements start 8-byte aligned: copy them in one pass (no zero-fill first).
+                const E* first = reinterpret_cast<const E*>(bytes);
+                return T(first, first + n);
+            } else {
+                T out(n, E{});
+                if (n) std::memcpy(out.data(), bytes, n * sizeof(E));
+                return out;
+            }
         } else {
             const char* bytes = take(1, sizeof(T));
             T x;

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -150,6 +151,8 @@ class Futures {
 
     // Statistics.
     std::uint64_t remote_calls() const noexcept { return remote_calls_.load(); }
+    // Argument bodies received here (arguments of kLargeArg bytes or more).
+    std::uint64_t bodies_received() const noexcept { return bodies_received_.load(); }
     std::size_t exported() const;
 
     // ---- used by the templates -------------------------------------------------------------
@@ -158,11 +161,16 @@ class Futures {
     void fetch(int owner, std::uint64_t id, detail::StateBase* proxy);
     template <class T>
     void send_value(int dest, std::uint64_t token, detail::State<T>& s, const std::string* fn);
+    // Big arguments travel as bodies after the request, straight into the callee's argument.
+    static constexpr std::size_t kLargeArg = std::size_t(128) << 10;
+    void receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
+                      detail::BodySink* sink);
+    ActiveMsgBase& body_msg() noexcept { return *body_am_; }
 
   private:
     enum Msg { request_msg, reply_msg, fetch_msg };
-    template <class W>
-    void send_frame(int dest, Msg which, std::size_t max_bytes, W&& write);
+    template <class W, class Extra = Communicator::NoExtra>
+    void send_frame(int dest, Msg which, std::size_t max_bytes, W&& write, Extra&& extra = {});
     template <class R, class... Ps, class... A>
     future<R> remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args);
     template <class F, class... Ps>
@@ -179,12 +187,14 @@ class Futures {
     Communicator* comm_;
     int rank_ = 0, size_ = 1;
     ActiveMsg<view<char>>* ams_[3] = {nullptr, nullptr, nullptr};
+    ActiveMsgBase* body_am_ = nullptr;  // futures.body: big arguments (see detail::Body)
     std::unique_ptr<std::atomic<detail::FnBase*>[]> fns_;
     std::atomic<std::uint32_t> n_fns_{0};
     std::vector<std::unique_ptr<detail::FnBase>> owned_;
     std::mutex register_mutex_;
     std::atomic<unsigned> round_robin_{0};
     std::atomic<std::uint64_t> remote_calls_{0};
+    std::atomic<std::uint64_t> bodies_received_{0};
     struct Export {
         detail::StateBase* state;  // one reference held while count > 0
         std::uint64_t count;       // descriptors sent, not yet fetched
@@ -224,25 +234,89 @@ requires(!is_async_fn<std::decay_t<F>>::value) auto async(int where, F&& f, A&&.
 
 namespace detail {
 
-enum : std::uint8_t { arg_value = 0, arg_remote = 1, arg_error = 2 };
+enum : std::uint8_t { arg_value = 0, arg_remote = 1, arg_error = 2, arg_body = 3 };
 
-template <class P>
-struct ValRef {  // an argument of the parameter's own type, written from where it is
-    const P* p;
-    std::size_t size() const { return 1 + wire::size_of(*p); }
-    void write(wire::Writer& w) const {
+// A sequence argument (std::vector / std::string of trivially copyable elements) of at least
+// Futures::kLargeArg bytes is not copied into the request: it leaves as a body of its own
+// after the request (sent from a Body the call owns until MPI is done with it) and the
+// callee receives it straight into the argument.
+template <class X>
+constexpr bool body_capable = [] {
+    if constexpr (wire::is_vector<X>::value || std::is_same_v<X, std::string>)
+        return std::is_trivially_copyable_v<typename X::value_type>;
+    else
+        return false;
+}();
+
+struct Body {
+    virtual ~Body() = default;
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+};
+template <class X>
+struct BodyOf final : Body {
+    X v;
+    explicit BodyOf(X x) : v(std::move(x)) {
+        data = v.data();
+        bytes = v.size() * sizeof(typename X::value_type);
+    }
+};
+inline std::vector<char> body_token(const void* p) {
+    std::vector<char> t(sizeof(std::uint64_t));
+    const auto v = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+    std::memcpy(t.data(), &v, sizeof v);
+    return t;
+}
+
+// Argument written into the request, either whole or as a count + a body.
+template <class X>
+struct ValArg {
+    std::unique_ptr<Body> body;  // set when the argument travels as a body
+    std::size_t size_of(const X& x) const {
+        return body ? 1 + 2 * sizeof(std::uint64_t) : 1 + wire::size_of(x);
+    }
+    void write(wire::Writer& w, const X& x, std::size_t chunk) const {
+        if constexpr (body_capable<X>) {
+            if (body) {
+                w.put(arg_body);
+                w.put(static_cast<std::uint64_t>(x.size()));
+                w.put(static_cast<std::uint64_t>(chunk));
+                return;
+            }
+        }
         w.put(arg_value);
-        w.put(*p);
+        w.put(x);
+    }
+    // Under the outbox lock, right after the request frame.
+    void attach(Communicator::Outbox& o, ActiveMsgBase& am) {
+        if (!body) return;
+        Body* b = body.release();  // freed by futures.body's on_sent
+        Communicator::attach_body(o, am, b->data, b->bytes, body_token(b));
     }
 };
 template <class P>
-struct ValOwn {  // an argument converted to the parameter's type
-    P v;
-    std::size_t size() const { return 1 + wire::size_of(v); }
-    void write(wire::Writer& w) const {
-        w.put(arg_value);
-        w.put(v);
+struct ValRef : ValArg<P> {  // an argument of the parameter's own type, written from where it is
+    const P* p;
+    ValRef(const P* x, bool body_ok) : p(x) {
+        if constexpr (body_capable<P>)
+            if (body_ok && p->size() * sizeof(typename P::value_type) >= Futures::kLargeArg)
+                this->body = std::make_unique<BodyOf<P>>(*p);  // the caller may reuse *p
     }
+    const P& value() const { return this->body ? static_cast<BodyOf<P>&>(*this->body).v : *p; }
+    std::size_t size() const { return this->size_of(value()); }
+    void write(wire::Writer& w, std::size_t chunk) const { ValArg<P>::write(w, value(), chunk); }
+};
+template <class P>
+struct ValOwn : ValArg<P> {  // an argument converted to the parameter's type
+    P v;
+    ValOwn(P x, bool body_ok) : v(std::move(x)) {
+        if constexpr (body_capable<P>)
+            if (body_ok && v.size() * sizeof(typename P::value_type) >= Futures::kLargeArg)
+                this->body = std::make_unique<BodyOf<P>>(std::move(v));
+    }
+    const P& value() const { return this->body ? static_cast<BodyOf<P>&>(*this->body).v : v; }
+    std::size_t size() const { return this->size_of(value()); }
+    void write(wire::Writer& w, std::size_t chunk) const { ValArg<P>::write(w, value(), chunk); }
 };
 template <class X>
 struct FutArg {  // a future argument: its value if ready, else where to fetch it
@@ -256,7 +330,8 @@ struct FutArg {  // a future argument: its value if ready, else where to fetch i
         if (tag == arg_error) return 1 + wire::size_of(msg);
         return 1 + sizeof owner + sizeof id;
     }
-    void write(wire::Writer& w) const {
+    void attach(Communicator::Outbox&, ActiveMsgBase&) {}
+    void write(wire::Writer& w, std::size_t) const {
         w.put(tag);
         if (tag == arg_value) {
             w.put(s->value());
@@ -299,20 +374,35 @@ auto prepare(Futures& fx, A&& a) {
             out.id = fx.export_state(out.s.get(), &send_exported<X>);
         }
         return out;
-    } else if constexpr (std::is_same_v<D, X>) {
-        return ValRef<X>{&a};
+    } else if constexpr (std::is_same_v<D, X> && !std::is_rvalue_reference_v<A&&>) {
+        return ValRef<X>(&a, !param_traits<P>::shared);
     } else {
         static_assert(std::is_constructible_v<X, A&&>,
                       "async: argument not convertible to the parameter's type");
-        return ValOwn<X>{X(std::forward<A>(a))};
+        return ValOwn<X>(X(std::forward<A>(a)), !param_traits<P>::shared);
     }
 }
 
 template <class P>
-void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot) {
+void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySink& sink) {
     using X = typename param_traits<P>::elem;
     const auto tag = r.get<std::uint8_t>();
     Ref<State<X>> s;
+    if (tag == arg_body) {
+        const auto n = r.get<std::uint64_t>();
+        const auto chunk = r.get<std::uint64_t>();
+        if constexpr (body_capable<X> && !param_traits<P>::shared) {
+            using E = typename X::value_type;
+            if (n > (std::uint64_t(1) << 62) / sizeof(E)) throw WireError("bad body size");
+            slot.value.emplace(static_cast<std::size_t>(n), E{});
+            sink.expect_body();
+            fx.receive_body(source, slot.value->data(), static_cast<std::size_t>(n) * sizeof(E),
+                            static_cast<std::size_t>(chunk), &sink);
+            return;
+        } else {
+            throw WireError("argument body for a parameter that cannot take one");
+        }
+    }
     if (tag == arg_value) {
         if constexpr (!param_traits<P>::shared) {
             slot.value.emplace(r.get<X>());
@@ -344,7 +434,7 @@ template <class R, class... Ps>
 void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) {
     auto* c = new Call<FnRef<R, Ps...>, R, Ps...>(FnRef<R, Ps...>{&f}, borrow);
     Ref<State<R>> hold(c);
-    std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot), ...); }, c->slots());
+    std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot, *c), ...); }, c->slots());
     c->reply_to(ReplyTo{&fx, source, token, &name});
     c->start(opts.run_in_handler);
 }
@@ -433,12 +523,18 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
     st->retain();  // carried by the request as its token, adopted by the reply
     const detail::RequestHead h{rank_, e.id, e.sig, 0, reinterpret_cast<std::uintptr_t>(st)};
     remote_calls_.fetch_add(1, std::memory_order_relaxed);
-    send_frame(dest, request_msg, bytes, [&](char* out) {
-        wire::Writer w(out);
-        w.put(h);
-        std::apply([&](auto&... p) { (p.write(w), ...); }, prep);
-        return w.position();
-    });
+    const std::size_t chunk = comm_->large_chunk();
+    send_frame(
+        dest, request_msg, bytes,
+        [&](char* out) {
+            wire::Writer w(out);
+            w.put(h);
+            std::apply([&](auto&... p) { (p.write(w, chunk), ...); }, prep);
+            return w.position();
+        },
+        [&](Communicator::Outbox& o) {
+            std::apply([&](auto&... p) { (p.attach(o, *body_am_), ...); }, prep);
+        });
     return future<R>(std::move(ref));
 }
 
@@ -467,16 +563,19 @@ void Futures::send_value(int dest, std::uint64_t token, detail::State<T>& s,
     });
 }
 
-template <class W>
-void Futures::send_frame(int dest, Msg which, std::size_t max_bytes, W&& write) {
+template <class W, class Extra>
+void Futures::send_frame(int dest, Msg which, std::size_t max_bytes, W&& write, Extra&& extra) {
     // The frame is one view<char>: a 64-bit count, then the bytes (already 8-byte aligned).
-    comm_->enqueue(dest, *ams_[which], sizeof(std::uint64_t) + max_bytes, [&](char* out) {
-        char* begin = out + sizeof(std::uint64_t);
-        char* end = write(begin);
-        const std::uint64_t n = static_cast<std::uint64_t>(end - begin);
-        std::memcpy(out, &n, sizeof n);
-        return end;
-    });
+    comm_->enqueue(
+        dest, *ams_[which], sizeof(std::uint64_t) + max_bytes,
+        [&](char* out) {
+            char* begin = out + sizeof(std::uint64_t);
+            char* end = write(begin);
+            const std::uint64_t n = static_cast<std::uint64_t>(end - begin);
+            std::memcpy(out, &n, sizeof n);
+            return end;
+        },
+        std::forward<Extra>(extra));
 }
 
 }  // namespace cascade

@@ -126,6 +126,16 @@ struct Slot<shared_future<X>> {
     }
 };
 
+// A remote call waiting for argument bodies (see Body in async.hpp): expect_body() before
+// start(), body_arrived() from the communication thread once each body is in place.
+struct BodySink {
+    virtual void expect_body() noexcept = 0;
+    virtual void body_arrived() noexcept = 0;
+
+  protected:
+    ~BodySink() = default;
+};
+
 // Where a finished remote call sends its result (see Futures::send_value).
 struct ReplyTo {
     Futures* fx = nullptr;
@@ -137,7 +147,7 @@ template <class T>
 void send_result(const ReplyTo& to, State<T>& s) noexcept;
 
 template <class Fn, class R, class... Ps>
-class Call final : public State<R>, public Job {
+class Call final : public State<R>, public Job, public BodySink {
   public:
     static constexpr std::size_t N = sizeof...(Ps);
 
@@ -158,7 +168,7 @@ class Call final : public State<R>, public Job {
     void start(bool inline_run) noexcept {
         inline_ = inline_run;
         this->retain();  // the job's reference, dropped after it ran
-        pending_.store(1, std::memory_order_relaxed);
+        pending_.store(1 + bodies_, std::memory_order_relaxed);
         watch(std::index_sequence_for<Ps...>{});
         input_ready(nullptr);
     }
@@ -174,6 +184,14 @@ class Call final : public State<R>, public Job {
             }
         }
         slots_ = {};
+        this->release();
+    }
+    void expect_body() noexcept override {
+        ++bodies_;
+        this->retain();  // held until the body arrived
+    }
+    void body_arrived() noexcept override {
+        input_ready(nullptr);
         this->release();
     }
     void discard_job() noexcept override {
@@ -233,6 +251,7 @@ class Call final : public State<R>, public Job {
     std::array<Wake, N> wakes_;
     Reply reply_;
     std::atomic<int> pending_{0};
+    int bodies_ = 0;  // argument bodies to wait for (remote calls)
     std::atomic<bool> input_claimed_{false};
     std::atomic<bool> input_failed_{false};
     std::exception_ptr input_error_;
