@@ -92,16 +92,29 @@ Communicator::~Communicator() {
             MPI_Cancel(&q);
             MPI_Request_free(&q);
         }
+    // A posted receive that got a message instead of being cancelled holds active messages
+    // sent after this rank's last join(): nobody will run them, so say so.
     auto cancel = [](MPI_Request& q) {
-        if (q == MPI_REQUEST_NULL) return;
+        if (q == MPI_REQUEST_NULL) return 0;
         MPI_Cancel(&q);
-        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        MPI_Status st;
+        MPI_Wait(&q, &st);
+        int cancelled = 0;
+        MPI_Test_cancelled(&st, &cancelled);
+        return cancelled ? 0 : 1;
     };
+    int unrun = 0;
     for (auto& set : am_)
         for (auto& q : set.req)
-            cancel(q);
+            unrun += cancel(q);
     for (auto& q : ctrl_req_)
         cancel(q);
+    if (unrun > 0)
+        std::fprintf(stderr,
+                     "cascade: warning: rank %d: %d message(s) of active messages arrived after "
+                     "this rank's last join() and were not run (sent after the ranks' last "
+                     "join()?)\n",
+                     rank_, unrun);
     if (trace::recording() && comm_ != MPI_COMM_NULL && !std::uncaught_exceptions()) {
         try {  // collective: rank 0 gathers every rank's events and writes the files
             std::vector<std::string> names;
