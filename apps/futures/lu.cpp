@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
     app.add_option("--nb", nb, "tile size")->check(CLI::Range(1, 1 << 14));
     app.add_option("--threads", threads, "workers per rank")->check(CLI::Range(1, 256));
     app.add_option("--repeat", repeat, "runs (median reported)")->check(CLI::Range(1, 100));
+    bool keep = true;
+    app.add_flag("--keep,!--no-keep", keep,
+                 "tiles stay on the rank that computed them until needed (keep_result; "
+                 "default) or travel back to rank 0 after each kernel");
     CLI11_PARSE(app, argc, argv);
     if (n % nb != 0) {
         std::fprintf(stderr, "lu: --n (%d) must be a multiple of --nb (%d)\n", n, nb);
@@ -38,6 +42,7 @@ int main(int argc, char** argv) {
     cascade::Futures fx(tp, &comm);
     const int ranks = comm.comm_size();
 
+    const cascade::AsyncOptions opts{.keep_result = keep};
     // Kernels. Tiles arrive by value (owned by the call) and the updated tile is returned.
     auto getrf = fx.make_async(
         [nb](Tile& a) {
@@ -50,28 +55,28 @@ int main(int argc, char** argv) {
                     throw std::runtime_error("getrf: pivoting needed (matrix not dominant)");
             return std::move(a);
         },
-        "getrf");
+        "getrf", opts);
     auto trsm_row = fx.make_async(  // A[k][j] = L[k][k]^-1 A[k][j]
         [nb](const Tile& d, Tile& a) {
             cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, nb, nb, 1.0,
                         d.data(), nb, a.data(), nb);
             return std::move(a);
         },
-        "trsm_row");
+        "trsm_row", opts);
     auto trsm_col = fx.make_async(  // A[i][k] = A[i][k] U[k][k]^-1
         [nb](const Tile& d, Tile& a) {
             cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, nb, nb,
                         1.0, d.data(), nb, a.data(), nb);
             return std::move(a);
         },
-        "trsm_col");
+        "trsm_col", opts);
     auto gemm = fx.make_async(  // A[i][j] -= A[i][k] A[k][j]
         [nb](const Tile& l, const Tile& u, Tile& c) {
             cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, nb, nb, nb, -1.0, l.data(), nb,
                         u.data(), nb, 1.0, c.data(), nb);
             return std::move(c);
         },
-        "gemm");
+        "gemm", opts);
 
     int failed = 0;
     std::vector<double> runs;
@@ -183,6 +188,7 @@ int main(int argc, char** argv) {
             .add("nb", nb)
             .add("ranks", ranks)
             .add("threads", threads)
+            .add("keep", keep ? "yes" : "no")
             .add("seconds", t)
             .add("runs", runs)
             .add("residual", residual)

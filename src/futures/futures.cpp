@@ -8,6 +8,23 @@ namespace {
 std::atomic<Futures*> g_current{nullptr};
 }
 
+namespace detail {
+bool unlist_import(Futures* fx, const ImportKey& key, StateBase* self) noexcept {
+    if (Futures::current() != fx) return false;  // that Futures is gone
+    std::lock_guard<std::mutex> g(fx->imports_mutex_);
+    auto it = fx->imports_.find(key);
+    if (it == fx->imports_.end() || it->second != self) return false;
+    fx->imports_.erase(it);
+    return true;
+}
+void forget_import(Futures* fx, const ImportKey& key, StateBase* self,
+                   std::uint64_t weight) noexcept {
+    if (Futures::current() != fx) return;
+    unlist_import(fx, key, self);
+    if (weight > 0) fx->release_export(key.owner, key.id, weight);
+}
+}  // namespace detail
+
 Futures::Futures(Threadpool& tp, Communicator* comm)
     : tp_(tp), comm_(comm), fns_(new std::atomic<detail::FnBase*>[kMaxFunctions]) {
     for (std::size_t i = 0; i < kMaxFunctions; ++i)
@@ -40,6 +57,10 @@ Futures::Futures(Threadpool& tp, Communicator* comm)
 Futures::~Futures() {
     Futures* self = this;
     g_current.compare_exchange_strong(self, previous_, std::memory_order_acq_rel);
+    {
+        std::lock_guard<std::mutex> g(imports_mutex_);
+        imports_.clear();  // proxies still alive no longer report here (see forget_import)
+    }
     std::lock_guard<std::mutex> g(exports_mutex_);
     for (auto& [id, ex] : exports_)
         ex.state->release();
@@ -67,13 +88,36 @@ std::size_t Futures::exported() const {
     return exports_.size();
 }
 
-std::uint64_t Futures::export_state(detail::StateBase* s, SendExported send) {
-    const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(s));
+std::uint64_t Futures::export_state(detail::StateBase* s, SendExported send, ShareExported share,
+                                    std::uint64_t weight) {
     std::lock_guard<std::mutex> g(exports_mutex_);
-    auto [it, fresh] = exports_.try_emplace(id, Export{s, 0, send});
+    if (s->export_id == 0) s->export_id = next_export_id_++;
+    const std::uint64_t id = s->export_id;
+    auto [it, fresh] = exports_.try_emplace(id, Export{s, 0, send, share});
     if (fresh) s->retain();
-    ++it->second.count;
+    it->second.count += weight;
     return id;
+}
+
+// Takes `weight` of export `id`; the returned Export's state carries one reference.
+Futures::Export Futures::take(std::uint64_t id, std::uint64_t weight, int from) {
+    std::lock_guard<std::mutex> g(exports_mutex_);
+    auto it = exports_.find(id);
+    if (it == exports_.end() || weight == 0 || weight > it->second.count)
+        throw UsageError("rank " + std::to_string(rank_) + ": rank " + std::to_string(from) +
+                         " fetched a shared future that is not exported here (or more of it "
+                         "than was handed out)");
+    Export ex = it->second;
+    if ((it->second.count -= weight) == 0)
+        exports_.erase(it);  // its reference passes to the caller
+    else
+        ex.state->retain();
+    return ex;
+}
+
+detail::StateBase* Futures::take_export(std::uint64_t id, std::uint64_t weight, int from) {
+    kept_in_place_.fetch_add(1, std::memory_order_relaxed);
+    return take(id, weight, from).state;
 }
 
 void Futures::receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
@@ -82,14 +126,81 @@ void Futures::receive_body(int source, void* dest, std::size_t bytes, std::size_
     comm_->receive_body(source, *body_am_, dest, bytes, chunk, detail::body_token(sink));
 }
 
-void Futures::fetch(int owner, std::uint64_t id, detail::StateBase* proxy) {
-    proxy->retain();  // carried as the token, adopted by the reply
-    const detail::FetchHead h{rank_, 0, id, reinterpret_cast<std::uintptr_t>(proxy)};
+namespace {
+// Gives an exported state's value to a proxy here (no copy), once it is there.
+struct LocalShare final : detail::Callback {
+    detail::StateBase* proxy;  // one reference
+    Futures::ShareExported share;
+    LocalShare(detail::StateBase* p, Futures::ShareExported f) : proxy(p), share(f) {}
+    void fire(detail::StateBase& s) noexcept override {
+        share(s, *proxy);
+        proxy->release();
+        s.release();
+        delete this;
+    }
+};
+// Sends an exported state's value to the rank that fetched it, once it is there.
+struct FetchReply final : detail::Callback {
+    Futures* fx;
+    Futures::SendExported send;
+    int dest;
+    std::uint64_t token;
+    FetchReply(Futures* f, Futures::SendExported s, int d, std::uint64_t t)
+        : fx(f), send(s), dest(d), token(t) {}
+    void fire(detail::StateBase& s) noexcept override {
+        send(*fx, s, dest, token);
+        s.release();
+        delete this;
+    }
+};
+}  // namespace
+
+void Futures::fetch(int owner, std::uint64_t id, detail::StateBase* proxy, std::uint64_t weight) {
+    proxy->retain();       // carried as the token, adopted by the reply
+    if (owner == rank_) {  // a value kept here, fetched back through a redirect
+        Export ex = take(id, weight, rank_);
+        kept_in_place_.fetch_add(1, std::memory_order_relaxed);
+        ex.state->on_ready(new LocalShare(proxy, ex.share));
+        return;
+    }
+    const detail::FetchHead h{rank_, 0, id, reinterpret_cast<std::uintptr_t>(proxy), weight};
     send_frame(owner, fetch_msg, sizeof h, [&](char* out) {
         wire::Writer w(out);
         w.put(h);
         return w.position();
     });
+}
+
+void Futures::release_export(int owner, std::uint64_t id, std::uint64_t weight) {
+    if (owner == rank_) {
+        take(id, weight, rank_).state->release();
+        return;
+    }
+    const detail::FetchHead h{rank_, 1, id, 0, weight};
+    send_frame(owner, fetch_msg, sizeof h, [&](char* out) {
+        wire::Writer w(out);
+        w.put(h);
+        return w.position();
+    });
+}
+
+void Futures::send_redirect(int dest, std::uint64_t token, int owner, std::uint64_t id,
+                            std::uint64_t weight) {
+    const detail::ReplyHead h{rank_, detail::reply_redirect, token};
+    send_frame(dest, reply_msg, sizeof h + 3 * sizeof(std::uint64_t), [&](char* out) {
+        wire::Writer w(out);
+        w.put(h);
+        w.put(static_cast<std::uint64_t>(owner));
+        w.put(id);
+        w.put(weight);
+        return w.position();
+    });
+}
+
+void Futures::answer_when_ready(detail::StateBase& s, SendExported send, int dest,
+                                std::uint64_t token) {
+    s.retain();
+    s.on_ready(new FetchReply(this, send, dest, token));
 }
 
 void Futures::on_request(const char* data, std::size_t size) {
@@ -111,48 +222,74 @@ void Futures::on_request(const char* data, std::size_t size) {
     e->on_request(*this, h.rank, h.token, r);
 }
 
-void Futures::on_reply(const char* data, std::size_t size) {
-    wire::Reader r(data, size);
-    const auto h = r.get<detail::ReplyHead>();
-    detail::Ref<detail::StateBase> st(reinterpret_cast<detail::StateBase*>(h.token));
-    if (h.status == 0)
-        st->set_from_wire(r);
-    else
-        st->set_error(std::make_exception_ptr(RemoteError(h.rank, r.get<std::string>())));
-}
-
 namespace {
-// Sends an exported state's value to the rank that fetched it, once it is there.
-struct FetchReply final : detail::Callback {
-    Futures* fx;
-    Futures::SendExported send;
-    int dest;
-    std::uint64_t token;
-    FetchReply(Futures* f, Futures::SendExported s, int d, std::uint64_t t)
-        : fx(f), send(s), dest(d), token(t) {}
-    void fire(detail::StateBase& s) noexcept override {
-        send(*fx, s, dest, token);
-        s.release();
+// A value arriving as a body: publishes the state when its bytes are in.
+struct ValueBody final : detail::BodySink {
+    detail::Ref<detail::StateBase> st;
+    explicit ValueBody(detail::Ref<detail::StateBase> s) : st(std::move(s)) {}
+    void expect_body() noexcept override {}
+    void body_arrived() noexcept override {
+        st->end_body();
+        st->settled();
         delete this;
     }
 };
 }  // namespace
 
+void Futures::on_reply(const char* data, std::size_t size) {
+    wire::Reader r(data, size);
+    const auto h = r.get<detail::ReplyHead>();
+    detail::Ref<detail::StateBase> st(reinterpret_cast<detail::StateBase*>(h.token));
+    switch (h.status) {
+        case detail::reply_value:
+            st->set_from_wire(r);
+            st->settled();
+            break;
+        case detail::reply_error:
+            st->set_error(std::make_exception_ptr(RemoteError(h.rank, r.get<std::string>())));
+            st->settled();
+            break;
+        case detail::reply_body: {
+            const auto n = r.get<std::uint64_t>();
+            const auto chunk = r.get<std::uint64_t>();
+            std::size_t bytes = 0;
+            void* dest = st->begin_body(n, bytes);
+            receive_body(h.rank, dest, bytes, static_cast<std::size_t>(chunk),
+                         new ValueBody(std::move(st)));
+            break;
+        }
+        case detail::reply_redirect: {
+            const auto owner = static_cast<int>(r.get<std::uint64_t>());
+            const auto id = r.get<std::uint64_t>();
+            const auto weight = r.get<std::uint64_t>();
+            if (owner < 0 || owner >= size_)
+                throw WireError("redirect to a rank that does not exist");
+            fetch(owner, id, st.get(), weight);
+            break;
+        }
+        case detail::reply_resident: {
+            const auto id = r.get<std::uint64_t>();
+            const auto weight = r.get<std::uint64_t>();
+            st->set_resident(h.rank, id, weight);
+            break;
+        }
+        default:
+            throw WireError("bad reply status " + std::to_string(h.status));
+    }
+}
+
 void Futures::on_fetch(const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto h = r.get<detail::FetchHead>();
-    Export ex{};
-    {
-        std::lock_guard<std::mutex> g(exports_mutex_);
-        auto it = exports_.find(h.id);
-        if (it == exports_.end())
-            throw UsageError("rank " + std::to_string(rank_) + ": rank " + std::to_string(h.rank) +
-                             " fetched a shared future that is not exported here");
-        ex = it->second;
-        if (--it->second.count == 0)
-            exports_.erase(it);  // its reference passes to the reply below
-        else
-            ex.state->retain();
+    Export ex = take(h.id, h.weight, h.rank);  // one reference to pass on
+    if (h.release) {
+        ex.state->release();
+        return;
+    }
+    // A kept result whose value is elsewhere sends the fetch there (or queues it).
+    if (ex.state->redirect(h.rank, h.token, ex.send)) {
+        ex.state->release();
+        return;
     }
     ex.state->on_ready(new FetchReply(this, ex.send, h.rank, h.token));
 }

@@ -129,7 +129,7 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
 }  // namespace
 
 void wait_ready(StateBase& s) {
-    if (s.ready()) return;
+    if (s.poll_ready()) return;
     Futures* fx = Futures::current();
     if (fx && fx->pool().current_thread() >= 0) return worker_wait(s, fx->pool());
     Communicator* comm = fx ? fx->comm() : nullptr;

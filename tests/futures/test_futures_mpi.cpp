@@ -280,7 +280,70 @@ TEST(FuturesMpi, BigArgumentsTravelAsBodies) {
     for (int i = 0; i < 4; ++i)
         EXPECT_EQ(from_tasks[i].get(), checksum(std::vector<double>(big + i, double(i))));
     EXPECT_EQ(failures.load(), 4);
-    // Per other rank: a, s, b of the lvalue call, a, s of the rvalue one (b was a ready
-    // future: inline), a of inline_sum; 4 x 2 from the previous rank's tasks.
-    EXPECT_EQ(e.fx.bodies_received(), e.n == 1 ? 0u : 6u * (e.n - 1) + 8u);
+    // Per other rank: a, s, b of the lvalue call, a, s, b of the rvalue one (b, a ready
+    // future, leaves straight from its state), a of inline_sum; 4 x 2 from the previous
+    // rank's tasks.
+    EXPECT_EQ(e.fx.bodies_received(), e.n == 1 ? 0u : 7u * (e.n - 1) + 8u);
+}
+
+// Big results come back as bodies sent straight from the callee's result state, and a big
+// shared future fetched by a third rank is answered the same way; errors stay messages.
+TEST(FuturesMpi, BigResultsAndFetchedValuesTravelAsBodies) {
+    Env e;
+    const std::size_t big = Futures::kLargeArg / sizeof(double) + 5;
+    auto make = e.fx.make_async(
+        [big](int& seed, int& delay_ms) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+            std::vector<double> v(big + std::size_t(seed));
+            for (std::size_t i = 0; i < v.size(); ++i)
+                v[i] = double(seed) + double(i % 101);
+            return v;
+        },
+        "make");
+    auto check = e.fx.make_async(
+        [big](int& seed, const std::vector<double>& v) {
+            if (v.size() != big + std::size_t(seed)) return false;
+            for (std::size_t i = 0; i < v.size(); ++i)
+                if (v[i] != double(seed) + double(i % 101)) return false;
+            return true;
+        },
+        "check");
+    auto fail_big = e.fx.make_async(
+        [](int& n) -> std::vector<double> { throw std::runtime_error("no " + std::to_string(n)); },
+        "fail_big");
+    const auto before = e.fx.bodies_received();
+    std::uint64_t expected = 0;
+    for (int r = 0; r < e.n; ++r) {
+        const int seed = 10 * e.me + r;
+        // Remote result: one body back to this rank.
+        auto v = async(r, make, seed, 0).get();
+        expected += r != e.me;
+        ASSERT_EQ(v.size(), big + std::size_t(seed));
+        EXPECT_EQ(v[3], double(seed) + 3.0);
+        // A pending big result passed on to the next rank: that rank fetches it here and gets
+        // it as a body, after it reached this rank as one.
+        const int next = (r + 1) % e.n;
+        auto sf = async(r, make, seed, 20).share();
+        EXPECT_TRUE(async(next, check, seed, sf).get()) << "from rank " << r << " to " << next;
+        expected += r != e.me;
+        EXPECT_EQ(sf.get()[0], double(seed));
+        try {
+            (void)async(r, fail_big, seed).get();
+            ADD_FAILURE() << "no exception";
+        } catch (const std::exception& ex) {
+            EXPECT_NE(std::string(ex.what()).find("no " + std::to_string(seed)), std::string::npos);
+        }
+    }
+    e.tp.join();
+    // Over all ranks: every remote result, plus one body per call of `check` on another rank
+    // (sf fetched from its caller, or sent inline as a body if it was ready by then).
+    const std::uint64_t mine = e.fx.bodies_received() - before;
+    std::uint64_t total = 0, want = 0;
+    MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&expected, &want, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    std::uint64_t fetches = 0;
+    for (int me = 0; me < e.n; ++me)
+        for (int r = 0; r < e.n; ++r)
+            fetches += ((r + 1) % e.n) != me;
+    EXPECT_EQ(total, want + fetches);
 }

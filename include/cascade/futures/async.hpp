@@ -31,6 +31,8 @@
 #include "cascade/core/threadpool.hpp"
 #include "cascade/futures/call.hpp"
 #include "cascade/futures/future.hpp"
+#include "cascade/futures/import_state.hpp"
+#include "cascade/futures/lazy_state.hpp"
 
 namespace cascade {
 
@@ -41,6 +43,13 @@ struct AsyncOptions {
     // Remote calls run inside the message handler on the communication thread instead of
     // being queued on a worker: for tiny functions (saves a thread hand-off per call).
     bool run_in_handler = false;
+    // The result stays on the rank that computed it until a consumer needs it: get() (or
+    // then, when_all, a call on the caller's rank) fetches it; a call on another rank that
+    // takes the future as an argument gets it straight from where it is (on that rank
+    // itself: no copy at all). For big results passed on from call to call (tiled
+    // algorithms). Need the value before the join() that ends the computation: no rank
+    // answers fetches after it.
+    bool keep_result = false;
 };
 
 class Futures;
@@ -88,14 +97,23 @@ struct RequestHead {
 };
 struct ReplyHead {
     std::int32_t rank;
-    std::uint32_t status;  // 0: value follows, 1: error message follows
+    std::uint32_t status;  // reply_* below
     std::uint64_t token;
 };
 struct FetchHead {
     std::int32_t rank;
-    std::uint32_t pad;
-    std::uint64_t id;     // exported state on the receiver
-    std::uint64_t token;  // proxy state on the sender
+    std::uint32_t release;  // 1: only give the weight back (no answer)
+    std::uint64_t id;       // exported state on the receiver
+    std::uint64_t token;    // proxy state on the sender
+    std::uint64_t weight;   // share of the export this fetch consumes
+};
+// Reply statuses.
+enum : std::uint32_t {
+    reply_value = 0,     // the value follows
+    reply_error = 1,     // an error message follows
+    reply_body = 2,      // the value follows as a body: {elements, chunk}
+    reply_redirect = 3,  // fetch it from {owner, id, weight} instead
+    reply_resident = 4,  // the callee keeps it: {id, weight} (AsyncOptions::keep_result)
 };
 
 }  // namespace detail
@@ -156,11 +174,35 @@ class Futures {
     std::size_t exported() const;
 
     // ---- used by the templates -------------------------------------------------------------
-    using SendExported = void (*)(Futures&, detail::StateBase&, int dest, std::uint64_t token);
-    std::uint64_t export_state(detail::StateBase* s, SendExported send);
-    void fetch(int owner, std::uint64_t id, detail::StateBase* proxy);
+    using SendExported = detail::SendValueFn;
+    // Makes a ready exported state's value a proxy's, here (see detail::alias_exported).
+    using ShareExported = void (*)(detail::StateBase& from, detail::StateBase& to);
+    // Exports s (holding a reference) for descriptors worth `weight` in all.
+    std::uint64_t export_state(detail::StateBase* s, SendExported send, ShareExported share,
+                               std::uint64_t weight = 1);
+    // Takes `weight` of export `id` here and returns its state (one reference, adopt it).
+    detail::StateBase* take_export(std::uint64_t id, std::uint64_t weight, int from);
+    // Fetches export `id` of `owner` into `proxy` (shared in place if owner is this rank).
+    void fetch(int owner, std::uint64_t id, detail::StateBase* proxy, std::uint64_t weight = 1);
+    void release_export(int owner, std::uint64_t id, std::uint64_t weight);
+    // The state receiving future {owner, id} here: the live one if this rank already imports
+    // it (the descriptor's weight is kept for the owner), else a new one, fetched.
+    template <class X>
+    detail::Ref<detail::State<X>> import(int owner, std::uint64_t id, std::uint64_t weight);
+    void send_redirect(int dest, std::uint64_t token, int owner, std::uint64_t id,
+                       std::uint64_t weight);
+    // Sends s's value to dest's state `token` once s is ready.
+    void answer_when_ready(detail::StateBase& s, SendExported send, int dest, std::uint64_t token);
     template <class T>
     void send_value(int dest, std::uint64_t token, detail::State<T>& s, const std::string* fn);
+    template <class T>
+    void send_resident(int dest, std::uint64_t token, detail::State<T>& s);
+    static constexpr std::uint64_t kResidentWeight = std::uint64_t(1) << 40;
+    // Future arguments resolved here without a copy: their value was kept on this rank
+    // (AsyncOptions::keep_result) and came back to it, named directly or by a redirect.
+    std::uint64_t kept_in_place() const noexcept { return kept_in_place_.load(); }
+    // Future arguments that found their value already imported here (no second fetch).
+    std::uint64_t imports_shared() const noexcept { return imports_shared_.load(); }
     // Big arguments travel as bodies after the request, straight into the callee's argument.
     static constexpr std::size_t kLargeArg = std::size_t(128) << 10;
     void receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
@@ -195,11 +237,22 @@ class Futures {
     std::atomic<unsigned> round_robin_{0};
     std::atomic<std::uint64_t> remote_calls_{0};
     std::atomic<std::uint64_t> bodies_received_{0};
+    std::atomic<std::uint64_t> kept_in_place_{0};
+    std::atomic<std::uint64_t> imports_shared_{0};
+    std::uint64_t next_export_id_ = 1;  // export ids are never reused (import tables key on them)
+    friend void detail::forget_import(Futures*, const detail::ImportKey&, detail::StateBase*,
+                                      std::uint64_t) noexcept;
+    friend bool detail::unlist_import(Futures*, const detail::ImportKey&,
+                                      detail::StateBase*) noexcept;
+    std::mutex imports_mutex_;
+    std::unordered_map<detail::ImportKey, detail::StateBase*, detail::ImportKeyHash> imports_;
     struct Export {
         detail::StateBase* state;  // one reference held while count > 0
-        std::uint64_t count;       // descriptors sent, not yet fetched
+        std::uint64_t count;       // weight of the descriptors sent, not yet fetched
         SendExported send;
+        ShareExported share;
     };
+    Export take(std::uint64_t id, std::uint64_t weight, int from);
     mutable std::mutex exports_mutex_;
     std::unordered_map<std::uint64_t, Export> exports_;
     Futures* previous_ = nullptr;
@@ -240,14 +293,6 @@ enum : std::uint8_t { arg_value = 0, arg_remote = 1, arg_error = 2, arg_body = 3
 // Futures::kLargeArg bytes is not copied into the request: it leaves as a body of its own
 // after the request (sent from a Body the call owns until MPI is done with it) and the
 // callee receives it straight into the argument.
-template <class X>
-constexpr bool body_capable = [] {
-    if constexpr (wire::is_vector<X>::value || std::is_same_v<X, std::string>)
-        return std::is_trivially_copyable_v<typename X::value_type>;
-    else
-        return false;
-}();
-
 struct Body {
     virtual ~Body() = default;
     const void* data = nullptr;
@@ -261,6 +306,22 @@ struct BodyOf final : Body {
         bytes = v.size() * sizeof(typename X::value_type);
     }
 };
+// A ready state's value sent as a body straight from the state, which it keeps alive.
+template <class X>
+struct StateBody final : Body {
+    Ref<State<X>> s;
+    explicit StateBody(Ref<State<X>> r) : s(std::move(r)) {
+        data = s->value().data();
+        bytes = s->value().size() * sizeof(typename X::value_type);
+    }
+};
+template <class X>
+bool travels_as_body(const X& x) {
+    if constexpr (body_capable<X>)
+        return x.size() * sizeof(typename X::value_type) >= Futures::kLargeArg;
+    else
+        return false;
+}
 inline std::vector<char> body_token(const void* p) {
     std::vector<char> t(sizeof(std::uint64_t));
     const auto v = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
@@ -324,22 +385,40 @@ struct FutArg {  // a future argument: its value if ready, else where to fetch i
     std::uint8_t tag = arg_remote;
     std::int32_t owner = 0;
     std::uint64_t id = 0;
+    std::uint64_t weight = 1;
     std::string msg;
     std::size_t size() const {
+        if (tag == arg_body) return 1 + 2 * sizeof(std::uint64_t);
         if (tag == arg_value) return 1 + wire::size_of(s->value());
         if (tag == arg_error) return 1 + wire::size_of(msg);
-        return 1 + sizeof owner + sizeof id;
+        return 1 + sizeof owner + sizeof id + sizeof weight;
     }
-    void attach(Communicator::Outbox&, ActiveMsgBase&) {}
-    void write(wire::Writer& w, std::size_t) const {
+    // Under the outbox lock, right after the request frame.
+    void attach(Communicator::Outbox& o, ActiveMsgBase& am) {
+        if constexpr (body_capable<X>) {
+            if (tag != arg_body) return;
+            Body* b = new StateBody<X>(s);  // freed by futures.body's on_sent
+            Communicator::attach_body(o, am, b->data, b->bytes, body_token(b));
+        } else {
+            (void)o;
+            (void)am;
+        }
+    }
+    void write(wire::Writer& w, std::size_t chunk) const {
         w.put(tag);
-        if (tag == arg_value) {
+        if (tag == arg_body) {
+            if constexpr (body_capable<X>) {
+                w.put(static_cast<std::uint64_t>(s->value().size()));
+                w.put(static_cast<std::uint64_t>(chunk));
+            }
+        } else if (tag == arg_value) {
             w.put(s->value());
         } else if (tag == arg_error) {
             w.put(msg);
         } else {
             w.put(owner);
             w.put(id);
+            w.put(weight);
         }
     }
 };
@@ -347,6 +426,12 @@ struct FutArg {  // a future argument: its value if ready, else where to fetch i
 template <class X>
 void send_exported(Futures& fx, StateBase& s, int dest, std::uint64_t token) {
     fx.send_value<X>(dest, token, static_cast<State<X>&>(s), nullptr);
+}
+// A proxy here takes the value of an exported state here without a copy (an alias).
+template <class X>
+void alias_exported(StateBase& from, StateBase& to) {
+    from.retain();
+    static_cast<State<X>&>(to).set_alias(&static_cast<State<X>&>(from));
 }
 
 template <class P, class A>
@@ -367,11 +452,15 @@ auto prepare(Futures& fx, A&& a) {
                 out.tag = arg_error;
                 out.msg = describe_error(out.s->error());
             } else {
-                out.tag = arg_value;
+                // A big value leaves as a body straight from the state (not into a shared
+                // parameter: the callee builds a state of its own for those).
+                out.tag = !param_traits<P>::shared && travels_as_body(out.s->value()) ? arg_body
+                                                                                      : arg_value;
             }
-        } else {
+        } else if (!out.s->share_residence(out.owner, out.id, out.weight)) {
+            // Pending here (a kept result whose owner is known is named directly instead).
             out.owner = fx.rank();
-            out.id = fx.export_state(out.s.get(), &send_exported<X>);
+            out.id = fx.export_state(out.s.get(), &send_exported<X>, &alias_exported<X>);
         }
         return out;
     } else if constexpr (std::is_same_v<D, X> && !std::is_rvalue_reference_v<A&&>) {
@@ -388,6 +477,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
     using X = typename param_traits<P>::elem;
     const auto tag = r.get<std::uint8_t>();
     Ref<State<X>> s;
+    bool exclusive = true;  // s is this call's alone (false: an export here, shared)
     if (tag == arg_body) {
         const auto n = r.get<std::uint64_t>();
         const auto chunk = r.get<std::uint64_t>();
@@ -417,8 +507,14 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
     } else if (tag == arg_remote) {
         const auto owner = r.get<std::int32_t>();
         const auto id = r.get<std::uint64_t>();
-        s = Ref<State<X>>(new State<X>());
-        fx.fetch(owner, id, s.get());
+        const auto weight = r.get<std::uint64_t>();
+        if (owner == fx.rank()) {  // kept here: use it in place
+            s = Ref<State<X>>(static_cast<State<X>*>(fx.take_export(id, weight, source)));
+            exclusive = false;  // moved out only if no one else holds it (Slot::resolve)
+        } else {
+            s = fx.import <X>(owner, id, weight);
+            exclusive = false;  // other calls here may share it (Slot::resolve)
+        }
     } else {
         throw WireError("bad argument tag " + std::to_string(tag));
     }
@@ -426,7 +522,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
         slot.f = shared_future<X>(std::move(s));
     } else {
         slot.fut = std::move(s);
-        slot.consume = true;
+        slot.consume = exclusive;
     }
 }
 
@@ -435,13 +531,16 @@ void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token,
     auto* c = new Call<FnRef<R, Ps...>, R, Ps...>(FnRef<R, Ps...>{&f}, borrow);
     Ref<State<R>> hold(c);
     std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot, *c), ...); }, c->slots());
-    c->reply_to(ReplyTo{&fx, source, token, &name});
+    c->reply_to(ReplyTo{&fx, source, token, &name, opts.keep_result && !std::is_void_v<R>});
     c->start(opts.run_in_handler);
 }
 
 template <class T>
 void send_result(const ReplyTo& to, State<T>& s) noexcept {
-    to.fx->send_value<T>(to.rank, to.token, s, to.name);
+    if (to.keep && !s.failed())
+        to.fx->send_resident<T>(to.rank, to.token, s);
+    else
+        to.fx->send_value<T>(to.rank, to.token, s, to.name);
 }
 
 template <class Tup, class... A, std::size_t... I>
@@ -518,7 +617,11 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
     const std::size_t bytes =
         sizeof(detail::RequestHead) +
         std::apply([](auto&... p) { return (std::size_t(0) + ... + p.size()); }, prep);
-    auto* st = new detail::State<R>();
+    detail::State<R>* st;
+    if (e.opts.keep_result && !std::is_void_v<R>)
+        st = new detail::LazyState<R>(this);
+    else
+        st = new detail::State<R>();
     detail::Ref<detail::State<R>> ref(st);
     st->retain();  // carried by the request as its token, adopted by the reply
     const detail::RequestHead h{rank_, e.id, e.sig, 0, reinterpret_cast<std::uintptr_t>(st)};
@@ -541,24 +644,88 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
 template <class T>
 void Futures::send_value(int dest, std::uint64_t token, detail::State<T>& s,
                          const std::string* fn) {
-    detail::ReplyHead h{rank_, s.failed() ? 1u : 0u, token};
+    detail::ReplyHead h{rank_, s.failed() ? detail::reply_error : detail::reply_value, token};
     std::string msg;
     std::size_t bytes = sizeof h;
+    bool body = false;
     if (s.failed()) {
         msg = fn ? "async '" + *fn + "' on rank " + std::to_string(rank_) +
                        " threw: " + detail::describe_error(s.error())
                  : detail::describe_error(s.error());
         bytes += wire::size_of(msg);
     } else if constexpr (!std::is_void_v<T>) {
-        bytes += wire::size_of(s.value());
+        body = detail::travels_as_body(s.value());
+        if (body) {
+            h.status = detail::reply_body;  // the value follows as a body, straight from s
+            bytes += 2 * sizeof(std::uint64_t);
+        } else {
+            bytes += wire::size_of(s.value());
+        }
     }
-    send_frame(dest, reply_msg, bytes, [&](char* out) {
+    const std::size_t chunk = comm_->large_chunk();
+    send_frame(
+        dest, reply_msg, bytes,
+        [&](char* out) {
+            wire::Writer w(out);
+            w.put(h);
+            if (s.failed()) {
+                w.put(msg);
+            } else if constexpr (!std::is_void_v<T>) {
+                if constexpr (detail::body_capable<T>) {
+                    if (body) {
+                        w.put(static_cast<std::uint64_t>(s.value().size()));
+                        w.put(static_cast<std::uint64_t>(chunk));
+                        return w.position();
+                    }
+                }
+                w.put(s.value());
+            }
+            return w.position();
+        },
+        [&](Communicator::Outbox& o) {
+            if constexpr (detail::body_capable<T>) {
+                if (!body) return;
+                detail::Body* b =
+                    new detail::StateBody<T>(detail::Ref<detail::State<T>>(&s, false));
+                Communicator::attach_body(o, *body_am_, b->data, b->bytes, detail::body_token(b));
+            } else {
+                (void)o;
+            }
+        });
+}
+
+template <class X>
+detail::Ref<detail::State<X>> Futures::import(int owner, std::uint64_t id, std::uint64_t weight) {
+    const detail::ImportKey key{owner, id};
+    {
+        std::lock_guard<std::mutex> g(imports_mutex_);
+        auto it = imports_.find(key);
+        if (it != imports_.end() && it->second->try_retain()) {
+            imports_shared_.fetch_add(1, std::memory_order_relaxed);
+            static_cast<detail::ImportState<X>*>(it->second)->add_weight(weight);
+            return detail::Ref<detail::State<X>>(static_cast<detail::State<X>*>(it->second));
+        }
+    }
+    auto* p = new detail::ImportState<X>(this, key);
+    {
+        std::lock_guard<std::mutex> g(imports_mutex_);
+        imports_[key] = p;
+    }
+    detail::Ref<detail::State<X>> ref(p);
+    fetch(owner, id, p, weight);
+    return ref;
+}
+
+template <class T>
+void Futures::send_resident(int dest, std::uint64_t token, detail::State<T>& s) {
+    const std::uint64_t id =
+        export_state(&s, &detail::send_exported<T>, &detail::alias_exported<T>, kResidentWeight);
+    const detail::ReplyHead h{rank_, detail::reply_resident, token};
+    send_frame(dest, reply_msg, sizeof h + 2 * sizeof(std::uint64_t), [&](char* out) {
         wire::Writer w(out);
         w.put(h);
-        if (s.failed())
-            w.put(msg);
-        else if constexpr (!std::is_void_v<T>)
-            w.put(s.value());
+        w.put(id);
+        w.put(kResidentWeight);
         return w.position();
     });
 }

@@ -79,8 +79,10 @@ struct Slot {
     // Makes the value of a future argument the call's own: moved if no one else can read it,
     // left in place if the function takes it by const reference (borrow), copied otherwise.
     void resolve(bool borrow) {
-        if (!fut || (borrow && !fut->unique())) return;
-        if (consume || fut->unique())
+        if (!fut) return;
+        const bool movable = fut->value_movable();  // false: the value is shared (an alias)
+        if (borrow && !(fut->unique() && movable)) return;
+        if ((consume || fut->unique()) && movable && fut->release_for_move())
             value.emplace(std::move(fut->value()));
         else
             value.emplace(fut->value());
@@ -142,6 +144,7 @@ struct ReplyTo {
     int rank = -1;
     std::uint64_t token = 0;
     const std::string* name = nullptr;
+    bool keep = false;  // keep a value here, reply where it is (AsyncOptions::keep_result)
 };
 template <class T>
 void send_result(const ReplyTo& to, State<T>& s) noexcept;

@@ -116,7 +116,7 @@ class future {
     bool valid() const noexcept { return static_cast<bool>(s_); }
     bool ready() const {
         detail::check_valid(s_);
-        return s_->ready();
+        return s_->poll_ready();
     }
     void wait() const {
         detail::check_valid(s_);
@@ -157,7 +157,7 @@ class shared_future {
     bool valid() const noexcept { return static_cast<bool>(s_); }
     bool ready() const {
         detail::check_valid(s_);
-        return s_->ready();
+        return s_->poll_ready();
     }
     void wait() const {
         detail::check_valid(s_);

@@ -16,6 +16,8 @@
 
 namespace cascade {
 
+class Futures;
+
 // An exception thrown on another rank, carried here by its message.
 class RemoteError : public std::runtime_error {
   public:
@@ -29,6 +31,16 @@ class RemoteError : public std::runtime_error {
 namespace detail {
 
 struct Unit {};  // the value of a future<void>
+
+// Values that can travel as a body of their own (straight from and into their storage):
+// std::vector / std::string of trivially copyable elements.
+template <class X>
+constexpr bool body_capable = [] {
+    if constexpr (wire::is_vector<X>::value || std::is_same_v<X, std::string>)
+        return std::is_trivially_copyable_v<typename X::value_type>;
+    else
+        return false;
+}();
 template <class T>
 using value_t = std::conditional_t<std::is_void_v<T>, Unit, T>;
 
@@ -69,8 +81,21 @@ class StateBase {
         if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
     }
 
+    // A new reference unless the count already reached zero (the state is being destroyed).
+    bool try_retain() noexcept {
+        std::uint32_t n = refs_.load(std::memory_order_relaxed);
+        while (n != 0)
+            if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) return true;
+        return false;
+    }
+
     // True if the caller holds the only reference (no one else can read the value).
     bool unique() const noexcept { return refs_.load(std::memory_order_acquire) == 1; }
+    // Before moving the value out of a state the caller holds alone: false if it cannot be
+    // (an imported value that another call found again in the meantime).
+    virtual bool release_for_move() noexcept { return true; }
+    // Export id of this state on its rank (0: never exported); set under the exports' lock.
+    std::uint64_t export_id = 0;
     std::uint32_t status() const noexcept { return word_.load(std::memory_order_acquire); }
     bool ready() const noexcept { return status() != pending; }
     bool failed() const noexcept { return status() == has_error; }
@@ -86,17 +111,60 @@ class StateBase {
         error_ = std::move(e);
         publish(has_error);
     }
-    // Registers cb; runs it at once (on this thread) if the state is ready.
-    void on_ready(Callback* cb) noexcept;
+    // Registers cb; runs it at once (on this thread) if the state is ready. A lazy state
+    // (a kept result, see LazyState) starts fetching its value.
+    void on_ready(Callback* cb) noexcept {
+        need();
+        on_ready_quietly(cb);
+    }
+    // The same without asking a lazy state for its value.
+    void on_ready_quietly(Callback* cb) noexcept;
+    // ready() for consumers: a lazy state starts fetching its value.
+    bool poll_ready() noexcept {
+        need();
+        return ready();
+    }
+    // A consumer needs the value: a lazy state that has not asked for it does now.
+    void need() noexcept {
+        if (lazy_ && !ready()) demand();
+    }
+
+    // Lazy states (results kept where they were computed; futures/lazy_state.hpp) override
+    // these; a plain state has its value here or gets it pushed.
+    virtual void demand() noexcept {}
+    // The value's owner rank, export id and a share of the weight to pass on (false: none).
+    virtual bool share_residence(int& owner, std::uint64_t& id, std::uint64_t& weight) noexcept {
+        (void)owner, (void)id, (void)weight;
+        return false;
+    }
+    // A resident reply arrived (the callee keeps the value as export `id`, with `weight`).
+    virtual void set_resident(int owner, std::uint64_t id, std::uint64_t weight) {
+        (void)owner, (void)id, (void)weight;
+        throw WireError("a kept result answered a call that did not ask for one");
+    }
+    // Called after the state was set by a reply (lets a lazy state answer queued fetches).
+    virtual void settled() noexcept {}
+    // Another rank fetches this exported state: a lazy state may send it to the value's owner
+    // (true) instead of answering once the value is here (false). `send` answers with a value.
+    virtual bool redirect(int dest, std::uint64_t token,
+                          void (*send)(Futures&, StateBase&, int, std::uint64_t)) {
+        (void)dest, (void)token, (void)send;
+        return false;
+    }
 
     // Sets the value from its wire encoding (remote results and fetched shared futures).
     virtual void set_from_wire(wire::Reader& r) = 0;
+    // A value arriving as a body: begin_body sizes it (n elements) and says where its `bytes`
+    // go; end_body publishes it once they are there.
+    virtual void* begin_body(std::uint64_t n, std::size_t& bytes) = 0;
+    void end_body() noexcept { publish(has_value); }
 
     std::atomic<std::uint32_t>& word() noexcept { return word_; }
     std::atomic<bool>& waiters() noexcept { return waiters_; }
 
   protected:
     void publish(std::uint32_t st) noexcept;
+    bool lazy_ = false;
 
   private:
     static Callback* closed() noexcept { return reinterpret_cast<Callback*>(std::uintptr_t(1)); }
@@ -115,12 +183,30 @@ class State : public StateBase {
     using V = value_t<T>;
     static constexpr bool on_wire = std::is_void_v<T> || wire::supported<T>;
 
+    State() = default;
+    ~State() override {
+        if (alias_) alias_->release();
+    }
+
     template <class... A>
     void set_value(A&&... a) {
         value_.emplace(std::forward<A>(a)...);
         publish(has_value);
     }
-    V& value() noexcept { return *value_; }
+    V& value() noexcept { return alias_ ? alias_->value() : *value_; }
+    // Becomes ready with src's value (or error) without copying it: value() then reads src's,
+    // which this state keeps alive (takes one reference to src).
+    void set_alias(State* src) noexcept {
+        if (src->failed()) {
+            set_error(src->error());
+            src->release();
+            return;
+        }
+        alias_ = src;
+        publish(has_value);
+    }
+    // False while the value is another state's that someone else also holds.
+    bool value_movable() const noexcept { return !alias_ || alias_->unique(); }
 
     void set_from_wire(wire::Reader& r) override {
         if constexpr (std::is_void_v<T>) {
@@ -131,9 +217,23 @@ class State : public StateBase {
             throw UsageError("future: value type cannot travel between ranks");
         }
     }
+    void* begin_body(std::uint64_t n, std::size_t& bytes) override {
+        if constexpr (body_capable<T>) {
+            using E = typename T::value_type;
+            if (n > (std::uint64_t(1) << 62) / sizeof(E)) throw WireError("bad body size");
+            value_.emplace(static_cast<std::size_t>(n), E{});
+            bytes = static_cast<std::size_t>(n) * sizeof(E);
+            return value_->data();
+        } else {
+            (void)n;
+            (void)bytes;
+            throw WireError("a value body for a future whose type cannot take one");
+        }
+    }
 
   private:
     std::optional<V> value_;
+    State* alias_ = nullptr;
 };
 
 // Intrusive reference to a state.
