@@ -347,3 +347,106 @@ TEST(FuturesMpi, BigResultsAndFetchedValuesTravelAsBodies) {
             fetches += ((r + 1) % e.n) != me;
     EXPECT_EQ(total, want + fetches);
 }
+
+// keep_result: the result stays on the callee's rank. A call there that takes it uses it in
+// place, a call on a third rank fetches it straight from the owner (the caller only redirects),
+// get() on the caller fetches it once, and errors still reach the caller.
+TEST(FuturesMpi, KeptResultsStayWithTheirCallee) {
+    Env e;
+    const std::size_t big = Futures::kLargeArg / sizeof(double) + 5;
+    auto make = e.fx.make_async(
+        [&, big](int& i) {
+            if (i < 0) throw std::runtime_error("kept failure " + std::to_string(i));
+            std::this_thread::sleep_for(std::chrono::milliseconds(i % 3));
+            return std::vector<double>(big, double(i + 1000 * e.me));
+        },
+        "make_kept", AsyncOptions{.keep_result = true});
+    auto use =
+        e.fx.make_async([&](const std::vector<double>& v,
+                            int& i) { return v.size() == big ? v[0] - double(i) + 0.5 : -1.0; },
+                        "use_kept");
+    // a rank other than 0 and r (-1: none)
+    const auto third = [&](int r) { return r != 1 ? (e.n > 1 ? 1 : -1) : (e.n > 2 ? 2 : -1); };
+    const auto bodies0 = e.fx.bodies_received(), kept0 = e.fx.kept_in_place();
+    const int items = 6;
+    if (e.me == 0) {
+        for (int i = 0; i < items; ++i) {
+            for (int r = 0; r < e.n; ++r) {
+                shared_future<std::vector<double>> f = async(r, make, i).share();
+                auto on_owner = async(r, use, f, i);
+                future<double> on_third;
+                if (third(r) >= 0) on_third = async(third(r), use, f, i);
+                // the value was computed on r, and reached each consumer intact
+                EXPECT_EQ(on_owner.get(), 1000.0 * r + 0.5);
+                if (third(r) >= 0) {
+                    EXPECT_EQ(on_third.get(), 1000.0 * r + 0.5);
+                }
+                EXPECT_EQ(f.get().size(), big);
+                EXPECT_EQ(f.get()[big - 1], double(i + 1000 * r));
+            }
+        }
+        for (int r = 0; r < e.n; ++r) {
+            auto bad = async(r, make, -r - 1).share();
+            auto passed = async((r + 1) % e.n, use, bad, 0);
+            try {
+                (void)bad.get();
+                ADD_FAILURE() << "no exception";
+            } catch (const std::exception& ex) {
+                EXPECT_NE(std::string(ex.what()).find("kept failure " + std::to_string(-r - 1)),
+                          std::string::npos);
+            }
+            EXPECT_THROW((void)passed.get(), std::exception);
+        }
+    }
+    e.tp.join();
+    EXPECT_EQ(e.fx.exported(), 0u);  // every kept value was released by its last holder
+    const std::uint64_t bodies = e.fx.bodies_received() - bodies0;
+    const std::uint64_t kept = e.fx.kept_in_place() - kept0;
+    std::uint64_t want_bodies = 0;
+    if (e.me == 0) {
+        // each remote value once, for get(); never for the call on a third rank
+        want_bodies = std::uint64_t(items) * std::uint64_t(e.n - 1);
+    } else {
+        for (int r = 0; r < e.n; ++r)
+            want_bodies += r != e.me && third(r) == e.me ? std::uint64_t(items) : 0u;
+    }
+    EXPECT_EQ(bodies, want_bodies);
+    // every rank but 0 used its own results in place (rank 0's own are not kept: local calls)
+    EXPECT_EQ(kept, e.me == 0 ? 0u : std::uint64_t(items));
+}
+
+// The same future passed to several calls on one rank is fetched there once.
+TEST(FuturesMpi, OneImportPerRankForAFuturePassedToManyCalls) {
+    Env e;
+    const std::size_t big = Futures::kLargeArg / sizeof(double) + 9;
+    auto make = e.fx.make_async(
+        [big](int& i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            return std::vector<double>(big, double(i));
+        },
+        "make_shared_tile");
+    auto use = e.fx.make_async(
+        [big](const std::vector<double>& v, int& k) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            return v.size() == big ? v[0] + k : -1.0;
+        },
+        "use_shared_tile");
+    const auto bodies0 = e.fx.bodies_received(), shared0 = e.fx.imports_shared();
+    const int calls = 4;
+    if (e.me == 0 && e.n > 1) {
+        // made on rank 0 and passed while pending: each other rank imports it once
+        shared_future<std::vector<double>> f = async(0, make, 7).share();
+        std::vector<future<double>> out;
+        for (int r = 1; r < e.n; ++r)
+            for (int k = 0; k < calls; ++k)
+                out.push_back(async(r, use, f, k));
+        for (std::size_t j = 0; j < out.size(); ++j)
+            EXPECT_EQ(out[j].get(), 7.0 + double(j % calls));
+    }
+    e.tp.join();
+    EXPECT_EQ(e.fx.exported(), 0u);
+    if (e.me != 0 && e.n > 1) {
+        EXPECT_EQ(e.fx.bodies_received() - bodies0, 1u);  // one fetch for `calls` calls
+        EXPECT_EQ(e.fx.imports_shared() - shared0, std::uint64_t(calls - 1));
+    }
+}
