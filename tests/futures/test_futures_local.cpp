@@ -219,3 +219,42 @@ TEST(FuturesLocal, UsageErrors) {
     EXPECT_THROW(async(here, unset, 1), UsageError);
     tp.join();
 }
+
+// Big vectors dropped by calls and states are pooled and received into again (no zero-fill,
+// no page faults); small ones, and ones too big for a request, are not used.
+TEST(FuturesLocal, BigVectorsAreRecycled) {
+    using R = detail::Recycler<std::vector<float>>;
+    const std::size_t n = detail::kLargeBytes / sizeof(float) + 3;
+    while (R::pooled() > 0)
+        (void)R::take(n);  // start empty (other tests may have pooled)
+    std::vector<float> small(100, 1.0f);
+    R::give(small);
+    EXPECT_EQ(small.size(), 100u);  // left alone
+    EXPECT_EQ(R::pooled(), 0u);
+    std::vector<float> big(2 * n, 2.0f);
+    const float* mem = big.data();
+    R::give(big);
+    EXPECT_TRUE(big.empty());
+    EXPECT_EQ(R::pooled(), 1u);
+    auto too_small_a_need = R::take(n - 4);  // 2n pooled is more than twice n - 4: not used
+    EXPECT_NE(too_small_a_need.data(), mem);
+    auto w = R::take(n);
+    EXPECT_EQ(w.data(), mem);  // the same memory, shrunk without writing
+    EXPECT_EQ(w.size(), n);
+    EXPECT_EQ(w[n - 1], 2.0f);
+    EXPECT_EQ(R::pooled(), 0u);
+    for (int i = 0; i < 20; ++i) {  // the pool is bounded
+        std::vector<float> v(n, 0.0f);
+        R::give(v);
+    }
+    EXPECT_LE(R::pooled(), 8u);
+    // A call's big argument goes to the pool when the call is done.
+    while (R::pooled() > 0)
+        (void)R::take(n);
+    Threadpool tp(2);
+    Futures fx(tp);
+    auto sum = fx.make_async([](std::vector<float>& v) { return double(v.size()); }, "sumf");
+    EXPECT_EQ(async(here, sum, std::vector<float>(n, 1.0f)).get(), double(n));
+    tp.join();
+    EXPECT_EQ(R::pooled(), 1u);
+}

@@ -204,7 +204,7 @@ class Futures {
     // Future arguments that found their value already imported here (no second fetch).
     std::uint64_t imports_shared() const noexcept { return imports_shared_.load(); }
     // Big arguments travel as bodies after the request, straight into the callee's argument.
-    static constexpr std::size_t kLargeArg = std::size_t(128) << 10;
+    static constexpr std::size_t kLargeArg = detail::kLargeBytes;
     void receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
                       detail::BodySink* sink);
     ActiveMsgBase& body_msg() noexcept { return *body_am_; }
@@ -305,6 +305,7 @@ struct BodyOf final : Body {
         data = v.data();
         bytes = v.size() * sizeof(typename X::value_type);
     }
+    ~BodyOf() override { Recycler<X>::give(v); }
 };
 // A ready state's value sent as a body straight from the state, which it keeps alive.
 template <class X>
@@ -361,7 +362,8 @@ struct ValRef : ValArg<P> {  // an argument of the parameter's own type, written
     ValRef(const P* x, bool body_ok) : p(x) {
         if constexpr (body_capable<P>)
             if (body_ok && p->size() * sizeof(typename P::value_type) >= Futures::kLargeArg)
-                this->body = std::make_unique<BodyOf<P>>(*p);  // the caller may reuse *p
+                this->body =
+                    std::make_unique<BodyOf<P>>(Recycler<P>::copy(*p));  // the caller may reuse *p
     }
     const P& value() const { return this->body ? static_cast<BodyOf<P>&>(*this->body).v : *p; }
     std::size_t size() const { return this->size_of(value()); }
@@ -484,7 +486,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
         if constexpr (body_capable<X> && !param_traits<P>::shared) {
             using E = typename X::value_type;
             if (n > (std::uint64_t(1) << 62) / sizeof(E)) throw WireError("bad body size");
-            slot.value.emplace(static_cast<std::size_t>(n), E{});
+            slot.value.emplace(Recycler<X>::take(static_cast<std::size_t>(n)));
             sink.expect_body();
             fx.receive_body(source, slot.value->data(), static_cast<std::size_t>(n) * sizeof(E),
                             static_cast<std::size_t>(chunk), &sink);

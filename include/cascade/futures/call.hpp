@@ -75,6 +75,14 @@ struct Slot {
     Ref<State<P>> fut;     // a future argument, until resolve()
     bool consume = false;  // fut's value may be moved out (no one else reads it)
 
+    // Drops the argument after the call; a big one's memory serves the next (Recycler).
+    void clear() noexcept {
+        if constexpr (body_capable<P>)
+            if (value) Recycler<P>::give(*value);
+        value.reset();
+        fut = {};
+    }
+
     StateBase* pending() const noexcept { return fut.get(); }
     // Makes the value of a future argument the call's own: moved if no one else can read it,
     // left in place if the function takes it by const reference (borrow), copied otherwise.
@@ -116,6 +124,7 @@ struct Slot<shared_future<X>> {
     StateBase* pending() const noexcept { return nullptr; }
     void resolve(bool) noexcept {}
     shared_future<X>& get() noexcept { return f; }
+    void clear() noexcept { f = {}; }
     template <class A>
     void set(A&& a) {
         using D = std::remove_cvref_t<A>;
@@ -186,7 +195,7 @@ class Call final : public State<R>, public Job, public BodySink {
                 this->set_error(std::current_exception());
             }
         }
-        slots_ = {};
+        std::apply([](auto&... s) { (s.clear(), ...); }, slots_);
         this->release();
     }
     void expect_body() noexcept override {

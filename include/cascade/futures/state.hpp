@@ -13,6 +13,7 @@
 
 #include "cascade/comm/serialization.hpp"
 #include "cascade/core/errors.hpp"
+#include "cascade/futures/recycle.hpp"
 
 namespace cascade {
 
@@ -186,6 +187,8 @@ class State : public StateBase {
     State() = default;
     ~State() override {
         if (alias_) alias_->release();
+        if constexpr (body_capable<T>)
+            if (value_) Recycler<T>::give(*value_);
     }
 
     template <class... A>
@@ -221,7 +224,7 @@ class State : public StateBase {
         if constexpr (body_capable<T>) {
             using E = typename T::value_type;
             if (n > (std::uint64_t(1) << 62) / sizeof(E)) throw WireError("bad body size");
-            value_.emplace(static_cast<std::size_t>(n), E{});
+            value_.emplace(Recycler<T>::take(static_cast<std::size_t>(n)));
             bytes = static_cast<std::size_t>(n) * sizeof(E);
             return value_->data();
         } else {

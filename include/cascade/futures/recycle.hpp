@@ -1,0 +1,87 @@
+// Big vectors are recycled. A value that travels as a body (a std::vector or std::string of
+// kLargeBytes or more) is received into memory that must first be sized, and std::vector
+// zero-fills it; a fresh allocation of that size also takes page faults on first touch. Both
+// cost about as much as the transfer itself. So the big vectors that calls, argument copies
+// and result states drop go to a small pool per type, and the next body of a similar size is
+// received into one of them: no fill, pages already mapped. The pool holds at most kSlots
+// vectors and kPoolBytes per type, behind a mutex taken only for big values.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace cascade::detail {
+
+// From this size on, vectors travel as bodies (Futures::kLargeArg) and are recycled.
+inline constexpr std::size_t kLargeBytes = std::size_t(128) << 10;
+
+template <class V>  // body_capable<V>: std::vector<E> or std::string, E trivially copyable
+class Recycler {
+    using E = typename V::value_type;
+    static constexpr std::size_t kSlots = 8;
+    static constexpr std::size_t kPoolBytes = std::size_t(256) << 20;
+
+  public:
+    // A V of n elements: a recycled one (contents unspecified, to be overwritten) if one of
+    // n to 2n elements is pooled, else a new one.
+    static V take(std::size_t n) {
+        if (n * sizeof(E) >= kLargeBytes) {
+            Pool& p = pool();
+            std::lock_guard<std::mutex> g(p.m);
+            for (std::size_t i = 0; i < p.v.size(); ++i) {
+                const std::size_t have = p.v[i].size();
+                if (have >= n && have / 2 <= n) {
+                    V v = std::move(p.v[i]);
+                    if (i + 1 != p.v.size()) p.v[i] = std::move(p.v.back());
+                    p.v.pop_back();
+                    p.bytes -= have * sizeof(E);
+                    v.resize(n);  // shrinks: nothing is written
+                    return v;
+                }
+            }
+        }
+        return V(n, E{});
+    }
+    // Copies x into a (possibly recycled) V.
+    static V copy(const V& x) {
+        V v = take(x.size());
+        std::copy(x.begin(), x.end(), v.begin());
+        return v;
+    }
+    // Keeps v's memory for a later take() if it is big and the pool has room (v is left
+    // empty), else leaves v alone.
+    static void give(V& v) noexcept {
+        const std::size_t bytes = v.size() * sizeof(E);
+        if (bytes < kLargeBytes) return;
+        Pool& p = pool();
+        std::lock_guard<std::mutex> g(p.m);
+        if (p.v.size() < kSlots && p.bytes + bytes <= kPoolBytes) {
+            p.bytes += bytes;
+            p.v.push_back(std::move(v));  // capacity reserved: does not allocate
+        }
+    }
+    // Vectors pooled now (tests).
+    static std::size_t pooled() {
+        Pool& p = pool();
+        std::lock_guard<std::mutex> g(p.m);
+        return p.v.size();
+    }
+
+  private:
+    struct Pool {
+        std::mutex m;
+        std::vector<V> v;
+        std::size_t bytes = 0;
+        Pool() { v.reserve(kSlots); }
+    };
+    // Never destroyed: states may still die during static destruction.
+    static Pool& pool() {
+        static Pool* p = new Pool;
+        return *p;
+    }
+};
+
+}  // namespace cascade::detail
