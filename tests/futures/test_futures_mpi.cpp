@@ -398,6 +398,21 @@ TEST(FuturesMpi, KeptResultsStayWithTheirCallee) {
             EXPECT_THROW((void)passed.get(), std::exception);
         }
     }
+    if (e.me == 0) {
+        // A small result is sent back at once (cheaper than a fetch later): the future is set
+        // without anyone asking for its value.
+        auto small = e.fx.make_async([](int& x) { return 3 * x; }, "small_kept",
+                                     AsyncOptions{.keep_result = true});
+        shared_future<int> s = async(e.n - 1, small, 5).share();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!s.ref()->ready() && std::chrono::steady_clock::now() < deadline)
+            e.comm.progress();
+        EXPECT_TRUE(s.ref()->ready());
+        EXPECT_EQ(s.get(), 15);
+    } else {
+        (void)e.fx.make_async([](int& x) { return 3 * x; }, "small_kept",
+                              AsyncOptions{.keep_result = true});
+    }
     e.tp.join();
     EXPECT_EQ(e.fx.exported(), 0u);  // every kept value was released by its last holder
     const std::uint64_t bodies = e.fx.bodies_received() - bodies0;

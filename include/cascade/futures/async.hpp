@@ -47,8 +47,8 @@ struct AsyncOptions {
     // then, when_all, a call on the caller's rank) fetches it; a call on another rank that
     // takes the future as an argument gets it straight from where it is (on that rank
     // itself: no copy at all). For big results passed on from call to call (tiled
-    // algorithms). Need the value before the join() that ends the computation: no rank
-    // answers fetches after it.
+    // algorithms); results under kLargeArg (128 KiB) are sent back as usual. Need the
+    // value before the join() that ends the computation: no rank answers fetches after it.
     bool keep_result = false;
 };
 
@@ -539,7 +539,8 @@ void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token,
 
 template <class T>
 void send_result(const ReplyTo& to, State<T>& s) noexcept {
-    if (to.keep && !s.failed())
+    // Only big values are kept: a small one costs less to send now than to fetch later.
+    if (to.keep && !s.failed() && travels_as_body(s.value()))
         to.fx->send_resident<T>(to.rank, to.token, s);
     else
         to.fx->send_value<T>(to.rank, to.token, s, to.name);
