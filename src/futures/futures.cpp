@@ -163,12 +163,7 @@ void Futures::fetch(int owner, std::uint64_t id, detail::StateBase* proxy, std::
         ex.state->on_ready(new LocalShare(proxy, ex.share));
         return;
     }
-    const detail::FetchHead h{rank_, 0, id, reinterpret_cast<std::uintptr_t>(proxy), weight};
-    send_frame(owner, fetch_msg, sizeof h, [&](char* out) {
-        wire::Writer w(out);
-        w.put(h);
-        return w.position();
-    });
+    send_fetch(owner, {rank_, 0, id, reinterpret_cast<std::uintptr_t>(proxy), weight});
 }
 
 void Futures::release_export(int owner, std::uint64_t id, std::uint64_t weight) {
@@ -176,7 +171,10 @@ void Futures::release_export(int owner, std::uint64_t id, std::uint64_t weight) 
         take(id, weight, rank_).state->release();
         return;
     }
-    const detail::FetchHead h{rank_, 1, id, 0, weight};
+    send_fetch(owner, {rank_, 1, id, 0, weight});
+}
+
+void Futures::send_fetch(int owner, const detail::FetchHead& h) {
     send_frame(owner, fetch_msg, sizeof h, [&](char* out) {
         wire::Writer w(out);
         w.put(h);

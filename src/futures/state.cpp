@@ -23,7 +23,7 @@ void wake_word(std::atomic<std::uint32_t>& word) noexcept {
 }
 }  // namespace
 
-void StateBase::on_ready_quietly(Callback* cb) noexcept {
+void StateBase::add_callback(Callback* cb) noexcept {
     Callback* head = callbacks_.load(std::memory_order_acquire);
     do {
         if (head == closed()) {

@@ -211,6 +211,7 @@ class Futures {
 
   private:
     enum Msg { request_msg, reply_msg, fetch_msg };
+    void send_fetch(int owner, const detail::FetchHead& h);  // a fetch or a release
     template <class W, class Extra = Communicator::NoExtra>
     void send_frame(int dest, Msg which, std::size_t max_bytes, W&& write, Extra&& extra = {});
     template <class R, class... Ps, class... A>

@@ -116,10 +116,8 @@ class StateBase {
     // (a kept result, see LazyState) starts fetching its value.
     void on_ready(Callback* cb) noexcept {
         need();
-        on_ready_quietly(cb);
+        add_callback(cb);
     }
-    // The same without asking a lazy state for its value.
-    void on_ready_quietly(Callback* cb) noexcept;
     // ready() for consumers: a lazy state starts fetching its value.
     bool poll_ready() noexcept {
         need();
@@ -168,6 +166,7 @@ class StateBase {
     bool lazy_ = false;
 
   private:
+    void add_callback(Callback* cb) noexcept;  // on_ready without asking for the value
     static Callback* closed() noexcept { return reinterpret_cast<Callback*>(std::uintptr_t(1)); }
 
     std::atomic<std::uint32_t> refs_{1};
