@@ -70,6 +70,8 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     MPI_Comm_size(comm_, &size_);
     outbox_.reset(new Outbox[size_]);
     recv_seq_.assign(static_cast<std::size_t>(size_), 0);
+    open_.assign(static_cast<std::size_t>(size_), 0);
+    deferred_.resize(static_cast<std::size_t>(size_));
     tls_comm_thread = this;
     trace::sync_clocks(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
@@ -186,7 +188,7 @@ void Communicator::post_ctrl_slot(int slot) {
 
 void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
                                  std::vector<char> args) {
-    const std::size_t chunk = large_chunk_;
+    const std::size_t chunk = large_chunk();
     enqueue(
         dest, am, 16 + args.size(),
         [&](char* out) {
@@ -198,7 +200,7 @@ void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, 
         },
         [&](Outbox& o) {
             o.larges.push_back(
-                LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args)});
+                LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk});
         });
 }
 
@@ -221,8 +223,9 @@ void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std:
 }
 
 void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
-                               std::vector<char> args) {
-    o.larges.push_back(LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args)});
+                               std::size_t chunk, std::vector<char> args) {
+    o.larges.push_back(
+        LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk});
 }
 
 void Communicator::receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
@@ -269,13 +272,14 @@ void Communicator::flush() {
                 off = next;
             }
             if (n > start) send_segment(ps, d, start, n);
+            ps.serial = send_serial_++;
             sends_.push_back(std::move(ps));
         } else if (buf.capacity() && spare_bufs_.size() < kMaxSpareBuffers) {
             spare_bufs_.push_back(std::move(buf));
         }
         for (auto& l : larges) {
             PendingSend ps;
-            const std::size_t chunk = large_chunk_;
+            const std::size_t chunk = l.chunk;
             for (std::size_t off = 0; off < l.bytes; off += chunk) {
                 const int n = static_cast<int>(std::min(chunk, l.bytes - off));
                 MPI_Request req;
@@ -360,6 +364,22 @@ void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exce
                       ") threw: " + detail::describe_error(e);
     if (size_ > 1 || !tp_) abort_job(msg);
     tp_->fail(std::make_exception_ptr(std::runtime_error(msg)));
+}
+
+void Communicator::run_message(int source, const char* data, std::size_t size) {
+    const auto src = static_cast<std::size_t>(source);
+    ++open_[src];
+    run_frames(source, data, size);
+    --open_[src];
+    // Messages from this rank that nested progress received meanwhile, oldest first (their
+    // handlers may nest again and append more).
+    while (open_[src] == 0 && !deferred_[src].empty()) {
+        detail::Bytes m = std::move(deferred_[src].front());
+        deferred_[src].pop_front();
+        ++open_[src];
+        run_frames(source, m.data(), m.size());
+        --open_[src];
+    }
 }
 
 void Communicator::run_frames(int source, const char* data, std::size_t size) {
@@ -474,12 +494,20 @@ bool Communicator::receive() {
         --set.count;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
+        const char* data = reinterpret_cast<const char*>(set.buf[slot].get());
+        const auto src = static_cast<std::size_t>(st.MPI_SOURCE);
+        any = true;
+        if (open_[src] > 0) {
+            // Nested progress inside a handler of an earlier message from this rank: keep
+            // this one until that handler returns (see deferred_).
+            deferred_[src].emplace_back(data, data + count);
+            post_am_slot(parity, slot);
+            continue;
+        }
         // Handlers may call progress() (e.g. blocking_send), which takes the next slots;
         // this one is posted again after its frames ran.
-        run_frames(st.MPI_SOURCE, reinterpret_cast<const char*>(set.buf[slot].get()),
-                   static_cast<std::size_t>(count));
+        run_message(st.MPI_SOURCE, data, static_cast<std::size_t>(count));
         post_am_slot(parity, slot);
-        any = true;
         // What the handlers queued (replies, typically) leaves now, not one poll later.
         flush();
     }
@@ -491,14 +519,26 @@ bool Communicator::test_large_recvs() {
     for (std::size_t i = 0; i < large_recvs_.size();) {
         PendingRecv& r = large_recvs_[i];
         int done = 1;
-        if (!r.reqs.empty())
+        std::size_t got = 0;
+        if (!r.reqs.empty()) {
+            statuses_.resize(r.reqs.size());
             check_mpi(MPI_Testall(static_cast<int>(r.reqs.size()), r.reqs.data(), &done,
-                                  MPI_STATUSES_IGNORE),
+                                  statuses_.data()),
                       "MPI_Testall");
+            for (std::size_t k = 0; done && k < r.reqs.size(); ++k) {
+                int n = 0;
+                MPI_Get_count(&statuses_[k], MPI_BYTE, &n);
+                got += static_cast<std::size_t>(n);
+            }
+        }
         if (!done) {
             ++i;
             continue;
         }
+        if (got != r.bytes)  // a body matched to the wrong header: never run on it
+            abort_job("rank " + std::to_string(rank_) + ": large active message '" + r.am->name() +
+                      "' from rank " + std::to_string(r.source) + ": expected a body of " +
+                      std::to_string(r.bytes) + " bytes, received " + std::to_string(got));
         PendingRecv finished = std::move(r);
         large_recvs_.erase(large_recvs_.begin() + static_cast<std::ptrdiff_t>(i));
         trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
@@ -569,12 +609,19 @@ bool Communicator::wants_progress() const {
 }
 
 void Communicator::flush_blocking() {
-    // Wait for our sends while still receiving: a send to ourselves, or to a rank that is
-    // itself blocked sending to us, completes only if we keep receiving.
+    // Wait for the messages queued so far while still receiving: a send to ourselves, or to a
+    // rank that is itself blocked sending to us, completes only if we keep receiving. Large
+    // bodies are not waited for (their on_sent says when): the receive of a body queued
+    // behind the running handler is posted only after that handler returns.
     flush();
-    while (!sends_.empty()) {
+    const std::uint64_t upto = send_serial_;
+    auto pending = [&] {
+        return std::any_of(sends_.begin(), sends_.end(),
+                           [&](const PendingSend& s) { return !s.large && s.serial < upto; });
+    };
+    while (pending()) {
         progress();
-        if (!sends_.empty()) std::this_thread::yield();
+        if (pending()) std::this_thread::yield();
     }
 }
 

@@ -3,8 +3,10 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cascade/cascade.hpp"
@@ -265,4 +267,74 @@ TEST(ActiveMsg, PhasesDoNotMix) {
         EXPECT_EQ(arrived, 3 * n) << "phase " << phase;
     }
     EXPECT_EQ(wrong_phase, 0);
+}
+
+// A handler that calls progress() (here blocking_send) while more messages from the same rank
+// are arriving: those must wait until the handler returns, so one rank's messages run in the
+// order they were sent and each large body lands in the buffer of its own header (equal
+// sizes used to swap bodies silently; different sizes made MPI abort on truncation).
+TEST(ActiveMsg, NestedProgressKeepsPerSourceOrderAndBodies) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int dest = 1 % n;
+    constexpr int N = 1 << 16;
+    const int sizes[4] = {0, N, N, N / 2};  // bodies 1 and 2 of equal size, 3 smaller
+    std::vector<std::vector<int>> in(4), out(4);
+    for (int b = 1; b <= 3; ++b) {
+        in[b].assign(static_cast<std::size_t>(sizes[b]), -1);
+        out[b].resize(static_cast<std::size_t>(sizes[b]));
+        for (int i = 0; i < sizes[b]; ++i)
+            out[b][static_cast<std::size_t>(i)] = b * 1000000 + i;
+    }
+    std::vector<int> headers, arrivals, smalls;
+    int corrupt = 0;
+    auto pong = comm.make_active_msg([](int&) {});
+    auto blocker = comm.make_active_msg([&](int&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the next ones arrive
+        int z = 0;
+        pong->blocking_send(me, z);  // nested progress
+    });
+    auto small = comm.make_active_msg([&](int& k) { smalls.push_back(k); });
+    auto large = comm.make_large_active_msg(
+        [&](int& b) {
+            arrivals.push_back(b);
+            for (int i = 0; i < sizes[b]; ++i)
+                if (in[b][static_cast<std::size_t>(i)] != b * 1000000 + i) {
+                    ++corrupt;
+                    break;
+                }
+        },
+        [&](int& b) {
+            headers.push_back(b);
+            return in[b].data();
+        },
+        [](int&) {});
+    Taskflow<int> tf(&tp, "send");
+    tf.set_task([&](int k) {
+        if (k == 0) {  // one flush: blocker, then the first large header and a small one
+            blocker->send(dest, 0);
+            large->send_large(dest, view<int>(out[1].data(), N), 1);
+            small->send(dest, 1);
+        } else {  // later flushes while the blocker's handler still runs on dest
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            large->send_large(dest, view<int>(out[2].data(), N), 2);
+            small->send(dest, 2);
+            large->send_large(dest, view<int>(out[3].data(), N / 2), 3);
+            small->send(dest, 3);
+        }
+    });
+    if (me == 0) {
+        tf.fulfill_promise(0);
+        tf.fulfill_promise(1);
+    }
+    tp.join();
+    if (me == dest) {
+        EXPECT_EQ(headers, (std::vector<int>{1, 2, 3}));
+        EXPECT_EQ(smalls, (std::vector<int>{1, 2, 3}));
+        EXPECT_EQ(arrivals.size(), 3u);
+        EXPECT_EQ(corrupt, 0);
+    } else {
+        EXPECT_TRUE(headers.empty());
+    }
 }

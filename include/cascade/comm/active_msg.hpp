@@ -82,7 +82,9 @@ class ActiveMsg : public ActiveMsgBase {
     // Queues the message; returns at once (the arguments are copied).
     void send(int dest, const Ps&... ps);
     // Sends and, when called from the communication thread, waits until the send completed
-    // (receiving and running handlers meanwhile, so sends to itself cannot deadlock).
+    // (receiving and running handlers meanwhile, so sends to itself cannot deadlock). Messages
+    // from the rank whose handler is calling it wait until that handler returns: one rank's
+    // messages always run in the order they were sent.
     void blocking_send(int dest, const Ps&... ps);
 
     std::string_view types() const override { return wire::type_names<Ps...>(); }

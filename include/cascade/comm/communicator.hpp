@@ -121,10 +121,9 @@ class Communicator : public JoinHook {
     // receive_body, in the same order. `am` is a large AM whose on_sent / on_arrival run when
     // the body may be reused / has arrived; the bodies do not count as messages of their own.
     static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
-                            std::vector<char> args);
+                            std::size_t chunk, std::vector<char> args);
     void receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
                       std::size_t chunk, std::vector<char> args);
-    std::size_t large_chunk() const noexcept { return large_chunk_; }
     void attach(Threadpool& tp);
     void detach(Threadpool& tp) noexcept override;
     PollResult poll(Threadpool& tp) override;
@@ -133,11 +132,18 @@ class Communicator : public JoinHook {
     std::string describe_state() const override;
     [[noreturn]] void abort_job(const std::string& what) override;
     // Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
-    // receiver follows the sender's value). Settable for tests of the chunked path.
+    // receiver follows the sender's value). Settable for tests of the chunked path, from any
+    // thread: each large send keeps the value it was queued with. 0 restores the default;
+    // values above 1 GiB are clamped to it (MPI counts are ints).
     void set_large_chunk(std::size_t bytes) noexcept {
-        large_chunk_ = bytes ? bytes : kDefaultChunk;
+        large_chunk_.store(bytes == 0 || bytes > kDefaultChunk ? kDefaultChunk : bytes,
+                           std::memory_order_relaxed);
     }
-    // Flushes pending sends to `dest` and waits until MPI has them (communication thread).
+    std::size_t large_chunk() const noexcept {
+        return large_chunk_.load(std::memory_order_relaxed);
+    }
+    // Flushes the queued messages and waits until MPI has them, bodies of large messages
+    // excepted (communication thread).
     void flush_blocking();
     bool on_comm_thread() const noexcept;
 
@@ -148,6 +154,7 @@ class Communicator : public JoinHook {
         const char* body;
         std::size_t bytes;
         std::vector<char> args;
+        std::size_t chunk;  // the one written in the header: the receiver posts by it
     };
     struct alignas(64) Outbox {
         Spinlock lock;
@@ -169,6 +176,7 @@ class Communicator : public JoinHook {
         std::deque<std::array<std::uint64_t, 3>> announce;  // frames announcing big messages
         std::unique_ptr<LargeSend> large;                   // on_sent to run on completion
         int dest = -1;                                      // large sends: for the trace
+        std::uint64_t serial = 0;                           // frame messages, in flush order
         std::int64_t t0 = 0;
     };
     struct PendingRecv {
@@ -197,6 +205,7 @@ class Communicator : public JoinHook {
     void flush();
     void test_sends();
     bool receive();
+    void run_message(int source, const char* data, std::size_t size);
     void run_frames(int source, const char* data, std::size_t size);
     bool test_large_recvs();
     void send_ctrl(int dest, CtrlMsg m);
@@ -217,6 +226,7 @@ class Communicator : public JoinHook {
     std::atomic<int> outbox_pending_{0};
     std::deque<PendingSend> sends_;
     std::deque<PendingRecv> large_recvs_;
+    std::vector<MPI_Status> statuses_;  // scratch for MPI_Testall
     std::vector<detail::Bytes> spare_bufs_;
     // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
     // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
@@ -236,8 +246,15 @@ class Communicator : public JoinHook {
     MPI_Request ctrl_req_[kCtrlSlots];
     int ctrl_head_ = 0;
     detail::Bytes recv_buf_;  // big messages (announced in a small one)
-    std::size_t large_chunk_ = kDefaultChunk;
+    std::atomic<std::size_t> large_chunk_{kDefaultChunk};
+    // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
+    // a get() on this thread) must not see the next message of the rank whose message it
+    // runs, or that rank's messages would run out of order and its large bodies would be
+    // matched to the wrong headers. Such messages wait in deferred_ until the handler returns.
+    std::vector<int> open_;                            // messages of each source running now
+    std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
+    std::uint64_t send_serial_ = 1;  // next frame message's PendingSend::serial
     Threadpool* tp_ = nullptr;
 
     std::atomic<std::uint64_t> queued_{0};

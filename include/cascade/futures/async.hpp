@@ -351,10 +351,10 @@ struct ValArg {
         w.put(x);
     }
     // Under the outbox lock, right after the request frame.
-    void attach(Communicator::Outbox& o, ActiveMsgBase& am) {
+    void attach(Communicator::Outbox& o, ActiveMsgBase& am, std::size_t chunk) {
         if (!body) return;
         Body* b = body.release();  // freed by futures.body's on_sent
-        Communicator::attach_body(o, am, b->data, b->bytes, body_token(b));
+        Communicator::attach_body(o, am, b->data, b->bytes, chunk, body_token(b));
     }
 };
 template <class P>
@@ -397,14 +397,15 @@ struct FutArg {  // a future argument: its value if ready, else where to fetch i
         return 1 + sizeof owner + sizeof id + sizeof weight;
     }
     // Under the outbox lock, right after the request frame.
-    void attach(Communicator::Outbox& o, ActiveMsgBase& am) {
+    void attach(Communicator::Outbox& o, ActiveMsgBase& am, std::size_t chunk) {
         if constexpr (body_capable<X>) {
             if (tag != arg_body) return;
             Body* b = new StateBody<X>(s);  // freed by futures.body's on_sent
-            Communicator::attach_body(o, am, b->data, b->bytes, body_token(b));
+            Communicator::attach_body(o, am, b->data, b->bytes, chunk, body_token(b));
         } else {
             (void)o;
             (void)am;
+            (void)chunk;
         }
     }
     void write(wire::Writer& w, std::size_t chunk) const {
@@ -640,7 +641,7 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
             return w.position();
         },
         [&](Communicator::Outbox& o) {
-            std::apply([&](auto&... p) { (p.attach(o, *body_am_), ...); }, prep);
+            std::apply([&](auto&... p) { (p.attach(o, *body_am_, chunk), ...); }, prep);
         });
     return future<R>(std::move(ref));
 }
@@ -691,7 +692,8 @@ void Futures::send_value(int dest, std::uint64_t token, detail::State<T>& s,
                 if (!body) return;
                 detail::Body* b =
                     new detail::StateBody<T>(detail::Ref<detail::State<T>>(&s, false));
-                Communicator::attach_body(o, *body_am_, b->data, b->bytes, detail::body_token(b));
+                Communicator::attach_body(o, *body_am_, b->data, b->bytes, chunk,
+                                          detail::body_token(b));
             } else {
                 (void)o;
             }
