@@ -10,3 +10,4 @@
 #include "cascade/core/threadpool.hpp"
 #include "cascade/futures/futures.hpp"
 #include "cascade/trace/recorder.hpp"
+#include "cascade/version.hpp"

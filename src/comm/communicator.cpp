@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cascade/core/errors.hpp"
+#include "cascade/core/log.hpp"
 #include "cascade/trace/export.hpp"
 
 namespace cascade {
@@ -51,6 +52,21 @@ void check_mpi(int rc, const char* what) {
     }
 }
 
+const char* thread_level_name(int level) {
+    switch (level) {
+        case MPI_THREAD_SINGLE:
+            return "MPI_THREAD_SINGLE";
+        case MPI_THREAD_FUNNELED:
+            return "MPI_THREAD_FUNNELED";
+        case MPI_THREAD_SERIALIZED:
+            return "MPI_THREAD_SERIALIZED";
+        case MPI_THREAD_MULTIPLE:
+            return "MPI_THREAD_MULTIPLE";
+        default:
+            return "an unknown thread level";
+    }
+}
+
 }  // namespace
 
 Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts) {
@@ -61,12 +77,23 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
         check_mpi(MPI_Init_thread(nullptr, nullptr, opts_.thread_level, &provided),
                   "MPI_Init_thread");
         owns_mpi_ = true;
-        if (provided < MPI_THREAD_FUNNELED)
-            std::cerr << "cascade: warning: MPI provides thread level " << provided
-                      << " (< MPI_THREAD_FUNNELED)\n";
     }
     check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
+    {
+        int world_rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+        log::set_rank(world_rank);
+    }
+    // Whoever initialized MPI, the thread in join() calls it while workers run: Cascade needs
+    // at least MPI_THREAD_FUNNELED (the level it asks for when it initializes MPI itself).
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_FUNNELED)
+        log::warn(std::string("MPI provides ") + thread_level_name(provided) +
+                  ", Cascade needs at least MPI_THREAD_FUNNELED (the thread in join() calls MPI "
+                  "while workers run); initialize MPI with MPI_Init_thread(..., " +
+                  thread_level_name(opts_.thread_level) + ", ...) or let Communicator do it");
     MPI_Comm_size(comm_, &size_);
     outbox_.reset(new Outbox[size_]);
     recv_seq_.assign(static_cast<std::size_t>(size_), 0);
@@ -112,11 +139,9 @@ Communicator::~Communicator() {
     for (auto& q : ctrl_req_)
         cancel(q);
     if (unrun > 0)
-        std::fprintf(stderr,
-                     "cascade: warning: rank %d: %d message(s) of active messages arrived after "
-                     "this rank's last join() and were not run (sent after the ranks' last "
-                     "join()?)\n",
-                     rank_, unrun);
+        log::warn(std::to_string(unrun) +
+                  " message(s) of active messages arrived after this rank's last join() and "
+                  "were not run (sent after the ranks' last join()?)");
     if (trace::recording() && comm_ != MPI_COMM_NULL && !std::uncaught_exceptions()) {
         try {  // collective: rank 0 gathers every rank's events and writes the files
             std::vector<std::string> names;
@@ -124,7 +149,7 @@ Communicator::~Communicator() {
                 names.push_back(am->name());
             trace::finish(comm_, names);
         } catch (const std::exception& e) {
-            std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
+            log::error(std::string("trace: could not write the trace: ") + e.what());
         }
     }
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -664,9 +689,10 @@ void Communicator::on_ctrl(int source, const CtrlMsg& m) {
         // one of an earlier epoch cannot matter any more.
         if (static_cast<std::int32_t>(m.epoch - epoch_) > 0) {
             early_ctrl_.emplace_back(source, m);
-        } else if (opts_.verb > 0) {
-            std::cerr << "cascade: rank " << rank_ << ": ignoring control message " << m.type
-                      << " of epoch " << m.epoch << " (now " << epoch_ << ")\n";
+        } else if (opts_.verb > 0 || log::enabled(log::Level::debug)) {
+            log::write(opts_.verb > 0 ? log::Level::warn : log::Level::debug,
+                       "ignoring control message " + std::to_string(m.type) + " of epoch " +
+                           std::to_string(m.epoch) + " (now " + std::to_string(epoch_) + ")");
         }
         return;
     }
@@ -848,8 +874,7 @@ std::string Communicator::describe_state() const {
 }
 
 void Communicator::abort_job(const std::string& what) {
-    std::fprintf(stderr, "cascade: fatal: %s\n", what.c_str());
-    std::fflush(stderr);
+    log::error("fatal: " + what);
     MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, 1);
     std::abort();
 }

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "cascade/core/errors.hpp"
+#include "cascade/core/log.hpp"
+#include "cascade/core/settings.hpp"
 #include "cascade/trace/recorder.hpp"
 #include "cascade/trace/watchdog.hpp"
 
@@ -28,13 +30,12 @@ struct WorkerContext {
 thread_local WorkerContext tls_worker;
 
 bool checked_from_env() {
-    if (const char* v = std::getenv("CASCADE_CHECK"))
-        return std::strcmp(v, "0") != 0 && std::strcmp(v, "") != 0;
 #ifdef CASCADE_CHECKED_DEFAULT
-    return true;
+    constexpr bool dflt = true;
 #else
-    return false;
+    constexpr bool dflt = false;
 #endif
+    return settings::flag("CASCADE_CHECK", dflt);
 }
 
 // Idle back-off: spin for kIdleSpin (a new task often arrives within microseconds), then
@@ -93,6 +94,8 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
     if (n_threads < 1)
         throw UsageError("Threadpool '" + opts_.name + "': n_threads must be >= 1, got " +
                          std::to_string(n_threads));
+    static const bool settings_valid = (settings::validate(), true);  // once, at the first pool
+    (void)settings_valid;
     trace::init_from_env();
     if (trace::recording()) {
         trace_ = std::make_unique<trace::Buffer*[]>(static_cast<std::size_t>(n_));
@@ -107,8 +110,8 @@ Threadpool::~Threadpool() {
         try {
             join();
         } catch (const std::exception& e) {
-            std::cerr << "cascade: error during Threadpool destruction (call join() to catch it): "
-                      << e.what() << '\n';
+            log::error(std::string("during Threadpool destruction (call join() to catch it): ") +
+                       e.what());
         }
     } else if (running_.load()) {
         stop_.store(true);
@@ -377,7 +380,10 @@ void Threadpool::join() {
     failed_.store(false);
     if (err) std::rethrow_exception(err);
 
-    if (!checked_ && opts_.verb == 0) return;
+    // Unchecked, the pending count is only reported (verbosity > 0: as a warning; CASCADE_LOG
+    // info or debug: as information).
+    const log::Level report_level = opts_.verb > 0 ? log::Level::warn : log::Level::info;
+    if (!checked_ && !log::enabled(report_level)) return;
     std::size_t total = 0;
     std::vector<std::string> names;
     {
@@ -392,7 +398,7 @@ void Threadpool::join() {
         for (std::size_t i = 0; i < names.size(); ++i)
             os << (i ? ", " : "") << names[i];
         if (checked_) throw IncompleteGraphError(total, os.str());
-        if (opts_.verb > 0) std::cerr << "cascade: warning: " << os.str() << '\n';
+        log::write(report_level, os.str());
     }
 }
 
@@ -463,8 +469,7 @@ void JoinHook::abort_job(const std::string& what) {
 }
 
 void JoinHook::abort_job_default(const std::string& what) {
-    std::fprintf(stderr, "cascade: fatal: %s\n", what.c_str());
-    std::fflush(stderr);
+    log::error("fatal: " + what);
     std::_Exit(3);
 }
 

@@ -6,7 +6,9 @@
 #include <thread>
 
 #include "cascade/comm/communicator.hpp"
+#include "cascade/core/log.hpp"
 #include "cascade/core/notifier.hpp"
+#include "cascade/core/settings.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
 #include "cascade/futures/async.hpp"
@@ -34,20 +36,19 @@ class LongWait {
   public:
     void check() {
         if (warned_) return;
-        static const long limit_s = [] {
-            const char* v = std::getenv("CASCADE_FUTURE_WARN_S");
-            return v ? std::atol(v) : 30L;
-        }();
+        static const double limit_s =
+            settings::seconds("CASCADE_FUTURE_WARN_S", 30.0, settings::kMaxSeconds);
         if (limit_s <= 0 ||
-            std::chrono::steady_clock::now() - start_ < std::chrono::seconds(limit_s))
+            std::chrono::steady_clock::now() - start_ < std::chrono::duration<double>(limit_s))
             return;
         warned_ = true;
-        Futures* fx = Futures::current();
-        std::fprintf(stderr,
-                     "cascade: warning: rank %d: a future has not been set after %ld s of waiting "
-                     "(unset promise? pool already joined? target rank not serving calls, i.e. not "
-                     "in join() or get()?)\n",
-                     fx ? fx->rank() : -1, limit_s);
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "a future has not been set after %g s of waiting (unset promise? pool "
+                      "already joined? target rank not serving calls, i.e. not in join() or "
+                      "get()?)",
+                      limit_s);
+        log::warn(msg);
     }
 
   private:

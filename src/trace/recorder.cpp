@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #endif
 
 #include "cascade/core/errors.hpp"
+#include "cascade/core/settings.hpp"
 #include "cascade/trace/export.hpp"
 
 namespace cascade::trace {
@@ -73,16 +75,6 @@ void resolve_locked(State& s, Event& e) {
     e.flags |= Event::kResolved;
 }
 
-std::size_t parse_count(const char* v, std::size_t dflt) {
-    if (!v || !*v) return dflt;
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end != '\0' || n < 16)
-        throw UsageError(std::string("CASCADE_TRACE_EVENTS='") + v +
-                         "': expected a number of events per thread (>= 16)");
-    return static_cast<std::size_t>(n);
-}
-
 void apply(State& s, Options o) {
     s.opts = std::move(o);
     const bool on = !s.opts.trace_path.empty() || !s.opts.dag_path.empty();
@@ -102,16 +94,21 @@ void init_from_env() {
     std::lock_guard<std::mutex> g(s.mutex);
     if (s.initialized) return;
     Options o;
-    if (const char* v = std::getenv("CASCADE_TRACE")) o.trace_path = v;
-    if (const char* v = std::getenv("CASCADE_DAG")) o.dag_path = v;
-    o.events_per_thread = parse_count(std::getenv("CASCADE_TRACE_EVENTS"), o.events_per_thread);
+    o.trace_path = settings::path("CASCADE_TRACE");
+    o.dag_path = settings::path("CASCADE_DAG");
+    o.events_per_thread = settings::count("CASCADE_TRACE_EVENTS", o.events_per_thread,
+                                          kMinEventsPerThread, kMaxEventsPerThread);
     apply(s, std::move(o));
 }
 
 void configure(Options opts) {
     State& s = state();
     std::lock_guard<std::mutex> g(s.mutex);
-    if (opts.events_per_thread < 16) opts.events_per_thread = 16;
+    if (opts.events_per_thread < kMinEventsPerThread) opts.events_per_thread = kMinEventsPerThread;
+    if (opts.events_per_thread > kMaxEventsPerThread)
+        throw UsageError("trace::configure: events_per_thread " +
+                         std::to_string(opts.events_per_thread) + " is above the limit " +
+                         std::to_string(kMaxEventsPerThread));
     apply(s, std::move(opts));
 }
 
@@ -245,6 +242,9 @@ StampClock stamp_clock() {
 Buffer::Buffer(std::uint32_t id, std::string label, std::size_t capacity)
     : capacity_(capacity), id_(id), label_(std::move(label)) {
     constexpr std::size_t kHuge = std::size_t(2) << 20;
+    if (capacity > (SIZE_MAX - kHuge) / sizeof(Event))  // the byte count below would wrap
+        throw std::length_error("trace buffer of " + std::to_string(capacity) +
+                                " events is larger than memory can address");
     const std::size_t bytes = (capacity * sizeof(Event) + kHuge - 1) / kHuge * kHuge;
     void* p = std::aligned_alloc(kHuge, bytes);
     if (!p) throw std::bad_alloc();

@@ -1,4 +1,6 @@
 # Run by CTest (see CMakeLists.txt here) as: cmake -D... -P install_and_consume.cmake
+# Installs the build, then builds and runs examples/consumer through find_package(Cascade) and
+# through pkg-config (cascade.pc).
 
 foreach(var CASCADE_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
@@ -61,4 +63,28 @@ if(NOT EXISTS "${app}" AND EXISTS "${build}/${CONFIG}/app")
   set(app "${build}/${CONFIG}/app")
 endif()
 step("run the consumer" "${app}")
+
+# The same program built without CMake, through the installed cascade.pc.
+find_program(PKG_CONFIG_EXECUTABLE pkg-config)
+if(NOT PKG_CONFIG_EXECUTABLE)
+  message(FATAL_ERROR "install_and_consume: pkg-config not found (Debian: apt-get install pkg-config)")
+endif()
+file(GLOB_RECURSE pc_files "${prefix}/*/cascade.pc")
+list(LENGTH pc_files n_pc)
+if(NOT n_pc EQUAL 1)
+  message(FATAL_ERROR "install_and_consume: expected one cascade.pc under ${prefix}, found '${pc_files}'")
+endif()
+get_filename_component(pc_dir "${pc_files}" DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+execute_process(COMMAND "${PKG_CONFIG_EXECUTABLE}" --cflags --libs cascade
+  OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "install_and_consume: pkg-config --cflags --libs cascade failed (${rc})")
+endif()
+message(STATUS "[install_and_consume] pkg-config: ${pc_flags}")
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+separate_arguments(extra_cxx UNIX_COMMAND "${CXX_FLAGS} ${LINK_FLAGS}")
+step("build examples/consumer with pkg-config"
+  "${CXX_COMPILER}" ${extra_cxx} -O1 "${CONSUMER_SOURCE_DIR}/main.cpp" -o "${WORK_DIR}/app_pc" ${pc_flags})
+step("run the pkg-config consumer" "${WORK_DIR}/app_pc")
 message(STATUS "[install_and_consume] OK")

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cascade/core/settings.hpp"
 #include "cascade/core/task.hpp"
 #include "cascade/trace/buffer.hpp"
 #include "cascade/trace/event.hpp"
@@ -27,6 +28,10 @@ struct Options {
     std::string dag_path;    // Graphviz DOT of the promise edges taken ("" : none)
     std::size_t events_per_thread = std::size_t(1) << 17;
 };
+
+// Bounds of Options::events_per_thread (and CASCADE_TRACE_EVENTS).
+inline constexpr std::size_t kMinEventsPerThread = settings::kTraceEventsMin;
+inline constexpr std::size_t kMaxEventsPerThread = settings::kTraceEventsMax;
 
 namespace detail {
 inline std::atomic<bool> g_recording{false};

@@ -1,0 +1,174 @@
+// The CASCADE_* settings: one strict parser, the table, the log prefix.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "cascade/core/errors.hpp"
+#include "cascade/core/log.hpp"
+#include "cascade/core/settings.hpp"
+#include "cascade/trace/buffer.hpp"
+#include "cascade/trace/recorder.hpp"
+
+namespace settings = cascade::settings;
+using cascade::UsageError;
+
+namespace {
+
+// The message of the UsageError that f throws ("" when it throws nothing).
+template <class F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(Settings, FlagAcceptsTheDocumentedWords) {
+    for (const char* t : {"1", "on", "ON", "true", "Yes"})
+        EXPECT_TRUE(settings::parse_flag("CASCADE_CHECK", t)) << t;
+    for (const char* f : {"0", "off", "Off", "false", "no"})
+        EXPECT_FALSE(settings::parse_flag("CASCADE_CHECK", f)) << f;
+    const std::string e = error_of([] { settings::parse_flag("CASCADE_CHECK", "2"); });
+    EXPECT_NE(e.find("CASCADE_CHECK='2'"), std::string::npos) << e;
+    EXPECT_NE(e.find("expected 1 or 0"), std::string::npos) << e;
+    EXPECT_THROW(settings::parse_flag("CASCADE_CHECK", "enable"), UsageError);
+}
+
+TEST(Settings, CountRejectsGarbageOverflowAndRange) {
+    EXPECT_EQ(settings::parse_count("N", "16", 16, 100), 16u);
+    EXPECT_EQ(settings::parse_count("N", "100", 16, 100), 100u);
+    for (const char* bad : {"15", "101", "-1", "+20", " 20", "20 ", "2e3", "0x20", "twenty", "off",
+                            "1152921504606846976",      // 2^60: in uint64 but above the limit
+                            "99999999999999999999999",  // beyond uint64
+                            "1e300"}) {
+        const std::string e = error_of([&] { settings::parse_count("N", bad, 16, 100); });
+        EXPECT_NE(e.find(std::string("N='") + bad + "'"), std::string::npos) << bad << ": " << e;
+        EXPECT_NE(e.find("a whole number from 16 to 100"), std::string::npos) << e;
+    }
+    EXPECT_NE(error_of([] { settings::parse_count("N", "99999999999999999999999", 0, 5); })
+                  .find("too large"),
+              std::string::npos);
+}
+
+TEST(Settings, SecondsAcceptOffAndRejectHugeValues) {
+    EXPECT_EQ(settings::parse_seconds("S", "off", 1e6), 0.0);
+    EXPECT_EQ(settings::parse_seconds("S", "OFF", 1e6), 0.0);
+    EXPECT_EQ(settings::parse_seconds("S", "0", 1e6), 0.0);
+    EXPECT_EQ(settings::parse_seconds("S", "2.5", 1e6), 2.5);
+    EXPECT_EQ(settings::parse_seconds("S", ".5", 1e6), 0.5);
+    for (const char* bad :
+         {"1e300", "1e7", "inf", "nan", "-1", "5s", "", "garbage", "1152921504606846976"}) {
+        const std::string e = error_of([&] { settings::parse_seconds("S", bad, 1e6); });
+        EXPECT_NE(e.find("a number of seconds from 0 to 1e+06, or off"), std::string::npos)
+            << bad << ": " << e;
+    }
+}
+
+TEST(Settings, ChoiceNamesTheChoices) {
+    static constexpr std::string_view levels[] = {"error", "warn", "info", "debug"};
+    EXPECT_EQ(settings::parse_choice("CASCADE_LOG", "DEBUG", levels), 3u);
+    const std::string e = error_of([] { settings::parse_choice("CASCADE_LOG", "loud", levels); });
+    EXPECT_NE(e.find("CASCADE_LOG='loud': expected one of error, warn, info, debug"),
+              std::string::npos)
+        << e;
+}
+
+TEST(Settings, EnvironmentReadersUseDefaultsWhenUnsetOrEmpty) {
+    ::unsetenv("CASCADE_TEST_X");
+    EXPECT_EQ(settings::count("CASCADE_TEST_X", 42, 1, 100), 42u);
+    ::setenv("CASCADE_TEST_X", "", 1);
+    EXPECT_EQ(settings::count("CASCADE_TEST_X", 42, 1, 100), 42u);
+    EXPECT_TRUE(settings::flag("CASCADE_TEST_X", true));
+    ::setenv("CASCADE_TEST_X", "7", 1);
+    EXPECT_EQ(settings::count("CASCADE_TEST_X", 42, 1, 100), 7u);
+    ::setenv("CASCADE_TEST_X", "off", 1);
+    EXPECT_EQ(settings::path("CASCADE_TEST_X"), "");
+    EXPECT_EQ(settings::seconds("CASCADE_TEST_X", 3, 10), 0.0);
+    ::setenv("CASCADE_TEST_X", "out.json", 1);
+    EXPECT_EQ(settings::path("CASCADE_TEST_X"), "out.json");
+    ::unsetenv("CASCADE_TEST_X");
+}
+
+TEST(Settings, ValidateNamesTheBadVariable) {
+    ::setenv("CASCADE_TRACE_EVENTS", "1152921504606846976", 1);  // 2^60
+    std::string e = error_of([] { settings::validate(); });
+    EXPECT_NE(e.find("CASCADE_TRACE_EVENTS='1152921504606846976'"), std::string::npos) << e;
+    EXPECT_NE(e.find("from 16 to 268435456"), std::string::npos) << e;
+    ::unsetenv("CASCADE_TRACE_EVENTS");
+    ::setenv("CASCADE_WATCHDOG", "1e300", 1);
+    e = error_of([] { settings::validate(); });
+    EXPECT_NE(e.find("CASCADE_WATCHDOG='1e300'"), std::string::npos) << e;
+    ::unsetenv("CASCADE_WATCHDOG");
+    EXPECT_NO_THROW(settings::validate());
+}
+
+// A trace buffer whose byte count would wrap around used to be allocated too small and then
+// written past its end; now it is refused.
+TEST(Settings, TraceBufferSizeCannotWrap) {
+    EXPECT_THROW(cascade::trace::Buffer(0, "huge", std::size_t(1) << 60), std::length_error);
+    // 2^61 events of 120 bytes is 0 bytes modulo 2^64.
+    EXPECT_THROW(cascade::trace::Buffer(0, "wraps", std::size_t(1) << 61), std::length_error);
+    cascade::trace::Options huge;
+    huge.events_per_thread = std::size_t(1) << 60;
+    EXPECT_THROW(cascade::trace::configure(huge), UsageError);
+}
+
+TEST(Settings, TableListsEveryVariableOnce) {
+    std::set<std::string_view> seen;
+    for (const auto& v : settings::variables()) {
+        EXPECT_TRUE(v.name.starts_with("CASCADE_")) << v.name;
+        EXPECT_TRUE(seen.insert(v.name).second) << v.name;
+        EXPECT_FALSE(v.values.empty());
+        EXPECT_FALSE(v.dflt.empty());
+        EXPECT_FALSE(v.meaning.empty());
+    }
+    for (const char* name : {"CASCADE_LOG", "CASCADE_CHECK", "CASCADE_WATCHDOG", "CASCADE_TRACE",
+                             "CASCADE_DAG", "CASCADE_TRACE_EVENTS", "CASCADE_FUTURE_WARN_S"})
+        EXPECT_TRUE(seen.count(name)) << name;
+}
+
+#ifdef CASCADE_SOURCE_DIR
+// The README's settings table lists every variable of settings::variables().
+TEST(Settings, ReadmeTableMatches) {
+    std::ifstream in(std::string(CASCADE_SOURCE_DIR) + "/README.md");
+    ASSERT_TRUE(in) << "README.md not found";
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string readme = ss.str();
+    for (const auto& v : settings::variables()) {
+        const std::string row = "| `" + std::string(v.name) + "` | " + std::string(v.values) +
+                                " | " + std::string(v.dflt) + " | " + std::string(v.meaning) +
+                                " |";
+        EXPECT_NE(readme.find(row), std::string::npos) << "README lacks the row:\n" << row;
+    }
+}
+#endif
+
+TEST(Log, EveryLineCarriesTheRankAndLevel) {
+    cascade::log::set_rank(3);
+    cascade::log::set_level(cascade::log::Level::info);
+    testing::internal::CaptureStderr();
+    cascade::log::warn("first line\nsecond line");
+    cascade::log::debug("not shown at info");
+    cascade::log::info("note");
+    const std::string out = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(out,
+              "cascade: rank 3: warning: first line\ncascade: rank 3: warning: second line\n"
+              "cascade: rank 3: info: note\n");
+    cascade::log::set_level(cascade::log::Level::error);
+    testing::internal::CaptureStderr();
+    cascade::log::warn("hidden");
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+    cascade::log::set_level(cascade::log::Level::warn);
+    cascade::log::set_rank(-1);
+}
