@@ -33,6 +33,10 @@ constexpr Variable kVariables[] = {
     {"CASCADE_TRACE_EVENTS", "a whole number from 16 to 268435456", "131072",
      "events kept per thread while tracing (120 bytes each, allocated when the thread starts); "
      "later events are dropped and counted"},
+    {"CASCADE_WORKERS", "a whole number from 1 to 4096", "the rank's share of its node's CPUs",
+     "worker threads per rank for programs that use cascade::default_workers (every app)"},
+    {"CASCADE_PIN_WORKERS", "1 or 0 (also on/off, true/false, yes/no)", "0",
+     "pins worker i of each pool to the i-th CPU the rank may run on"},
     {"CASCADE_DEMO_RANKS", "a whole number from 1", "the number of cores",
      "`./cascade demo` only: how many MPI ranks run the demo"},
 };
@@ -130,6 +134,8 @@ void validate() {
     seconds("CASCADE_WATCHDOG", 0, kMaxSeconds);
     seconds("CASCADE_FUTURE_WARN_S", 0, kMaxSeconds);
     count("CASCADE_TRACE_EVENTS", kTraceEventsMin, kTraceEventsMin, kTraceEventsMax);
+    count("CASCADE_WORKERS", 1, 1, 4096);
+    flag("CASCADE_PIN_WORKERS", false);
 }
 
 bool flag(std::string_view name, bool dflt) {

@@ -12,6 +12,7 @@
 #include "cascade/core/errors.hpp"
 #include "cascade/core/log.hpp"
 #include "cascade/core/settings.hpp"
+#include "cascade/core/workers.hpp"
 #include "cascade/trace/recorder.hpp"
 #include "cascade/trace/watchdog.hpp"
 
@@ -96,6 +97,9 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
                          std::to_string(n_threads));
     static const bool settings_valid = (settings::validate(), true);  // once, at the first pool
     (void)settings_valid;
+    if (opts_.pin_workers < 0 ? settings::flag("CASCADE_PIN_WORKERS", false)
+                              : opts_.pin_workers != 0)
+        pin_cpus_ = allowed_cpus();
     trace::init_from_env();
     if (trace::recording()) {
         trace_ = std::make_unique<trace::Buffer*[]>(static_cast<std::size_t>(n_));
@@ -266,6 +270,8 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me};
+    if (!pin_cpus_.empty() && !pin_this_thread(pin_cpus_, me))
+        log::warn("Threadpool '" + opts_.name + "': could not pin worker " + std::to_string(me));
     trace::Buffer* tb = trace_ ? trace_[me] : nullptr;
     if (tb) trace::set_this_thread(tb);
     Task t;

@@ -55,8 +55,9 @@ TEST(Settings, CountRejectsGarbageOverflowAndRange) {
         EXPECT_NE(e.find(std::string("N='") + bad + "'"), std::string::npos) << bad << ": " << e;
         EXPECT_NE(e.find("a whole number from 16 to 100"), std::string::npos) << e;
     }
-    EXPECT_NE(error_of([] { settings::parse_count("N", "99999999999999999999999", 0, 5); })
-                  .find("too large"),
+    EXPECT_NE(error_of([] {
+                  settings::parse_count("N", "99999999999999999999999", 0, 5);
+              }).find("too large"),
               std::string::npos);
 }
 
@@ -147,8 +148,7 @@ TEST(Settings, ReadmeTableMatches) {
     const std::string readme = ss.str();
     for (const auto& v : settings::variables()) {
         const std::string row = "| `" + std::string(v.name) + "` | " + std::string(v.values) +
-                                " | " + std::string(v.dflt) + " | " + std::string(v.meaning) +
-                                " |";
+                                " | " + std::string(v.dflt) + " | " + std::string(v.meaning) + " |";
         EXPECT_NE(readme.find(row), std::string::npos) << "README lacks the row:\n" << row;
     }
 }

@@ -69,6 +69,9 @@ struct ThreadpoolOptions {
     std::string name = "tp";
     bool start = true;
     int checked = -1;  // -1: from CASCADE_CHECK (or the build default); 0/1: forced
+    // Worker i runs only on the i-th CPU (modulo) of the CPUs the constructing thread may use
+    // (its affinity mask). -1: from CASCADE_PIN_WORKERS (default off); 0/1: forced.
+    int pin_workers = -1;
 };
 
 class Threadpool {
@@ -168,6 +171,8 @@ class Threadpool {
     JoinHook* hook_ = nullptr;
     // Trace buffers, one per worker; null when not recording (see cascade/trace/).
     std::unique_ptr<trace::Buffer*[]> trace_;
+    // CPUs the workers are pinned to (empty: not pinned).
+    std::vector<int> pin_cpus_;
 
     std::atomic<bool> failed_{false};
     mutable std::mutex error_mutex_;

@@ -1,0 +1,29 @@
+// How many worker threads a process should run, and pinning them. The count starts from the
+// CPUs the process may run on (its affinity mask, which mpiexec's or srun's binding sets), so
+// a rank bound to 4 cores gets 4 workers; when the mask is the whole node, the node's CPUs
+// are shared among the ranks on that node (see default_workers(const Communicator&) in the
+// comm layer). The thread that drives MPI (the one in join()) naps when there is nothing to
+// do, so it does not get a core of its own (docs/running.md has the measurement).
+#pragma once
+
+#include <vector>
+
+namespace cascade {
+
+/// The CPUs the calling thread may run on (its affinity mask), in increasing order; every
+/// online CPU where the mask cannot be read.
+std::vector<int> allowed_cpus();
+
+/// The number of CPUs online on this machine (node), at least 1.
+int node_cpus() noexcept;
+
+/// The default worker count for a process that is one of `local_ranks` ranks on its node:
+/// the CPUs of its affinity mask, divided among the local ranks when the mask covers the
+/// whole node (no binding), at least 1. The CASCADE_WORKERS variable overrides it.
+int default_workers(int local_ranks = 1);
+
+/// Pins the calling thread to the i-th CPU (modulo their number) of `cpus`. Returns false
+/// when the system refused.
+bool pin_this_thread(const std::vector<int>& cpus, int i) noexcept;
+
+}  // namespace cascade
