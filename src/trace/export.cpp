@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cascade/core/log.hpp"
 #include "cascade/trace/recorder.hpp"
 
 namespace cascade::trace {
@@ -365,9 +366,12 @@ class Writer {
         std::fputs(s.c_str(), out);
         first_ = false;
     }
-    static std::string msg_id(int src, int dst, std::uint64_t seq) {
-        return "\"" + std::to_string(src) + "-" + std::to_string(dst) + "-" + std::to_string(seq) +
-               "\"";
+    // Flow ids are small integers (1, 2, ...) given in order of first use: Perfetto's JSON
+    // importer reads a string id as hexadecimal, and viewers that hold ids as doubles lose
+    // integers above 2^53.
+    std::string msg_id(int src, int dst, std::uint64_t seq) {
+        auto it = flow_ids_.emplace(MsgKey{src, dst, seq}, flow_ids_.size() + 1).first;
+        return std::to_string(it->second);
     }
 
     void write_event(std::FILE* out, const RankData& d, std::size_t t, const Flat& f,
@@ -436,9 +440,8 @@ class Writer {
                 const std::string common = "\"name\":" +
                                            json_str((out_going ? "body to " : "body from ") +
                                                     std::to_string(f.peer) + " " + am) +
-                                           ",\"cat\":\"transfer\",\"id\":\"" +
-                                           (out_going ? "S" : "R") + std::to_string(d.rank) + "-" +
-                                           std::to_string(async_id_++) + "\"" + ids;
+                                           ",\"cat\":\"transfer\",\"id\":" +
+                                           std::to_string(++async_id_) + ids;
                 event(out, "{\"ph\":\"b\"," + common + ts +
                                ",\"args\":{\"bytes\":" + std::to_string(f.b) + "}}");
                 event(out, "{\"ph\":\"e\"," + common + ",\"ts\":" + us(f.t1, d) + "}");
@@ -502,38 +505,63 @@ class Writer {
     std::uint64_t async_id_ = 0;
     std::map<MsgKey, Where> sends_;
     std::set<MsgKey> receives_, flow_ends_;
+    std::map<MsgKey, std::uint64_t> flow_ids_;
     std::vector<Node> nodes_;
     std::map<std::pair<int, std::string>, std::size_t> task_nodes_, thread_nodes_;
     std::map<std::tuple<std::size_t, std::size_t, std::string>, std::uint64_t> edges_;
 };
 
-void write_files(std::vector<RankData> ranks) {
+// `path` with every "%r" replaced by the rank.
+std::string expand(const std::string& path, int rank) {
+    std::string out;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'r') {
+            out += std::to_string(rank);
+            ++i;
+        } else {
+            out += path[i];
+        }
+    }
+    return out;
+}
+
+// Whether the paths ask for one file per rank (CASCADE_TRACE=run.%r.json).
+bool per_rank_files() {
+    const Options& o = options();
+    return o.trace_path.find("%r") != std::string::npos ||
+           o.dag_path.find("%r") != std::string::npos;
+}
+
+// Writes the trace and graph of `ranks`; `rank` names the file in per-rank mode (%r).
+void write_files(std::vector<RankData> ranks, int rank) {
     const Options& o = options();
     if (o.trace_path.empty() && o.dag_path.empty()) return;
+    const std::string trace_path = expand(o.trace_path, rank);
+    const std::string dag_path = expand(o.dag_path, rank);
     Writer w(std::move(ranks));
     auto write = [](const std::string& path, const char* what, auto&& body) {
         std::FILE* f = std::fopen(path.c_str(), "w");
         if (!f) {
-            std::cerr << "cascade: trace: cannot write " << what << " to '" << path
-                      << "': " << std::strerror(errno) << '\n';
+            log::error(std::string("trace: cannot write ") + what + " to '" + path +
+                       "': " + std::strerror(errno));
             return;
         }
         body(f);
         std::fclose(f);
     };
-    if (!o.trace_path.empty())
-        write(o.trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
-    if (!o.dag_path.empty())
-        write(o.dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
-    std::cerr << "cascade: trace: " << w.event_count() << " events";
-    if (!o.trace_path.empty()) std::cerr << " -> " << o.trace_path;
-    if (!o.dag_path.empty()) std::cerr << ", graph -> " << o.dag_path;
-    std::cerr << '\n';
+    if (!trace_path.empty())
+        write(trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
+    if (!dag_path.empty())
+        write(dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
+    std::string note = "trace: " + std::to_string(w.event_count()) + " events";
+    if (!trace_path.empty()) note += " -> " + trace_path;
+    if (!dag_path.empty()) note += ", graph -> " + dag_path;
+    // Where the trace went is worth saying by default, once; per rank only when asked.
+    log::write(per_rank_files() ? log::Level::info : log::Level::warn, note);
     if (w.dropped() > 0)
-        std::cerr << "cascade: trace: warning: " << w.dropped()
-                  << " events dropped (a thread's buffer was full); raise CASCADE_TRACE_EVENTS "
-                     "(now "
-                  << o.events_per_thread << " per thread)\n";
+        log::warn("trace: " + std::to_string(w.dropped()) +
+                  " events dropped (a thread's buffer was full); raise CASCADE_TRACE_EVENTS (now " +
+                  std::to_string(o.events_per_thread) + " per thread)");
 }
 
 }  // namespace
@@ -586,6 +614,13 @@ void finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    if (per_rank_files()) {  // each rank writes its own file; nothing is gathered
+        set_written(true);
+        std::vector<RankData> one;
+        one.push_back(collect(rank, &am_names));
+        write_files(std::move(one), rank);
+        return;
+    }
     std::vector<char> mine = serialize(collect(rank, &am_names));
     long long n = static_cast<long long>(mine.size());
     std::vector<long long> sizes(rank == 0 ? size : 0);
@@ -609,18 +644,19 @@ void finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
                      kSyncTag, comm, MPI_STATUS_IGNORE);
         all.push_back(deserialize(blob.data(), blob.size()));
     }
-    write_files(std::move(all));
+    write_files(std::move(all), 0);
 }
 
 void write_at_exit() {
     if (!recording() || written()) return;
     set_written(true);
     try {
+        const int rank = std::max(0, log::rank());
         std::vector<RankData> one;
-        one.push_back(collect(0, nullptr));
-        write_files(std::move(one));
+        one.push_back(collect(rank, nullptr));
+        write_files(std::move(one), rank);
     } catch (const std::exception& e) {
-        std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
+        log::error(std::string("trace: could not write the trace: ") + e.what());
     }
 }
 

@@ -38,8 +38,8 @@ def synthetic():
            X("B", "task", 30, 10, 1, 1001, 1), X("progress", "comm", 5, 3, 1, 1002),
            X("hop", "am", 6, 1, 1, 1002), X("idle", "idle", 0, 12, 2, 2001),
            X("C(1, 2)", "task", 12, 16, 2, 2001, 2),
-           {"ph": "s", "name": "hop", "cat": "am", "id": "0-1-0", "ts": 5, "pid": 1, "tid": 1001},
-           {"ph": "f", "bp": "e", "name": "hop", "cat": "am", "id": "0-1-0", "ts": 6.5, "pid": 1,
+           {"ph": "s", "name": "hop", "cat": "am", "id": 1, "ts": 5, "pid": 1, "tid": 1001},
+           {"ph": "f", "bp": "e", "name": "hop", "cat": "am", "id": 1, "ts": 6.5, "pid": 1,
             "tid": 1002}]
     graph = {"nodes": [{"rank": 0, "name": "A", "task": True}, {"rank": 0, "name": "B", "task": True},
                        {"rank": 1, "name": "C(1, 2)", "task": True},
@@ -99,6 +99,15 @@ class Validate(unittest.TestCase):
         d = synthetic()
         d["traceEvents"] = [e for e in d["traceEvents"] if e["ph"] != "f"]
         self.assertTrue(any("has only s" in p for p in ct.validate(d)))
+
+    def test_flow_ids_are_integers(self):
+        # Perfetto reads string ids as hexadecimal: "0-1-0" would not link the arrow's ends.
+        for bad in ("0-1-0", "7", 2 ** 53, -1, 1.5, True):
+            d = synthetic()
+            for e in d["traceEvents"]:
+                if e["ph"] in ("s", "f"):
+                    e["id"] = bad
+            self.assertTrue(any("is not an integer" in p for p in ct.validate(d)), bad)
 
     def test_missing_field_and_names(self):
         d = synthetic()

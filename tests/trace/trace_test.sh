@@ -5,6 +5,8 @@
 #         ranks, tasks and active-message flows across ranks; summary and gantt run on it
 #   pool  the same for a Threadpool without Communicator (written at exit), and two DOT edges
 #   dag   the DOT file holds exactly the edges of the known graph (check_dag.py)
+#   perrank  the load program with CASCADE_TRACE=...%r.json: one valid file per rank, each
+#         with that rank's tasks only
 #   futures  the run ends cleanly (the trace names the futures' tasks in ~Communicator, after
 #         their jobs were freed: this once crashed), the JSON is valid, and every rank has
 #         task slices named "async" and "future::then" (check_futures.py)
@@ -17,8 +19,22 @@ mkdir -p "$out"
 json="$out/$mode-np$np.json" dot="$out/$mode-np$np.dot"
 rm -f "$json" "$dot" "$out/$mode-np$np.png"
 export CASCADE_TRACE="$json" CASCADE_DAG="$dot"
-"$@" -n "$np" "$exe" "$mode"
+if [[ $mode == perrank ]]; then
+    rm -f "$out"/perrank-np$np.*.json
+    export CASCADE_TRACE="$out/perrank-np$np.%r.json"
+    unset CASCADE_DAG
+    "$@" -n "$np" "$exe" load
+else
+    "$@" -n "$np" "$exe" "$mode"
+fi
 case "$mode" in
+    perrank)
+        for ((r = 0; r < np; ++r)); do
+            "$PY" "$tool" validate "$out/perrank-np$np.$r.json" --ranks 1 --min-tasks 400 \
+                --expect-task "work($r)"
+        done
+        test ! -e "$out/perrank-np$np.$np.json"
+        ;;
     load)
         flows=()
         [[ $np -gt 1 ]] && flows=(--cross-rank-flows)
