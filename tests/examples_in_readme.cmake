@@ -1,6 +1,7 @@
 # cmake -DREADME=README.md -DROOT=<source dir> -P examples_in_readme.cmake
 # Every "<!-- example: FILE -->" marker in the README must be followed by a ```cpp block
 # whose text is FILE's, byte for byte; every examples/NN_*.cpp must appear.
+cmake_minimum_required(VERSION 3.20)
 file(READ "${README}" readme)
 string(REGEX MATCHALL "<!-- example: [^ ]+ -->" markers "${readme}")
 set(shown "")

@@ -437,11 +437,11 @@ class Writer {
             case Kind::large_recv: {
                 // A transfer spans several progress() calls: an async slice on its own track.
                 const bool out_going = k == Kind::large_send;
-                const std::string common = "\"name\":" +
-                                           json_str((out_going ? "body to " : "body from ") +
-                                                    std::to_string(f.peer) + " " + am) +
-                                           ",\"cat\":\"transfer\",\"id\":" +
-                                           std::to_string(++async_id_) + ids;
+                const std::string common =
+                    "\"name\":" +
+                    json_str((out_going ? "body to " : "body from ") + std::to_string(f.peer) +
+                             " " + am) +
+                    ",\"cat\":\"transfer\",\"id\":" + std::to_string(++async_id_) + ids;
                 event(out, "{\"ph\":\"b\"," + common + ts +
                                ",\"args\":{\"bytes\":" + std::to_string(f.b) + "}}");
                 event(out, "{\"ph\":\"e\"," + common + ",\"ts\":" + us(f.t1, d) + "}");
@@ -549,10 +549,8 @@ void write_files(std::vector<RankData> ranks, int rank) {
         body(f);
         std::fclose(f);
     };
-    if (!trace_path.empty())
-        write(trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
-    if (!dag_path.empty())
-        write(dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
+    if (!trace_path.empty()) write(trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
+    if (!dag_path.empty()) write(dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
     std::string note = "trace: " + std::to_string(w.event_count()) + " events";
     if (!trace_path.empty()) note += " -> " + trace_path;
     if (!dag_path.empty()) note += ", graph -> " + dag_path;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
+
 #include "cascade/comm/communicator.hpp"
 #include "cascade/comm/node.hpp"
 #include "cascade/core/workers.hpp"
@@ -20,6 +22,7 @@ TEST(Node, DefaultWorkersShareTheNode) {
     EXPECT_GE(w, 1);
     EXPECT_EQ(w, cascade::default_workers(comm.comm_size()));
     // Unbound ranks together use no more workers than the node has CPUs (but at least one each).
-    if (static_cast<int>(cascade::allowed_cpus().size()) == cascade::node_cpus())
+    if (static_cast<int>(cascade::allowed_cpus().size()) == cascade::node_cpus()) {
         EXPECT_LE(w * comm.comm_size(), std::max(cascade::node_cpus(), comm.comm_size()));
+    }
 }

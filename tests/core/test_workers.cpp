@@ -1,6 +1,7 @@
 // Default worker counts and worker pinning.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -22,7 +23,9 @@ TEST(Workers, DefaultIsTheShareOfTheAffinityMask) {
     EXPECT_EQ(cascade::default_workers(1), mask);
     // Never below one, however many ranks share the node.
     EXPECT_EQ(cascade::default_workers(1000), mask < cascade::node_cpus() ? mask : 1);
-    if (mask == cascade::node_cpus()) EXPECT_EQ(cascade::default_workers(2), std::max(1, mask / 2));
+    if (mask == cascade::node_cpus()) {
+        EXPECT_EQ(cascade::default_workers(2), std::max(1, mask / 2));
+    }
 }
 
 TEST(Workers, EnvironmentOverridesAndIsChecked) {

@@ -116,6 +116,10 @@ class LargeActiveMsg : public ActiveMsgBase {
           on_sent_(std::move(on_sent)) {}
 
     void send_large(int dest, view<T> body, const Ps&... ps);
+    // send_large, then (on the thread that drives MPI) moves messages until the frame has
+    // left, like ActiveMsg::blocking_send. The body may still be in flight: reuse its buffer
+    // after on_sent.
+    void blocking_send_large(int dest, view<T> body, const Ps&... ps);
 
     std::string_view types() const override { return wire::type_names<T, Ps...>(); }
     void on_frame(int source, const char* data, std::size_t size) override;

@@ -399,6 +399,12 @@ void LargeActiveMsg<T, Ps...>::send_large(int dest, view<T> body, const Ps&... p
 }
 
 template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::blocking_send_large(int dest, view<T> body, const Ps&... ps) {
+    send_large(dest, body, ps...);
+    if (comm_->on_comm_thread()) comm_->flush_blocking();
+}
+
+template <class T, class... Ps>
 void LargeActiveMsg<T, Ps...>::on_frame(int source, const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto bytes = r.get<std::uint64_t>();
