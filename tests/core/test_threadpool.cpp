@@ -170,3 +170,39 @@ TEST(Threadpool, RejectsBadArguments) {
     EXPECT_THROW(tp.insert([] {}, 7, 1.0, true), cascade::UsageError);
     tp.join();
 }
+
+TEST(Threadpool, ManyOutsideThreadsInsertConcurrently) {
+    // More inserting threads than inbox lanes: the others take the locked path. Some
+    // threads end while others start, so lanes change hands.
+    Threadpool tp(2);
+    std::atomic<int> count{0};
+    constexpr int kThreads = 3 * cascade::detail::Inbox::kLanes, kEach = 3000;
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kThreads; ++i) {
+        ts.emplace_back([&tp, &count] {
+            for (int k = 0; k < kEach; ++k)
+                tp.insert([&count] { count.fetch_add(1, std::memory_order_relaxed); }, k % 2);
+        });
+        if (i % 3 == 2) ts[static_cast<std::size_t>(i - 2)].join();
+    }
+    for (int i = 0; i < kThreads; ++i)
+        if (ts[static_cast<std::size_t>(i)].joinable()) ts[static_cast<std::size_t>(i)].join();
+    tp.join();
+    EXPECT_EQ(count.load(), kThreads * kEach);
+}
+
+TEST(Threadpool, SleepingWorkersWakeForEachOutsideInsertion) {
+    // Each insertion finds the workers asleep again: every one must wake them.
+    Threadpool tp(2);
+    for (int round = 0; round < 5; ++round) {
+        std::this_thread::sleep_for(150ms);
+        std::atomic<bool> ran{false};
+        const auto t0 = std::chrono::steady_clock::now();
+        tp.insert([&ran] { ran.store(true); }, round % 2);
+        while (!ran.load() && std::chrono::steady_clock::now() - t0 < 5s)
+            std::this_thread::yield();
+        ASSERT_TRUE(ran.load());
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 250ms) << "round " << round;
+    }
+    tp.join();
+}

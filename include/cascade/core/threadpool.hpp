@@ -96,8 +96,14 @@ class Threadpool {
     // Index of the calling thread in this pool, or -1 for a thread outside it.
     int current_thread() const noexcept;
 
-    // Queues a ready task on worker `thread` (bound: only that worker may run it).
+    // Queues a ready task on worker `thread` (bound: only that worker may run it). From a
+    // thread outside the pool, stealable tasks of priority 0 go through the worker's inbox
+    // (no lock).
     void push(const Task& t, int thread, bool bound);
+    // Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
+    // the last one.
+    void push_quiet(const Task& t, int thread, bool bound);
+    void wake_workers() noexcept;
 
     // Queues a callable as a task. thread < 0: the calling worker, or round-robin.
     template <class F>
@@ -141,6 +147,8 @@ class Threadpool {
         std::uint64_t stolen = 0;
     };
 
+    bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
+    void wake_for(int thread, bool bound) noexcept;
     void worker_loop(int me);
     void become_idle() noexcept;
     void become_active() noexcept;
