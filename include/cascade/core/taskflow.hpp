@@ -103,7 +103,7 @@ class Taskflow : public detail::TaskflowBase {
   private:
     void fulfill(const K& k, bool quiet) {
         if (!task_) throw UsageError("Taskflow '" + name_ + "': set_task was not called");
-        if (trace::recording()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
+        if (trace::recording_edges()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
             const Payload p{this, k};
             trace::record_edge(&vtable_, &p, sizeof p);
         }
