@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #if defined(__linux__)
@@ -43,6 +44,8 @@ namespace {
 bool membarrier_available() noexcept {
 #if defined(__linux__) && defined(SYS_membarrier)
     static const bool ok = [] {
+        if (const char* v = std::getenv("CASCADE_MEMBARRIER"); v && std::strcmp(v, "0") == 0)
+            return false;
         const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
         if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
             !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))

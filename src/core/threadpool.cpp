@@ -111,13 +111,19 @@ Threadpool::~Threadpool() {
             std::cerr << "cascade: error during Threadpool destruction (call join() to catch it): "
                       << e.what() << '\n';
         }
-    } else if (running_.load()) {
-        stop_.store(true);
-        notifier_.notify_all();
-        for (auto& th : threads_)
-            th.join();
     }
+    stop_workers();
     if (hook_) hook_->detach(*this);
+}
+
+void Threadpool::stop_workers() noexcept {
+    if (!running_.load()) return;
+    stop_.store(true, std::memory_order_seq_cst);
+    notifier_.notify_all();
+    for (auto& th : threads_)
+        th.join();
+    threads_.clear();
+    running_.store(false);
 }
 
 void Threadpool::start() {
@@ -388,12 +394,8 @@ void Threadpool::join() {
             nap_us =
                 std::min<long>(nap_us * 2, r == PollResult::waiting ? kWaitingNapUs : kMaxNapUs);
     }
-    stop_.store(true, std::memory_order_seq_cst);
-    notifier_.notify_all();
-    for (auto& th : threads_)
-        th.join();
-    threads_.clear();
-    running_.store(false);
+    // The workers stay: they back off and sleep until the next task or the destructor, so
+    // that an iterative code joining every step does not pay for new threads each time.
 
     std::exception_ptr err;
     {

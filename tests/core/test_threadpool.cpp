@@ -206,3 +206,25 @@ TEST(Threadpool, SleepingWorkersWakeForEachOutsideInsertion) {
     }
     tp.join();
 }
+
+TEST(Threadpool, WorkersStayAcrossJoins) {
+    // join() leaves the workers asleep instead of ending them: the same threads run every
+    // round, and a task queued after a join runs without another one.
+    Threadpool tp(1);
+    std::thread::id first;
+    tp.insert([&first] { first = std::this_thread::get_id(); });
+    tp.join();
+    for (int round = 0; round < 3; ++round) {
+        std::atomic<bool> same{false}, ran{false};
+        tp.insert([&] {
+            same.store(std::this_thread::get_id() == first);
+            ran.store(true);
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        while (!ran.load() && std::chrono::steady_clock::now() - t0 < 5s)
+            std::this_thread::yield();
+        EXPECT_TRUE(ran.load()) << "round " << round;
+        EXPECT_TRUE(same.load()) << "round " << round;
+        tp.join();
+    }
+}

@@ -2,6 +2,7 @@
 // steal stealable tasks from others, then back off (spin, yield, then sleep in the kernel).
 // join() returns once every worker is idle and no task is queued, then rethrows the first
 // exception a task raised and, in checked mode, reports tasks left waiting for promises.
+// The workers live from start() (or the first join()) until the pool is destroyed.
 #pragma once
 
 #include <atomic>
@@ -84,7 +85,8 @@ class Threadpool {
 
     // Starts the workers (if not started by the constructor). Tasks may be inserted before.
     void start();
-    // Waits until all work is done, stops the workers, and reports errors (see top).
+    // Waits until all work is done and reports errors (see top). The workers stay, asleep
+    // once idle: tasks queued after join() run at once, and a later join() waits for them.
     void join();
 
     int size() const noexcept { return n_; }
@@ -149,6 +151,7 @@ class Threadpool {
 
     bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
     void wake_for(int thread, bool bound) noexcept;
+    void stop_workers() noexcept;
     void worker_loop(int me);
     void become_idle() noexcept;
     void become_active() noexcept;
