@@ -64,16 +64,21 @@ int main(int argc, char** argv) {
         std::atomic<double> t_last{0};
         // Ping-pong between ball[0] and ball[1] (set alike on every rank before each run).
         cascade::mobile_ptr<Ball> ball[2];
+        // pong runs on a worker (the default); pong_inline inside the message handler
+        // (HandlerOptions::run_in_handler).
         cascade::Handler<Ball, void, int, long>* pong = nullptr;
-        pong = objs.make_handler<Ball>(
-            [&](Ball& b, int& side, long& k) {
-                ++b.hits;
-                if (k + 1 < goal)
-                    pong->invoke(ball[1 - side], 1 - side, k + 1);
-                else
-                    t_last = now_s();
-            },
-            {.name = "pong"});
+        cascade::Handler<Ball, void, int, long>* pong_inline = nullptr;
+        cascade::Handler<Ball, void, int, long>* use = nullptr;
+        auto pong_fn = [&](Ball& b, int& side, long& k) {
+            ++b.hits;
+            if (k + 1 < goal)
+                use->invoke(ball[1 - side], 1 - side, k + 1);
+            else
+                t_last = now_s();
+        };
+        pong = objs.make_handler<Ball>(pong_fn, {.name = "pong"});
+        pong_inline =
+            objs.make_handler<Ball>(pong_fn, {.name = "pong_inline", .run_in_handler = true});
         cascade::ActiveMsg<int, long>* am = nullptr;
         am = comm.make_active_msg(
             [&](int& side, long& k) {
@@ -168,11 +173,12 @@ int main(int argc, char** argv) {
             tp.start();
             MPI_Barrier(MPI_COMM_WORLD);
             const double t0 = now_s();
+            use = what == "remote_inline" ? pong_inline : pong;
             if (me == 0) {
                 if (what == "am")
                     am->send(1, 1, 0);
                 else
-                    pong->invoke(ball[1], 1, 0);
+                    use->invoke(ball[1], 1, 0);
             }
             tp.join();
             return (t_last.load() - t0) / static_cast<double>(n_pp);
@@ -181,7 +187,7 @@ int main(int argc, char** argv) {
         for (const auto& b : benches) {
             if (b == "invoke") {
                 // The balls every rank's pong handler bounces between.
-                std::vector<double> am_v, local_v, remote_v;
+                std::vector<double> am_v, local_v, remote_v, inline_v;
                 for (int r = 0; r < repeats + 1; ++r) {  // first round: warm-up
                     ball[0] = local_a;
                     ball[1] = remote_b;
@@ -190,15 +196,20 @@ int main(int argc, char** argv) {
                     ball[1] = remote_b;
                     const double x_remote = run_pp("remote");
                     ball[0] = local_a;
+                    ball[1] = remote_b;
+                    const double x_inline = run_pp("remote_inline");
+                    ball[0] = local_a;
                     ball[1] = local_b;
                     const double x_local = run_pp("local");
                     if (r == 0) continue;
                     am_v.push_back(x_am);
                     remote_v.push_back(x_remote);
+                    inline_v.push_back(x_inline);
                     local_v.push_back(x_local);
                 }
                 emit_invoke("am", "remote", am_v, 0, n_pp);
                 emit_invoke("cascade", "remote", remote_v, 0, n_pp);
+                emit_invoke("cascade", "remote_inline", inline_v, 0, n_pp);
                 emit_invoke("cascade", "local", local_v, 0, n_pp);
                 if (n >= 3) {
                     // `mover` (home: rank 1) alternates between ranks 2 and 1; rank 0's cache

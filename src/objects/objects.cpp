@@ -493,7 +493,13 @@ void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
 }
 
 void Objects::start(std::vector<Pending>& out) {
+    const bool comm_thread = comm_.on_comm_thread() && tp_.current_thread() < 0;
     for (const Pending& p : out) {
+        if (comm_thread && p.inv->h.kind == OpKind::handler &&
+            handlers_[p.inv->h.handler].load(std::memory_order_acquire)->run_in_handler) {
+            execute(p.rec, p.inv);  // HandlerOptions::run_in_handler
+            continue;
+        }
         cascade::Task t;
         t.vt = &ObjTask::vtable;
         t.emplace<ObjTask>(

@@ -123,6 +123,36 @@ TEST(ObjectsMpi, HandlersRunWhereTheObjectLives) {
     EXPECT_EQ(objs.local_objects().size(), 1u);
 }
 
+// A handler run inside the message handler (run_in_handler) keeps the same guarantees.
+TEST(ObjectsMpi, RunInHandlerKeepsOrderAndExclusivity) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto bump = objs.make_handler<Tally>(
+        [](Tally& t, int& sender, std::int64_t& seq) {
+            if (seq != t.last[sender] + 1) ++t.disorder;
+            t.last[sender] = seq;
+            ++t.count;
+        },
+        {.name = "bump_inline", .run_in_handler = true});
+    auto p = objs.create<Tally>(make_tally(n, me));
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 0; r < n; ++r)
+        for (std::int64_t i = 0; i < 1000; ++i)
+            bump->invoke(ptr<Tally>(r, p.id()), me, i);
+    if (me == 0 && n > 1) objs.migrate(p, 1);
+    tp.join();
+    long count = 0, disorder = 0;
+    for (int r = 0; r < n; ++r)
+        if (Tally* t = objs.local(ptr<Tally>(r, p.id()))) {
+            count += t->count;
+            disorder += t->disorder;
+        }
+    EXPECT_EQ(allreduce_sum(count), 1000L * n * n);
+    EXPECT_EQ(allreduce_sum(disorder), 0);
+}
+
 // 4 senders (ranks 0-3, or fewer ranks) x 100000 invokes to objects that one rank keeps
 // migrating every ~100 us: every request runs exactly once, in its sender's order, and no
 // request takes more than two forwards before it is sent through the home rank.

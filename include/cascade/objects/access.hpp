@@ -13,8 +13,13 @@ enum class Access { exclusive, shared };
 /// Options of Objects::make_handler.
 struct HandlerOptions {
     Access access = Access::exclusive;
-    std::string
-        name;  ///< in errors and traces: "<name>(<type> <home>:<id>)"; default "handler#<n>"
+    /// In errors and traces: "<name>(<type> <home>:<id>)"; default "handler#<n>".
+    std::string name;
+    /// Run inside the message handler on the communication thread instead of on a worker,
+    /// when a request from another rank may start at once: for tiny handlers (saves the
+    /// hand-off to a worker, like AsyncOptions::run_in_handler). Such a handler must not
+    /// block or wait on futures.
+    bool run_in_handler = false;
 };
 
 }  // namespace cascade

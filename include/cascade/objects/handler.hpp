@@ -39,6 +39,7 @@ struct HandlerBase {
     std::string name;
     const char* label = "";  // "<name>(<type>", interned (task names)
     Access access = Access::exclusive;
+    bool run_in_handler = false;
     std::uint32_t id = 0;
     std::uint32_t sig = 0;
     std::uint32_t type_hash = 0;

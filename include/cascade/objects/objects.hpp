@@ -248,6 +248,7 @@ auto Objects::make_handler(F&& f, HandlerOptions opts) {
     auto h = std::make_unique<H>(*this, typename From::template fn<Fn>(std::forward<F>(f)));
     h->name = std::move(opts.name);
     h->access = opts.access;
+    h->run_in_handler = opts.run_in_handler;
     h->type_hash = wire::hash_name(wire::type_names<T>());
     h->sig = wire::hash_name(wire::type_names<H>()) ^ wire::hash_name(h->name) ^
              (opts.access == Access::shared ? 0x5bd1e995u : 0u);
