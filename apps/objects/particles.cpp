@@ -13,9 +13,12 @@
 
 struct Cell {
     std::vector<double> x, v;  // positions in [0, cells), velocities
+    // Particles that entered during step s wait in in_x/in_v[(s + 1) % 2] until step s + 1
+    // (a neighbour may run its step s before or after this cell runs its own).
+    std::vector<double> in_x[2], in_v[2];
     template <class Archive>
     void serialize(Archive& ar) {
-        ar(x, v);
+        ar(x, v, in_x[0], in_v[0], in_x[1], in_v[1]);
     }
 };
 
@@ -59,13 +62,20 @@ int main(int argc, char** argv) {
     }
 
     auto arrive = objs.make_handler<Cell>(
-        [](Cell& c, std::vector<double>& x, std::vector<double>& v) {
-            c.x.insert(c.x.end(), x.begin(), x.end());
-            c.v.insert(c.v.end(), v.begin(), v.end());
+        [](Cell& c, int& next_step, std::vector<double>& x, std::vector<double>& v) {
+            auto& ix = c.in_x[next_step % 2];
+            auto& iv = c.in_v[next_step % 2];
+            ix.insert(ix.end(), x.begin(), x.end());
+            iv.insert(iv.end(), v.begin(), v.end());
         },
         {.name = "arrive"});
     auto step = objs.make_handler<Cell>(
-        [&](Cell& c, int& self) {
+        [&](Cell& c, int& self, int& s) {
+            const int b = s % 2;  // arrivals of the previous step
+            c.x.insert(c.x.end(), c.in_x[b].begin(), c.in_x[b].end());
+            c.v.insert(c.v.end(), c.in_v[b].begin(), c.in_v[b].end());
+            c.in_x[b].clear();
+            c.in_v[b].clear();
             std::vector<std::vector<double>> out_x(cells), out_v(cells);
             std::size_t keep = 0;
             for (std::size_t i = 0; i < c.x.size(); ++i) {
@@ -82,7 +92,7 @@ int main(int argc, char** argv) {
             c.x.resize(keep);
             c.v.resize(keep);
             for (int d = 0; d < cells; ++d)
-                if (!out_x[d].empty()) arrive->invoke(cell[d], out_x[d], out_v[d]);
+                if (!out_x[d].empty()) arrive->invoke(cell[d], s + 1, out_x[d], out_v[d]);
         },
         {.name = "step"});
 
@@ -90,7 +100,7 @@ int main(int argc, char** argv) {
         tp.start();
         // Each rank starts the cells it created; they run wherever they are now.
         for (int c = me; c < cells; c += n)
-            step->invoke(cell[c], c);
+            step->invoke(cell[c], c, s);
         if (migrate_every > 0 && s % migrate_every == migrate_every - 1)
             for (int c = me; c < cells; c += n)
                 objs.migrate(cell[c], (c + s + 1) % n);
@@ -102,9 +112,11 @@ int main(int argc, char** argv) {
     long count = 0;
     for (int c = 0; c < cells; ++c)
         if (const Cell* p = objs.local(cell[c])) {
-            count += static_cast<long>(p->x.size());
-            for (double x : p->x)
-                sum += x;
+            for (const auto* xs : {&p->x, &p->in_x[steps % 2]}) {
+                count += static_cast<long>(xs->size());
+                for (double x : *xs)
+                    sum += x;
+            }
         }
     for (long i = me; i < particles; i += n) {
         double x, v;

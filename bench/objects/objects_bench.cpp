@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
                     t_last = now_s();
                 }
             },
-            {.name = "bounce"});
+            {.name = "bounce", .run_in_handler = true});
         std::vector<char> lbuf(8 << 20, 'x'), lrecv(lbuf.size());
         std::size_t lcur = 0;
         cascade::LargeActiveMsg<char, long>* large = nullptr;

@@ -36,6 +36,8 @@ struct MigrateHead {
     std::uint64_t handled;
     std::uint32_t n_ready;
     std::uint32_t n_held;
+    std::uint32_t pinned;
+    std::uint32_t pad;
 };
 struct ExpectedWire {
     std::int32_t sender;
@@ -220,6 +222,10 @@ std::string Objects::what_of(const Invocation& inv) const {
             return "migrate to rank " + std::to_string(inv.h.arg);
         case OpKind::destroy:
             return "destroy";
+        case OpKind::pin:
+            return "pin";
+        case OpKind::rebalance:
+            return "rebalance to rank " + std::to_string(inv.h.arg);
         default: {
             auto* h = inv.h.handler < n_handlers_.load(std::memory_order_acquire)
                           ? handlers_[inv.h.handler].load(std::memory_order_acquire)
@@ -235,6 +241,10 @@ const char* Objects::label_of(const Record& r, const Invocation& inv) const {
             return r.type->migrate_label;
         case OpKind::destroy:
             return r.type->destroy_label;
+        case OpKind::pin:
+            return r.type->pin_label;
+        case OpKind::rebalance:
+            return r.type->migrate_label;
         default:
             return handlers_[inv.h.handler].load(std::memory_order_acquire)->label;
     }
@@ -493,11 +503,15 @@ void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
 }
 
 void Objects::start(std::vector<Pending>& out) {
+    // On the communication thread (inside a message handler), migrations and the other
+    // bookkeeping requests run at once, and so do handlers that asked for it
+    // (HandlerOptions::run_in_handler): no hand-off to a worker.
     const bool comm_thread = comm_.on_comm_thread() && tp_.current_thread() < 0;
     for (const Pending& p : out) {
-        if (comm_thread && p.inv->h.kind == OpKind::handler &&
-            handlers_[p.inv->h.handler].load(std::memory_order_acquire)->run_in_handler) {
-            execute(p.rec, p.inv);  // HandlerOptions::run_in_handler
+        if (comm_thread &&
+            (p.inv->h.kind != OpKind::handler ||
+             handlers_[p.inv->h.handler].load(std::memory_order_acquire)->run_in_handler)) {
+            execute(p.rec, p.inv);
             continue;
         }
         cascade::Task t;
@@ -541,6 +555,23 @@ void Objects::on_reply(int source, std::uint64_t token, std::uint8_t failed, con
 void Objects::execute(Record* r, Invocation* inv) {
     std::unique_ptr<Invocation> guard(inv);
     switch (inv->h.kind) {
+        case OpKind::rebalance: {
+            bool pinned;
+            {
+                std::lock_guard<std::mutex> g(shard(r->key).m);
+                pinned = r->pinned;
+            }
+            if (pinned) return finish(r, true, 0);
+            guard.release();
+            return do_migrate(r, inv);
+        }
+        case OpKind::pin: {
+            {
+                std::lock_guard<std::mutex> g(shard(r->key).m);
+                r->pinned = true;
+            }
+            return finish(r, true, 0);
+        }
         case OpKind::migrate:
             guard.release();
             return do_migrate(r, inv);
@@ -561,7 +592,22 @@ void Objects::execute(Record* r, Invocation* inv) {
         throw;
     }
     counters_.handlers_run.fetch_add(1, std::memory_order_relaxed);
-    finish(r, excl, now_s() - t0);
+    const double dt = now_s() - t0;
+    const ObjectKey key = r->key;  // r may move once finished
+    finish(r, excl, dt);
+    if (ObjectsObserver* obs = observer_.load(std::memory_order_acquire))
+        obs->after_handler(key, dt);
+}
+
+void Objects::submit_op(const ObjectKey& k, OpKind kind, int arg) {
+    if ((kind == OpKind::migrate || kind == OpKind::rebalance) && (arg < 0 || arg >= size_))
+        throw UsageError("objects: migrate of object " + to_string(k) + " to rank " +
+                         std::to_string(arg) + ", outside [0, " + std::to_string(size_) + ")");
+    InvokeHead h;
+    h.key = k;
+    h.kind = kind;
+    h.arg = arg;
+    submit(h, detail::ArgWriter{});
 }
 
 void Objects::finish(Record* r, bool excl, double seconds) {
@@ -614,7 +660,9 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
                    rec->busy_s,
                    rec->handled,
                    static_cast<std::uint32_t>(rec->ready.size()),
-                   static_cast<std::uint32_t>(rec->held.size())};
+                   static_cast<std::uint32_t>(rec->held.size()),
+                   rec->pinned ? 1u : 0u,
+                   0u};
     w.put(mh);
     for (auto& [sender, next] : rec->expected)
         w.put(ExpectedWire{sender, 0, next});
@@ -657,6 +705,7 @@ void Objects::install(const char* data, std::size_t size, int) {
     rec->version = mh.version;
     rec->busy_s = mh.busy_s;
     rec->handled = mh.handled;
+    rec->pinned = mh.pinned != 0;
     for (std::uint32_t i = 0; i < mh.n_expected; ++i) {
         const auto ew = rd.get<ExpectedWire>();
         rec->expected.emplace_back(ew.sender, ew.next);
@@ -764,6 +813,7 @@ std::vector<ObjectLoad> Objects::local_objects() const {
             l.busy_s = r.busy_s;
             l.load = r.type->load ? r.type->load(r.obj) : r.busy_s;
             l.pending = r.ready.size() + r.held.size();
+            l.pinned = r.pinned;
             l.handled = r.handled;
             v.push_back(l);
         }

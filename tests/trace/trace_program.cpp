@@ -157,9 +157,13 @@ int run_futures(Communicator& comm) {
     return rc;
 }
 
-struct Counter {
+}  // namespace
+
+struct Counter {  // outside the anonymous namespace: its name in the trace is "Counter"
     long value = 0;
 };
+
+namespace {
 
 // Mobile objects: handlers are tasks named "<handler>(<type> <home>:<id>)", the migration
 // one named "migrate(...)", and the layer's messages are flows between ranks.
@@ -169,8 +173,8 @@ int run_objects(Communicator& comm) {
     {
         Threadpool tp(2, &comm, 0, "objs");
         Objects objs(tp, comm);
-        auto add = objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; },
-                                              {.name = "add"});
+        auto add =
+            objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; }, {.name = "add"});
         if (me == 0) objs.create<Counter>();
         MPI_Barrier(comm.mpi_comm());
         const mobile_ptr<Counter> p(ObjectKey{0, 0, 1});
@@ -209,7 +213,8 @@ int main(int argc, char** argv) {
         } else if (std::strcmp(mode, "objects") == 0) {
             rc = run_objects(comm);
         } else {
-            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang|futures|objects\n", argv[0]);
+            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang|futures|objects\n",
+                         argv[0]);
         }
     }
     return rc;

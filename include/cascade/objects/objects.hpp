@@ -50,7 +50,16 @@ struct ObjectLoad {
     double load = 0;            ///< the user load function's value, else busy_s
     double busy_s = 0;          ///< measured time of the handlers run on it (everywhere)
     std::size_t pending = 0;    ///< requests queued on it here
+    bool pinned = false;        ///< Objects::pin: balancing leaves it here
     std::uint64_t handled = 0;  ///< handlers run on it (everywhere)
+};
+
+/// Told after each handler that ran on this rank (the balancing layer's view of load).
+class ObjectsObserver {
+  public:
+    virtual ~ObjectsObserver() = default;
+    /// On the worker that ran the handler, after the object is free again.
+    virtual void after_handler(const ObjectKey& key, double seconds) = 0;
 };
 
 /// Counters of this rank (read after join(), or any time for a rough view).
@@ -101,6 +110,18 @@ class Objects {
     template <class T>
     void destroy(mobile_ptr<T> p);
 
+    /// Keeps *p where it is from now on as far as balancing policies are concerned
+    /// (rebalance requests skip it; migrate still moves it). Ordered like migrate.
+    template <class T>
+    void pin(mobile_ptr<T> p) {
+        submit_op(p.key(), detail::OpKind::pin, -1);
+    }
+    /// A migration asked by a balancing policy: like migrate, but nothing happens if the
+    /// object is pinned when the request reaches it.
+    void rebalance(const ObjectKey& k, int dest) { submit_op(k, detail::OpKind::rebalance, dest); }
+    /// Tells `obs` about every handler run here (null: nobody). Set before work starts.
+    void set_observer(ObjectsObserver* obs) noexcept { observer_.store(obs); }
+
     /// The load of a T: f(obj) instead of the measured handler time (for the load queries
     /// below and the balancing layer). f may run while handlers run on the object.
     template <class T>
@@ -130,6 +151,8 @@ class Objects {
     int size() const noexcept { return size_; }
     Threadpool& pool() noexcept { return tp_; }
     Communicator& comm() noexcept { return comm_; }
+
+    void submit_op(const ObjectKey& k, detail::OpKind kind, int arg);
 
     // ---- used by Handler ----------------------------------------------------------------
     void submit(detail::InvokeHead h, const detail::ArgWriter& w);
@@ -210,6 +233,7 @@ class Objects {
         std::array<std::atomic<std::uint64_t>, 8> by_hops{};
     };
     mutable Counters counters_;
+    std::atomic<ObjectsObserver*> observer_{nullptr};
 };
 
 // ---- templates -------------------------------------------------------------------------------

@@ -10,7 +10,8 @@
 
 namespace cascade::detail {
 
-enum class OpKind : std::uint8_t { handler = 0, migrate = 1, destroy = 2 };
+// rebalance: a migration asked by a balancing policy, skipped if the object is pinned.
+enum class OpKind : std::uint8_t { handler = 0, migrate = 1, destroy = 2, pin = 3, rebalance = 4 };
 
 struct InvokeHead {
     ObjectKey key;

@@ -29,6 +29,7 @@ struct ObjectType {
     std::function<double(const void*)> load;  // user load function (Objects::set_load)
     const char* migrate_label = "";           // task names: "migrate(<type>", "destroy(<type>"
     const char* destroy_label = "";
+    const char* pin_label = "";
 };
 
 // Names that tasks carry: they are read when the trace is written, after the Objects is
@@ -52,6 +53,7 @@ ObjectType make_object_type() {
     t.name = intern(type_name<T>());
     t.migrate_label = intern("migrate(" + type_name<T>());
     t.destroy_label = intern("destroy(" + type_name<T>());
+    t.pin_label = intern("pin(" + type_name<T>());
     t.hash = wire::hash_name(wire::type_names<T>());
     t.destroy = [](void* p) { delete static_cast<T*>(p); };
     t.size = [](const void* p) { return wire::size_of(*static_cast<const T*>(p)); };
@@ -82,6 +84,7 @@ struct Record {
     int running_shared = 0;
     bool running_exclusive = false;
     bool migrating = false;         // a migration runs: start nothing more
+    bool pinned = false;            // balancing policies leave it where it is (travels with it)
     std::deque<Invocation*> ready;  // in order, waiting for access
     // Arrived ahead of an earlier request from the same sender: (sender, seq) -> request.
     std::map<std::pair<int, std::uint64_t>, Invocation*> held;
