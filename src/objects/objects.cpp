@@ -433,6 +433,9 @@ void Objects::receive(Invocation* inv) {
                 inv->h.hint_loc = loc;
                 inv->h.hint_ver = ver;
                 fwd = loc;
+                // A request forwarded by the home has been through it (the two-hop rule
+                // sends it there only once).
+                if (rank_ == inv->h.key.home) inv->h.via_home = 1;
                 if (inv->h.hops >= kMaxHopsBeforeHome && !inv->h.via_home &&
                     rank_ != inv->h.key.home) {
                     fwd = inv->h.key.home;
