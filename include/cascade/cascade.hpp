@@ -13,5 +13,6 @@
 #include "cascade/core/threadpool.hpp"
 #include "cascade/core/workers.hpp"
 #include "cascade/futures/futures.hpp"
+#include "cascade/objects/objects.hpp"
 #include "cascade/trace/recorder.hpp"
 #include "cascade/version.hpp"

@@ -2,6 +2,7 @@
 // steal stealable tasks from others, then back off (spin, yield, then sleep in the kernel).
 // join() returns once every worker is idle and no task is queued, then rethrows the first
 // exception a task raised and, in checked mode, reports tasks left waiting for promises.
+// The workers live from start() (or the first join()) until the pool is destroyed.
 #pragma once
 
 #include <atomic>
@@ -86,8 +87,11 @@ class Threadpool {
     ~Threadpool();
 
     // Starts the workers (if not started by the constructor). Tasks may be inserted before.
+    // After a join() the workers are still there; start() then only marks the pool as having
+    // work for the destructor to join (as the constructor's start does).
     void start();
-    // Waits until all work is done, stops the workers, and reports errors (see top).
+    // Waits until all work is done and reports errors (see top). The workers stay, asleep
+    // once idle: tasks queued after join() run at once, and a later join() waits for them.
     void join();
 
     int size() const noexcept { return n_; }
@@ -99,8 +103,14 @@ class Threadpool {
     // Index of the calling thread in this pool, or -1 for a thread outside it.
     int current_thread() const noexcept;
 
-    // Queues a ready task on worker `thread` (bound: only that worker may run it).
+    // Queues a ready task on worker `thread` (bound: only that worker may run it). From a
+    // thread outside the pool, stealable tasks of priority 0 go through the worker's inbox
+    // (no lock).
     void push(const Task& t, int thread, bool bound);
+    // Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
+    // the last one.
+    void push_quiet(const Task& t, int thread, bool bound);
+    void wake_workers() noexcept;
 
     // Queues a callable as a task. thread < 0: the calling worker, or round-robin.
     template <class F>
@@ -144,6 +154,9 @@ class Threadpool {
         std::uint64_t stolen = 0;
     };
 
+    bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
+    void wake_for(int thread, bool bound) noexcept;
+    void stop_workers() noexcept;
     void worker_loop(int me);
     void become_idle() noexcept;
     void become_active() noexcept;
@@ -164,6 +177,7 @@ class Threadpool {
     std::vector<std::thread> threads_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
+    bool armed_ = false;  // start() called since the last join(): the destructor joins
     std::atomic<std::uint32_t> join_word_{0};
     std::atomic<bool> joiner_sleeping_{false};
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};

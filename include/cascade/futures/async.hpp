@@ -8,7 +8,8 @@
 // `where` is a rank, cascade::here, or cascade::any (round robin over the ranks). Functions
 // are registered like active messages (lambdas included), in the same order on every rank;
 // arguments and results use the active-message wire format (trivially copyable values,
-// std::vector / std::string of them) plus shared_future<T>. A call to this rank runs on the
+// std::vector / std::string, user types with a codec: see comm/codec.hpp) plus
+// shared_future<T>. A call to this rank runs on the
 // pool without serializing anything. An argument may also be a future of the parameter's
 // type: the call then runs once that value is there, without blocking any thread (dataflow).
 // Exceptions thrown by f reach whoever calls get(), on any rank, with their message.
@@ -69,6 +70,7 @@ struct FnBase {
     std::uint32_t sig = 0;
     std::uint64_t borrow = 0;  // parameters taken by const reference (see borrow_mask)
     AsyncOptions opts;
+    CallStats stats;  // of its remote calls
     virtual void on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) = 0;
 };
 
@@ -80,11 +82,12 @@ struct FnEntry final : FnBase {
 
 template <class P>
 constexpr bool arg_ok = [] {
+    // wire::require names a type without a codec in the compiler's message.
     if constexpr (param_traits<P>::shared)
-        return wire::supported<typename param_traits<P>::elem> &&
+        return wire::require<typename param_traits<P>::elem> &&
                !wire::is_view<typename param_traits<P>::elem>::value;
     else
-        return wire::supported<P> && !wire::is_view<P>::value;
+        return wire::require<P> && !wire::is_view<P>::value;
 }();
 
 // Message headers (each message is one view<char> argument of an internal active message).
@@ -208,8 +211,14 @@ class Futures {
     void receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
                       detail::BodySink* sink);
     ActiveMsgBase& body_msg() noexcept { return *body_am_; }
+    // Keeps `job` (a remote call, see detail::CallStats) for the communication thread to run
+    // at the end of the progress() call it is in; false when that cannot be (then queue it).
+    bool defer_to_comm_thread(detail::Job* job);
+    // Remote calls run by the communication thread so far (statistics).
+    std::uint64_t calls_on_comm_thread() const noexcept { return calls_on_comm_thread_; }
 
   private:
+    static bool run_deferred(void* self);
     enum Msg { request_msg, reply_msg, fetch_msg };
     void send_fetch(int owner, const detail::FetchHead& h);  // a fetch or a release
     template <class W, class Extra = Communicator::NoExtra>
@@ -229,6 +238,9 @@ class Futures {
     Threadpool& tp_;
     Communicator* comm_;
     int rank_ = 0, size_ = 1;
+    std::vector<detail::Job*> deferred_;  // communication thread only
+    bool running_deferred_ = false;
+    std::uint64_t calls_on_comm_thread_ = 0;
     ActiveMsg<view<char>>* ams_[3] = {nullptr, nullptr, nullptr};
     ActiveMsgBase* body_am_ = nullptr;  // futures.body: big arguments (see detail::Body)
     std::unique_ptr<std::atomic<detail::FnBase*>[]> fns_;
@@ -536,6 +548,7 @@ void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token,
     Ref<State<R>> hold(c);
     std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot, *c), ...); }, c->slots());
     c->reply_to(ReplyTo{&fx, source, token, &name, opts.keep_result && !std::is_void_v<R>});
+    if (!opts.run_in_handler) c->set_stats(&stats);
     c->start(opts.run_in_handler);
 }
 
@@ -566,12 +579,13 @@ auto Futures::make_async(F&& f, std::string name, AsyncOptions opts) {
 template <class F, class... Ps>
 auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::tuple<Ps...>*) {
     using R = std::invoke_result_t<std::decay_t<F>&, Ps&...>;
-    static_assert(detail::State<R>::on_wire,
-                  "async function result must be void, a trivially copyable value, or a "
-                  "std::vector / std::string of them");
+    static_assert(wire::require<detail::value_t<R>>,
+                  "async function result must be void or a type that can travel (trivially "
+                  "copyable, std::vector / std::string, or a type with a codec)");
     static_assert((detail::arg_ok<Ps> && ...),
-                  "async function parameters must be trivially copyable values, std::vector / "
-                  "std::string of them, or shared_future<T> of those (not view<T>)");
+                  "async function parameters must be types that can travel (trivially copyable, "
+                  "std::vector / std::string, or a type with a codec), or shared_future<T> of "
+                  "those (not view<T>)");
     auto e = std::make_unique<detail::FnEntry<R, Ps...>>();
     e->f = std::function<R(Ps & ...)>(std::forward<F>(f));
     e->sig = wire::hash_name(wire::type_names<R, Ps...>());
