@@ -1,5 +1,6 @@
 // The balancing layer: policies that ship with Cascade and the Balancer that runs them.
 #include "cascade/balance/balancer.hpp"
+#include "cascade/core/settings.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -41,8 +42,9 @@ std::unique_ptr<BalancePolicy> make_policy(const std::string& name) {
 Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, BalanceOptions opts)
     : objs_(objs), policy_(std::move(policy)), opts_(opts), enabled_(opts.enabled) {
     if (!policy_) {
-        const char* env = std::getenv("CASCADE_BALANCE");
-        policy_ = make_policy(env ? env : "none");
+        static constexpr std::string_view kPolicies[] = {"none", "rotate"};
+        policy_ =
+            make_policy(std::string(kPolicies[settings::choice("CASCADE_BALANCE", 0, kPolicies)]));
     }
     msg_ = objs.comm().make_active_msg(
         [this](std::int32_t& source, view<char>& v) {

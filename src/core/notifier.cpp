@@ -1,4 +1,5 @@
 #include "cascade/core/notifier.hpp"
+#include "cascade/core/settings.hpp"
 
 #include <climits>
 #include <cstdlib>
@@ -44,8 +45,12 @@ namespace {
 bool membarrier_available() noexcept {
 #if defined(__linux__) && defined(SYS_membarrier)
     static const bool ok = [] {
-        if (const char* v = std::getenv("CASCADE_MEMBARRIER"); v && std::strcmp(v, "0") == 0)
-            return false;
+        bool wanted = true;
+        try {
+            wanted = settings::flag("CASCADE_MEMBARRIER", true);
+        } catch (...) {  // a bad value: settings::validate() reports it when a pool starts
+        }
+        if (!wanted) return false;
         const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
         if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
             !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))

@@ -26,7 +26,8 @@ constexpr Variable kVariables[] = {
      "the job ends"},
     {"CASCADE_FUTURE_WARN_S", "seconds (up to 1e6), 0 or off", "30",
      "a future's get() that waits longer warns once, naming the rank"},
-    {"CASCADE_TRACE", "a file path (%r in it: one file per rank, named by rank), or off", "no trace",
+    {"CASCADE_TRACE", "a file path (%r in it: one file per rank, named by rank), or off",
+     "no trace",
      "records every rank's tasks and messages into one Chrome trace-event JSON file (Perfetto)"},
     {"CASCADE_DAG", "a file path (%r: one file per rank), or off", "no graph",
      "writes the promise edges actually taken as Graphviz DOT"},
@@ -37,6 +38,10 @@ constexpr Variable kVariables[] = {
      "worker threads per rank for programs that use cascade::default_workers (every app)"},
     {"CASCADE_PIN_WORKERS", "1 or 0 (also on/off, true/false, yes/no)", "0",
      "pins worker i of each pool to the i-th CPU the rank may run on"},
+    {"CASCADE_BALANCE", "none or rotate", "none",
+     "the load-balancing policy of a Balancer made without one"},
+    {"CASCADE_MEMBARRIER", "1 or 0 (also on/off, true/false, yes/no)", "1",
+     "0: wake sleeping workers with fenced stores instead of membarrier()"},
     {"CASCADE_DEMO_RANKS", "a whole number from 1", "the number of cores",
      "`./cascade demo` only: how many MPI ranks run the demo"},
 };
@@ -136,6 +141,9 @@ void validate() {
     count("CASCADE_TRACE_EVENTS", kTraceEventsMin, kTraceEventsMin, kTraceEventsMax);
     count("CASCADE_WORKERS", 1, 1, 4096);
     flag("CASCADE_PIN_WORKERS", false);
+    static constexpr std::string_view kPolicies[] = {"none", "rotate"};
+    choice("CASCADE_BALANCE", 0, kPolicies);
+    flag("CASCADE_MEMBARRIER", true);
 }
 
 bool flag(std::string_view name, bool dflt) {
