@@ -326,6 +326,18 @@ inline int comm_size() {
     MPI_Comm_size(MPI_COMM_WORLD, &s);
     return s;
 }
+/// This process's rank in `comm`.
+inline int comm_rank(MPI_Comm comm) {
+    int r = 0;
+    MPI_Comm_rank(comm, &r);
+    return r;
+}
+/// The number of ranks in `comm`.
+inline int comm_size(MPI_Comm comm) {
+    int s = 1;
+    MPI_Comm_size(comm, &s);
+    return s;
+}
 /// The MPI processor name of this rank.
 inline std::string processor_name() {
     char name[MPI_MAX_PROCESSOR_NAME];
