@@ -482,6 +482,9 @@ class Writer {
 
     void build_graph() {
         // Ranks are indexed by position below; make rank == position (they are 0..n-1).
+        // A per-rank file (CASCADE_TRACE=run.%r.json) holds one rank, which may not be 0: its
+        // graph needs the other ranks, so it has none (the merged file has it).
+        if (ranks_.size() == 1 && ranks_[0].rank != 0) return;
         for (std::size_t i = 0; i < ranks_.size(); ++i)
             if (ranks_[i].rank != static_cast<int>(i)) throw std::runtime_error("missing rank");
         for (auto& d : ranks_)

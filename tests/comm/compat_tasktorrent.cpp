@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
         ostringstream os, ds;
         os << log;
         ds << dlog;
-        check(count(os.str().begin(), os.str().end(), '\n') == 10, "Logger prints 10 lines");
-        check(ds.str().find("chain_3,chain_4\n") != string::npos, "DepsLogger prints edges");
+        const string logged = os.str(), deps = ds.str();
+        check(count(logged.begin(), logged.end(), '\n') == 10, "Logger prints 10 lines");
+        check(deps.find("chain_3,chain_4\n") != string::npos, "DepsLogger prints edges");
         check(elapsed(log.get_origin(), wctime()) >= 0, "timer helpers");
     }
     {

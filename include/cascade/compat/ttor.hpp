@@ -288,6 +288,37 @@ class Taskflow : public cascade::Taskflow<K> {
   public:
     /// A task graph run by tp.
     explicit Taskflow(cascade::Threadpool* tp, int verb = 0) : cascade::Taskflow<K>(tp, verb) {}
+    // The setters return this Taskflow, so that a chain reaches set_name below.
+    /// See cascade::Taskflow::set_task.
+    Taskflow& set_task(std::function<void(K)> f) {
+        cascade::Taskflow<K>::set_task(std::move(f));
+        return *this;
+    }
+    /// See cascade::Taskflow::set_fulfill.
+    Taskflow& set_fulfill(std::function<void(K)> f) {
+        cascade::Taskflow<K>::set_fulfill(std::move(f));
+        return *this;
+    }
+    /// See cascade::Taskflow::set_indegree.
+    Taskflow& set_indegree(std::function<int(K)> f) {
+        cascade::Taskflow<K>::set_indegree(std::move(f));
+        return *this;
+    }
+    /// See cascade::Taskflow::set_mapping.
+    Taskflow& set_mapping(std::function<int(K)> f) {
+        cascade::Taskflow<K>::set_mapping(std::move(f));
+        return *this;
+    }
+    /// See cascade::Taskflow::set_binding.
+    Taskflow& set_binding(std::function<bool(K)> f) {
+        cascade::Taskflow<K>::set_binding(std::move(f));
+        return *this;
+    }
+    /// See cascade::Taskflow::set_priority.
+    Taskflow& set_priority(std::function<double(K)> f) {
+        cascade::Taskflow<K>::set_priority(std::move(f));
+        return *this;
+    }
     /// The paper's name for set_task.
     Taskflow& set_run(std::function<void(K)> f) {
         this->set_task(std::move(f));
