@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cascade/core/errors.hpp"
-#include "cascade/trace/export.hpp"
+#include "cascade/comm/detail/trace_gather.hpp"
 
 namespace cascade {
 
@@ -73,7 +73,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     open_.assign(static_cast<std::size_t>(size_), 0);
     deferred_.resize(static_cast<std::size_t>(size_));
     tls_comm_thread = this;
-    trace::sync_clocks(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
+    detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
@@ -122,7 +122,7 @@ Communicator::~Communicator() {
             std::vector<std::string> names;
             for (auto& am : ams_)
                 names.push_back(am->name());
-            trace::finish(comm_, names);
+            detail::trace_finish(comm_, names);
         } catch (const std::exception& e) {
             std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
         }
@@ -852,15 +852,6 @@ void Communicator::abort_job(const std::string& what) {
     std::fflush(stderr);
     MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, 1);
     std::abort();
-}
-
-// The distributed Threadpool constructor lives here, with the layer it depends on.
-Threadpool::Threadpool(int n_threads, Communicator* comm, int verb, std::string name, bool start)
-    : Threadpool(n_threads,
-                 ThreadpoolOptions{
-                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = false}) {
-    if (comm) comm->attach(*this);
-    if (start) this->start();
 }
 
 }  // namespace cascade

@@ -9,9 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
-#include "cascade/trace/recorder.hpp"
-#include "cascade/trace/watchdog.hpp"
 
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -93,13 +92,25 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
     if (n_threads < 1)
         throw UsageError("Threadpool '" + opts_.name + "': n_threads must be >= 1, got " +
                          std::to_string(n_threads));
-    trace::init_from_env();
-    if (trace::recording()) {
-        trace_ = std::make_unique<trace::Buffer*[]>(static_cast<std::size_t>(n_));
+    setup_observer();
+    if ((observer_ = observer())) {
+        observed_ = std::make_unique<void*[]>(static_cast<std::size_t>(n_));
         for (int i = 0; i < n_; ++i)
-            trace_[i] = trace::new_buffer(opts_.name + " worker " + std::to_string(i));
+            observed_[i] =
+                observer_->on_worker_created(opts_.name + " worker " + std::to_string(i), i);
     }
     if (opts_.start) start();
+}
+
+Threadpool::Threadpool(int n_threads, JoinHook* hook, int verb, std::string name, bool start)
+    : Threadpool(n_threads,
+                 ThreadpoolOptions{
+                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = false}) {
+    if (hook) {
+        hook_ = hook;
+        hook->attach(*this);
+    }
+    if (start) this->start();
 }
 
 Threadpool::~Threadpool() {
@@ -166,13 +177,8 @@ bool Threadpool::find_task(int me, Task& out) {
         if (victim >= n_) victim -= n_;
         if (queues_[victim].steal(out)) {
             ++stats_[me].stolen;
-            if (trace_) [[unlikely]] {
-                if (trace::Event* e = trace_[me]->reserve(trace::Kind::steal)) {
-                    e->t0 = trace::stamp();
-                    e->peer = victim;
-                    trace_[me]->commit();
-                }
-            }
+            if (observer_) [[unlikely]]
+                observer_->on_steal(observed_[me], victim);
             return true;
         }
     }
@@ -210,11 +216,11 @@ void Threadpool::execute(Task& t, int me) {
         t.discard();
         return;
     }
-    if (trace_) [[unlikely]] {  // the only cost of tracing when it is off
-        trace::Buffer& b = *trace_[me];
-        const std::uint64_t outer = b.begin_task(t);
+    if (observer_) [[unlikely]] {  // the only cost of observation when it is off
+        void* w = observed_[me];
+        const std::uint64_t begin = observer_->on_task_begin(w, t);
         run_guarded(t, me);
-        b.end_task(outer);
+        observer_->on_task_end(w, begin);
     } else {
         run_guarded(t, me);
     }
@@ -263,8 +269,9 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me};
-    trace::Buffer* tb = trace_ ? trace_[me] : nullptr;
-    if (tb) trace::set_this_thread(tb);
+    Observer* const obs = observer_;
+    void* const ow = obs ? observed_[me] : nullptr;
+    if (obs) obs->on_worker_start(ow);
     Task t;
     for (;;) {
         if (find_task(me, t)) {
@@ -272,7 +279,7 @@ void Threadpool::worker_loop(int me) {
             continue;
         }
         become_idle();
-        const std::int64_t idle_since = tb ? trace::stamp() : 0;
+        const std::int64_t idle_since = obs ? obs->now() : 0;
         bool found = false;
         const auto idle_start = std::chrono::steady_clock::now();
         for (;;) {
@@ -291,7 +298,7 @@ void Threadpool::worker_loop(int me) {
             }
         }
         if (found) {
-            if (tb) tb->slice(trace::Kind::idle, idle_since);
+            if (obs) obs->on_idle(ow, idle_since);
             execute(t, me);
             continue;
         }
@@ -299,20 +306,20 @@ void Threadpool::worker_loop(int me) {
         if (stop_.load(std::memory_order_seq_cst)) {
             notifier_.cancel_wait(me);
             become_active();
-            if (tb) tb->slice(trace::Kind::idle, idle_since);
+            if (obs) obs->on_idle(ow, idle_since);
             break;
         }
         if (has_work_for(me)) {
             notifier_.cancel_wait(me);
             become_active();
-            if (tb) tb->slice(trace::Kind::idle, idle_since);
+            if (obs) obs->on_idle(ow, idle_since);
             continue;
         }
         notifier_.commit_wait(me, epoch, kSleepTimeoutUs);
         become_active();
-        if (tb) tb->slice(trace::Kind::idle, idle_since);
+        if (obs) obs->on_idle(ow, idle_since);
     }
-    if (tb) trace::set_this_thread(nullptr);
+    if (obs) obs->on_worker_stop(ow);
     tls_worker = {};
 }
 
@@ -327,7 +334,7 @@ void Threadpool::join() {
     TimerSlack slack(hook_ != nullptr);
     long nap_us = kFirstNapUs;
     auto last_activity = std::chrono::steady_clock::now();
-    trace::Watchdog watchdog(tasks_run());
+    detail::Watchdog watchdog(tasks_run());
     for (;;) {
         std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
         PollResult r =

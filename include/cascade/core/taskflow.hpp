@@ -13,10 +13,10 @@
 
 #include "cascade/core/errors.hpp"
 #include "cascade/core/key.hpp"
+#include "cascade/core/observer.hpp"
 #include "cascade/core/promise_table.hpp"
 #include "cascade/core/task.hpp"
 #include "cascade/core/threadpool.hpp"
-#include "cascade/trace/recorder.hpp"
 
 namespace cascade {
 
@@ -33,13 +33,13 @@ class Taskflow : public detail::TaskflowBase {
     Taskflow(Threadpool* tp, std::string name, [[maybe_unused]] int verb = 0)
         : tp_(tp), name_(std::move(name)), checked_(tp->checked()), table_(checked_) {
         tp_->attach(this);
-        trace::init_from_env();
-        if (trace::recording()) trace::register_kind(&vtable_, &trace_parts);
+        setup_observer();
+        if (Observer* o = observer()) o->on_taskflow_created(&vtable_, &name_parts);
     }
     ~Taskflow() override {
         tp_->detach(this);
-        // Recorded events name their task through this Taskflow: name them while it lives.
-        if (trace::recording()) trace::resolve_owner(&vtable_, this);
+        // An observer names its recorded tasks through this Taskflow: now, while it lives.
+        if (Observer* o = observer()) o->on_taskflow_destroyed(&vtable_, this);
     }
     Taskflow(const Taskflow&) = delete;
     Taskflow& operator=(const Taskflow&) = delete;
@@ -58,9 +58,9 @@ class Taskflow : public detail::TaskflowBase {
     // One promise of task k is fulfilled; when all indegree(k) are, k is queued.
     void fulfill_promise(const K& k) {
         if (!task_) throw UsageError("Taskflow '" + name_ + "': set_task was not called");
-        if (trace::recording()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
+        if (Observer* o = observer()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
             const Payload p{this, k};
-            trace::record_edge(&vtable_, &p, sizeof p);
+            o->on_promise(&vtable_, &p, sizeof p);
         }
         const int deg = indegree_ ? indegree_(k) : 1;
         if (deg < 1)
@@ -127,7 +127,7 @@ class Taskflow : public detail::TaskflowBase {
         return p.tf->task_name(p.key);
     }
     static constexpr TaskVTable vtable_{&run_task, &describe_task, nullptr};
-    static void trace_parts(const unsigned char* payload, std::string& flow, std::string& key) {
+    static void name_parts(const unsigned char* payload, std::string& flow, std::string& key) {
         const Payload* p = std::launder(reinterpret_cast<const Payload*>(payload));
         flow = p->tf->name_;
         key = key_to_string(p->key);

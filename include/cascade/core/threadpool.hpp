@@ -14,55 +14,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "cascade/core/detail/closure.hpp"
+#include "cascade/core/detail/taskflow_base.hpp"
+#include "cascade/core/join_hook.hpp"
 #include "cascade/core/notifier.hpp"
+#include "cascade/core/observer.hpp"
 #include "cascade/core/ready_queue.hpp"
 #include "cascade/core/task.hpp"
 
 namespace cascade {
-
-namespace detail {
-// What the pool needs to know about each Taskflow attached to it (for join diagnostics).
-class TaskflowBase {
-  public:
-    virtual ~TaskflowBase() = default;
-    // Number of tasks with at least one but not all promises fulfilled; fills `names`
-    // with up to `max_names` of them.
-    virtual std::size_t pending(std::size_t max_names, std::vector<std::string>& names) const = 0;
-};
-}  // namespace detail
-
-class Threadpool;
-class Communicator;
-namespace trace {
-class Buffer;
-}
-
-// What a JoinHook poll found: nothing moved (idle), something moved (active), this pool has
-// no work and waits for others (waiting: the joiner naps only briefly, it disturbs no
-// worker), or join() may return (done).
-enum class PollResult { idle, active, waiting, done };
-
-// Hook that lets a higher layer (the communicator) take part in join(): the joining thread
-// polls it, and it decides, from the pool's local idleness and its own state, when join()
-// may return. It is also how that thread drives MPI progress.
-class JoinHook {
-  public:
-    virtual ~JoinHook() = default;
-    virtual PollResult poll(Threadpool& tp) = 0;
-    // Re-checked after the joiner announced it will sleep: true if it must not (work queued
-    // for the communication thread since the last poll).
-    virtual bool wants_progress() const = 0;
-    // The pool is being destroyed: forget it.
-    virtual void detach(Threadpool& tp) noexcept = 0;
-    // For diagnostics (watchdog, errors): this process's rank (-1: none), and what it waits
-    // for (messages in flight, completion-protocol state).
-    virtual int rank() const noexcept { return -1; }
-    virtual std::string describe_state() const { return {}; }
-    // Ends the whole job (the watchdog fired): prints `what` and exits non-zero.
-    [[noreturn]] virtual void abort_job(const std::string& what);
-    // Without a hook (or by default): print and _Exit(3).
-    [[noreturn]] static void abort_job_default(const std::string& what);
-};
 
 struct ThreadpoolOptions {
     int verb = 0;
@@ -74,9 +34,9 @@ struct ThreadpoolOptions {
 class Threadpool {
   public:
     explicit Threadpool(int n_threads, ThreadpoolOptions opts = {});
-    // A pool whose join() also waits for distributed completion over `comm` (TaskTorrent's
-    // signature). Defined in the comm layer.
-    Threadpool(int n_threads, Communicator* comm, int verb = 0, std::string name = "",
+    // A pool whose join() also lets `hook` take part (TaskTorrent's signature: with a
+    // Communicator, join() waits for distributed completion and drives MPI).
+    Threadpool(int n_threads, JoinHook* hook, int verb = 0, std::string name = "",
                bool start = true);
     Threadpool(const Threadpool&) = delete;
     Threadpool& operator=(const Threadpool&) = delete;
@@ -166,8 +126,10 @@ class Threadpool {
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};
     std::atomic<unsigned> round_robin_{0};
     JoinHook* hook_ = nullptr;
-    // Trace buffers, one per worker; null when not recording (see cascade/trace/).
-    std::unique_ptr<trace::Buffer*[]> trace_;
+    // The observer (see observer.hpp) when the pool was created, and its handle of each
+    // worker; null when none (the only cost of observation when it is off).
+    Observer* observer_ = nullptr;
+    std::unique_ptr<void*[]> observed_;
 
     std::atomic<bool> failed_{false};
     mutable std::mutex error_mutex_;
@@ -176,32 +138,6 @@ class Threadpool {
     mutable std::mutex taskflows_mutex_;
     std::vector<detail::TaskflowBase*> taskflows_;
 };
-
-// ---- closures as tasks ------------------------------------------------------------------
-
-namespace detail {
-
-template <class F>
-struct InlineClosure {
-    F f;
-    static void run(Task& t) { t.as<InlineClosure>().f(); }
-    static std::string describe(const Task&) { return "closure"; }
-    static constexpr TaskVTable vtable{&run, &describe, nullptr};
-};
-
-template <class F>
-struct BoxedClosure {
-    F* f;
-    static void run(Task& t) {
-        std::unique_ptr<F> owned(t.as<BoxedClosure>().f);
-        (*owned)();
-    }
-    static std::string describe(const Task&) { return "closure"; }
-    static void discard(Task& t) { delete t.as<BoxedClosure>().f; }
-    static constexpr TaskVTable vtable{&run, &describe, &discard};
-};
-
-}  // namespace detail
 
 template <class F>
 void Threadpool::insert(F&& f, int thread, double priority, bool bound) {

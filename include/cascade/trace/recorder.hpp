@@ -7,7 +7,10 @@
 //   - at the end (Communicator destruction, or process exit without one) the events of every
 //     rank are gathered on rank 0, which writes the Chrome trace JSON and the DOT graph
 //     (export.hpp).
-// With recording off, the hooks in the core cost one predictable branch on recording().
+// The recorder watches pools and taskflows as the core's Observer (core/observer.hpp), which
+// it installs while recording; the communicator records its own events (sends, handlers,
+// transfers) straight into the calling thread's buffer. With recording off, each hook costs
+// one predictable branch.
 #pragma once
 
 #include <atomic>
@@ -16,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cascade/core/observer.hpp"
 #include "cascade/core/task.hpp"
 #include "cascade/trace/buffer.hpp"
 #include "cascade/trace/event.hpp"
@@ -30,7 +34,12 @@ struct Options {
 
 namespace detail {
 inline std::atomic<bool> g_recording{false};
-}
+// Registers init_from_env with the core (set_observer_setup), so that pools and taskflows
+// read CASCADE_TRACE when they are created. Run by every program that includes this header,
+// which also makes sure the recorder is linked in.
+bool install_setup() noexcept;
+inline const bool g_setup_installed = install_setup();
+}  // namespace detail
 
 // True when events are recorded. Cheap: one relaxed load.
 inline bool recording() noexcept {
@@ -40,6 +49,8 @@ inline bool recording() noexcept {
 // Reads CASCADE_TRACE, CASCADE_DAG and CASCADE_TRACE_EVENTS once (later calls do nothing).
 // Pools, taskflows and communicators call it when they are created.
 void init_from_env();
+// Turns recording on or off (installs or removes the core observer), keeping the outputs.
+void set_recording(bool on) noexcept;
 // Sets the outputs by program instead of the environment; call before creating pools.
 void configure(Options opts);
 const Options& options();

@@ -1,4 +1,4 @@
-#include "cascade/trace/watchdog.hpp"
+#include "cascade/core/detail/watchdog.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 
 #include "cascade/core/errors.hpp"
 
-namespace cascade::trace {
+namespace cascade::detail {
 
 double watchdog_limit_from_env() {
     static const double limit = [] {
@@ -22,4 +22,4 @@ double watchdog_limit_from_env() {
     return limit;
 }
 
-}  // namespace cascade::trace
+}  // namespace cascade::detail
