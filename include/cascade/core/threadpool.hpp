@@ -24,54 +24,72 @@
 
 namespace cascade {
 
+/// Settings of a Threadpool.
 struct ThreadpoolOptions {
-    int verb = 0;
-    std::string name = "tp";
-    bool start = true;
-    int checked = -1;  // -1: from CASCADE_CHECK (or the build default); 0/1: forced
+    int verb = 0;            ///< > 0: warnings (e.g. tasks left waiting) go to stderr
+    std::string name = "tp"; ///< named in diagnostics and trace tracks
+    bool start = true;       ///< start the workers in the constructor
+    int checked = -1;        ///< -1: from CASCADE_CHECK (or the build default); 0/1: forced
 };
 
+/// A fixed set of worker threads that run Tasks (see the top of this file).
+///
+/// ```cpp
+/// cascade::Threadpool tp(4);                        // 4 workers, started now
+/// std::atomic<int> n{0};
+/// for (int i = 0; i < 100; ++i) tp.insert([&] { ++n; });
+/// tp.join();                                        // n == 100
+/// ```
 class Threadpool {
   public:
+    /// A pool of `n_threads` workers (>= 1).
     explicit Threadpool(int n_threads, ThreadpoolOptions opts = {});
-    // A pool whose join() also lets `hook` take part (TaskTorrent's signature: with a
-    // Communicator, join() waits for distributed completion and drives MPI).
+    /// A pool whose join() also lets `hook` take part (TaskTorrent's signature: with a
+    /// Communicator, `Threadpool tp(n, &comm)`, join() waits for distributed completion and
+    /// drives MPI).
     Threadpool(int n_threads, JoinHook* hook, int verb = 0, std::string name = "",
                bool start = true);
     Threadpool(const Threadpool&) = delete;
     Threadpool& operator=(const Threadpool&) = delete;
     ~Threadpool();
 
-    // Starts the workers (if not started by the constructor). Tasks may be inserted before.
+    /// Starts the workers (if not started by the constructor). Tasks may be inserted before.
     void start();
-    // Waits until all work is done, stops the workers, and reports errors (see top).
+    /// Waits until all work is done (with a JoinHook: on every rank), stops the workers,
+    /// rethrows the first task error as TaskError and, in checked mode, throws
+    /// IncompleteGraphError for tasks left waiting for promises. The pool can start again.
     void join();
 
+    /// Number of workers.
     int size() const noexcept { return n_; }
     const std::string& name() const noexcept { return opts_.name; }
     int verbosity() const noexcept { return opts_.verb; }
+    /// Checked mode: taskflows created on this pool count every promise.
     bool checked() const noexcept { return checked_; }
     void set_checked(bool on) noexcept { checked_ = on; }
 
-    // Index of the calling thread in this pool, or -1 for a thread outside it.
+    /// Index of the calling thread in this pool, or -1 for a thread outside it.
     int current_thread() const noexcept;
 
-    // Queues a ready task on worker `thread` (bound: only that worker may run it).
+    /// Queues a ready task on worker `thread` (bound: only that worker may run it). The
+    /// low-level entry of task producers (Taskflow, futures); throws UsageError for a
+    /// thread outside [0, size()).
     void push(const Task& t, int thread, bool bound);
 
-    // Queues a callable as a task. thread < 0: the calling worker, or round-robin.
+    /// Queues a callable as a task. thread < 0: the calling worker, or round-robin; higher
+    /// priority runs first among a worker's ready tasks.
     template <class F>
     void insert(F&& f, int thread = -1, double priority = 0, bool bound = false);
 
-    // A worker for work without a mapping: the calling worker if any, else round-robin.
+    /// A worker for work without a mapping: the calling worker if any, else round-robin.
     int pick_thread() noexcept;
 
-    // Runs one ready task (the caller's own queue first, then stolen) on the calling worker,
-    // e.g. while it waits for a future. Returns false if the caller is not a worker of this
-    // pool or no task was found.
+    /// Runs one ready task (the caller's own queue first, then stolen) on the calling worker,
+    /// e.g. while it waits for a future. Returns false if the caller is not a worker of this
+    /// pool or no task was found.
     bool run_one_task();
 
-    // Statistics (read after join()).
+    /// Tasks run / stolen by worker `thread`, or by all (read after join()).
     std::uint64_t tasks_run(int thread) const noexcept {
         return stats_[thread].run.load(std::memory_order_relaxed);
     }
