@@ -53,7 +53,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
 }
 
 Communicator::~Communicator() {
-    if (tp_) tp_->set_join_hook(nullptr);
+    if (tp_) unhook(*tp_);
     // Complete what is in flight so MPI can shut down cleanly.
     for (auto& s : sends_)
         if (!s.reqs.empty())
@@ -189,12 +189,11 @@ void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exce
                       which + ", from rank " + std::to_string(source) +
                       ") threw: " + detail::describe_error(e);
     if (size_ > 1 || !tp_) abort_job(msg);
-    tp_->fail(std::make_exception_ptr(std::runtime_error(msg)));
+    fail(*tp_, std::make_exception_ptr(std::runtime_error(msg)));
 }
 
 void Communicator::attach(Threadpool& tp) {
-    tp_ = &tp;
-    tp.set_join_hook(this);
+    tp_ = &tp;  // the pool's constructor made this its hook
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {

@@ -465,6 +465,14 @@ void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
     JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
 }
 
+void JoinHook::fail(Threadpool& tp, std::exception_ptr e) noexcept {
+    tp.fail(std::move(e));
+}
+
+void JoinHook::unhook(Threadpool& tp) noexcept {
+    tp.hook_ = nullptr;
+}
+
 void JoinHook::abort_job(const std::string& what) {
     abort_job_default(what);
 }

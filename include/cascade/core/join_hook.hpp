@@ -4,6 +4,7 @@
 // completion protocol, when join() may return.
 #pragma once
 
+#include <exception>
 #include <string>
 
 namespace cascade {
@@ -43,6 +44,13 @@ class JoinHook {
     [[noreturn]] virtual void abort_job(const std::string& what);
     /// Without a hook (or by default): print and _Exit(3).
     [[noreturn]] static void abort_job_default(const std::string& what);
+
+  protected:
+    /// Records an error of the hook's own (e.g. a failed message handler) for `tp`'s join()
+    /// to rethrow; further queued tasks are discarded.
+    static void fail(Threadpool& tp, std::exception_ptr e) noexcept;
+    /// `tp` forgets its hook (the hook is going away before the pool).
+    static void unhook(Threadpool& tp) noexcept;
 };
 
 }  // namespace cascade

@@ -26,10 +26,10 @@ namespace cascade {
 
 /// Settings of a Threadpool.
 struct ThreadpoolOptions {
-    int verb = 0;            ///< > 0: warnings (e.g. tasks left waiting) go to stderr
-    std::string name = "tp"; ///< named in diagnostics and trace tracks
-    bool start = true;       ///< start the workers in the constructor
-    int checked = -1;        ///< -1: from CASCADE_CHECK (or the build default); 0/1: forced
+    int verb = 0;             ///< > 0: warnings (e.g. tasks left waiting) go to stderr
+    std::string name = "tp";  ///< named in diagnostics and trace tracks
+    bool start = true;        ///< start the workers in the constructor
+    int checked = -1;         ///< -1: from CASCADE_CHECK (or the build default); 0/1: forced
 };
 
 /// A fixed set of worker threads that run Tasks (see the top of this file).
@@ -97,23 +97,30 @@ class Threadpool {
     std::uint64_t tasks_run() const noexcept;
     std::uint64_t tasks_stolen() const noexcept;
 
-    // For Taskflow and the communicator.
-    void attach(detail::TaskflowBase* tf);
-    void detach(detail::TaskflowBase* tf);
-    void set_join_hook(JoinHook* hook) noexcept { hook_ = hook; }
-    // Records an error to be rethrown by join(); further queued tasks are discarded.
-    void fail(std::exception_ptr e) noexcept;
+    /// Whether a task (or, with a communicator, a handler) failed since the last join().
     bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
+    /// The error join() will rethrow, or null.
     std::exception_ptr error() const;
-    // True when every worker is idle and no task is queued (nothing runs in this pool).
+    /// True when every worker is idle and no task is queued (nothing runs in this pool).
     bool idle() const noexcept { return locally_idle(); }
-    // Wakes the thread blocked in join() so it re-polls the hook (e.g. a message to send).
+    /// Wakes the thread blocked in join() so it re-polls its hook (e.g. a message to send,
+    /// or a value a future waits for).
     void wake_joiner() noexcept {
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (joiner_sleeping_.load(std::memory_order_relaxed)) Notifier::wake_all(join_word_);
     }
 
   private:
+    // Taskflows register themselves (join diagnostics); a JoinHook records errors of its own
+    // (a failed handler) and unhooks itself (JoinHook's protected helpers).
+    template <class K>
+    friend class Taskflow;
+    friend class JoinHook;
+    void attach(detail::TaskflowBase* tf);
+    void detach(detail::TaskflowBase* tf);
+    // Records an error to be rethrown by join(); further queued tasks are discarded.
+    void fail(std::exception_ptr e) noexcept;
+
     struct alignas(64) WorkerStats {
         std::atomic<std::uint64_t> run{0};  // read by the joiner's watchdog while running
         std::uint64_t stolen = 0;
