@@ -26,10 +26,17 @@
 
 namespace cascade::trace {
 
+/// What to record and where to write it (trace::configure, or the environment).
+///
+/// ```cpp
+/// cascade::trace::configure({.trace_path = "run.json", .dag_path = "run.dot"});
+/// cascade::Communicator comm;        // then pools, taskflows, ...
+/// // ... the files are written when the Communicator is destroyed (or at exit)
+/// ```
 struct Options {
-    std::string trace_path;  // Chrome trace-event JSON ("" : none)
-    std::string dag_path;    // Graphviz DOT of the promise edges taken ("" : none)
-    std::size_t events_per_thread = std::size_t(1) << 17;
+    std::string trace_path;  ///< Chrome trace-event JSON ("" : none); CASCADE_TRACE
+    std::string dag_path;    ///< Graphviz DOT of the promise edges taken ("" : none); CASCADE_DAG
+    std::size_t events_per_thread = std::size_t(1) << 17;  ///< CASCADE_TRACE_EVENTS
 };
 
 namespace detail {
@@ -41,19 +48,22 @@ bool install_setup() noexcept;
 inline const bool g_setup_installed = install_setup();
 }  // namespace detail
 
-// True when events are recorded. Cheap: one relaxed load.
+/// True when events are recorded. Cheap: one relaxed load.
 inline bool recording() noexcept {
     return detail::g_recording.load(std::memory_order_relaxed);
 }
 
-// Reads CASCADE_TRACE, CASCADE_DAG and CASCADE_TRACE_EVENTS once (later calls do nothing).
-// Pools, taskflows and communicators call it when they are created.
+/// Reads CASCADE_TRACE, CASCADE_DAG and CASCADE_TRACE_EVENTS once (later calls do nothing).
+/// Pools, taskflows and communicators have it called when they are created.
 void init_from_env();
-// Turns recording on or off (installs or removes the core observer), keeping the outputs.
+/// Turns recording on or off (installs or removes the core observer), keeping the outputs.
 void set_recording(bool on) noexcept;
-// Sets the outputs by program instead of the environment; call before creating pools.
+/// Sets the outputs by program instead of the environment; call before creating pools.
 void configure(Options opts);
+/// The outputs in force.
 const Options& options();
+
+// ---- used by the layers that record (the core's observer, the communicator) -------------
 
 // The calling thread's buffer: its pool worker's, or one created on first use (label
 // "thread N", the first one "main"). Null when not recording.
