@@ -24,8 +24,9 @@ void trace_start(MPI_Comm comm) {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    // Everyone follows rank 0, so the collectives below and in finish() match.
-    int on = trace::recording() ? 1 : 0;
+    // Everyone follows rank 0, so the collectives below and in trace_finish() match.
+    // Bit 0: record; bit 1: record promise edges too (rank 0 writes the task graph).
+    int on = trace::recording() ? (trace::recording_edges() ? 3 : 1) : 0;
     MPI_Bcast(&on, 1, MPI_INT, 0, comm);
     if (!on) {
         if (trace::recording()) trace::configure(trace::Options{});
@@ -36,6 +37,7 @@ void trace_start(MPI_Comm comm) {
         trace::configure(trace::Options{});
         trace::set_recording(true);
     }
+    trace::set_recording_edges((on & 2) != 0);
     // Offset to rank 0's clock, from the round trip with the smallest delay.
     if (rank == 0) {
         for (int r = 1; r < size; ++r)

@@ -118,6 +118,7 @@ class Recorder final : public Observer {
                     std::size_t bytes) noexcept override {
         record_edge(vt, payload, bytes);
     }
+    void edges(bool on) noexcept { set_wants_promises(on); }
 };
 
 Recorder& recorder() {
@@ -134,10 +135,16 @@ void apply(State& s, Options o) {
         s.ns0 = now_ns();
     }
     s.initialized = true;
+    set_recording_edges(!s.opts.dag_path.empty());
     set_recording(on);
 }
 
 }  // namespace
+
+void set_recording_edges(bool on) noexcept {
+    detail::g_edges.store(on, std::memory_order_seq_cst);
+    recorder().edges(on);
+}
 
 void set_recording(bool on) noexcept {
     detail::g_recording.store(on, std::memory_order_seq_cst);

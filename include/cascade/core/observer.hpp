@@ -57,8 +57,16 @@ class Observer {
     /// The Taskflow `owner` is going away: its tasks' names can be read now, not later.
     virtual void on_taskflow_destroyed(const TaskVTable* /*vt*/, const void* /*owner*/) {}
     /// fulfill_promise on the calling thread, for the task described by (vt, payload).
+    /// Called only while wants_promises() (a promise is far more frequent than a task).
     virtual void on_promise(const TaskVTable* /*vt*/, const void* /*payload*/,
                             std::size_t /*bytes*/) noexcept {}
+    bool wants_promises() const noexcept { return promises_.load(std::memory_order_relaxed); }
+
+  protected:
+    void set_wants_promises(bool on) noexcept { promises_.store(on, std::memory_order_relaxed); }
+
+  private:
+    std::atomic<bool> promises_{true};
 };
 
 namespace detail {

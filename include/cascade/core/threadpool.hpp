@@ -2,6 +2,7 @@
 // steal stealable tasks from others, then back off (spin, yield, then sleep in the kernel).
 // join() returns once every worker is idle and no task is queued, then rethrows the first
 // exception a task raised and, in checked mode, reports tasks left waiting for promises.
+// The workers live from start() (or the first join()) until the pool is destroyed.
 #pragma once
 
 #include <atomic>
@@ -55,9 +56,10 @@ class Threadpool {
 
     /// Starts the workers (if not started by the constructor). Tasks may be inserted before.
     void start();
-    /// Waits until all work is done (with a JoinHook: on every rank), stops the workers,
+    /// Waits until all work is done (with a JoinHook: on every rank) and reports errors: it
     /// rethrows the first task error as TaskError and, in checked mode, throws
-    /// IncompleteGraphError for tasks left waiting for promises. The pool can start again.
+    /// IncompleteGraphError for tasks left waiting for promises. The workers stay, asleep
+    /// once idle: tasks queued after join() run at once, and a later join() waits for them.
     void join();
 
     /// Number of workers.
@@ -73,8 +75,13 @@ class Threadpool {
 
     /// Queues a ready task on worker `thread` (bound: only that worker may run it). The
     /// low-level entry of task producers (Taskflow, futures); throws UsageError for a
-    /// thread outside [0, size()).
+    /// thread outside [0, size()). From a thread outside the pool, stealable tasks of
+    /// priority 0 go through the worker's inbox (no lock).
     void push(const Task& t, int thread, bool bound);
+    /// Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
+    /// the last one.
+    void push_quiet(const Task& t, int thread, bool bound);
+    void wake_workers() noexcept;
 
     /// Queues a callable as a task. thread < 0: the calling worker, or round-robin; higher
     /// priority runs first among a worker's ready tasks.
@@ -126,6 +133,9 @@ class Threadpool {
         std::uint64_t stolen = 0;
     };
 
+    bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
+    void wake_for(int thread, bool bound) noexcept;
+    void stop_workers() noexcept;
     void worker_loop(int me);
     void become_idle() noexcept;
     void become_active() noexcept;

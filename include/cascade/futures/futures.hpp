@@ -9,7 +9,8 @@
 // `where` is a rank, cascade::here, or cascade::any (round robin over the ranks). Functions
 // are registered like active messages (lambdas included), in the same order on every rank;
 // arguments and results use the active-message wire format (trivially copyable values,
-// std::vector / std::string of them) plus shared_future<T>. A call to this rank runs on the
+// std::vector / std::string, user types with a codec: see comm/codec.hpp) plus
+// shared_future<T>. A call to this rank runs on the
 // pool without serializing anything. An argument may also be a future of the parameter's
 // type: the call then runs once that value is there, without blocking any thread (dataflow).
 // Exceptions thrown by f reach whoever calls get(), on any rank, with their message.

@@ -41,11 +41,12 @@ struct FnEntry final : FnBase {
 
 template <class P>
 constexpr bool arg_ok = [] {
+    // wire::require names a type without a codec in the compiler's message.
     if constexpr (param_traits<P>::shared)
-        return wire::supported<typename param_traits<P>::elem> &&
+        return wire::require<typename param_traits<P>::elem> &&
                !wire::is_view<typename param_traits<P>::elem>::value;
     else
-        return wire::supported<P> && !wire::is_view<P>::value;
+        return wire::require<P> && !wire::is_view<P>::value;
 }();
 
 // Message headers (each message is one view<char> argument of an internal active message).

@@ -21,12 +21,13 @@ auto Futures::make_async(F&& f, std::string name, AsyncOptions opts) {
 template <class F, class... Ps>
 auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::tuple<Ps...>*) {
     using R = std::invoke_result_t<std::decay_t<F>&, Ps&...>;
-    static_assert(detail::State<R>::on_wire,
-                  "async function result must be void, a trivially copyable value, or a "
-                  "std::vector / std::string of them");
+    static_assert(wire::require<detail::value_t<R>>,
+                  "async function result must be void or a type that can travel (trivially "
+                  "copyable, std::vector / std::string, or a type with a codec)");
     static_assert((detail::arg_ok<Ps> && ...),
-                  "async function parameters must be trivially copyable values, std::vector / "
-                  "std::string of them, or shared_future<T> of those (not view<T>)");
+                  "async function parameters must be types that can travel (trivially copyable, "
+                  "std::vector / std::string, or a type with a codec), or shared_future<T> of "
+                  "those (not view<T>)");
     auto e = std::make_unique<detail::FnEntry<R, Ps...>>();
     e->f = std::function<R(Ps & ...)>(std::forward<F>(f));
     e->sig = wire::hash_name(wire::type_names<R, Ps...>());
