@@ -314,10 +314,13 @@ void Threadpool::worker_loop(int me) {
         const std::int64_t idle_since = obs ? obs->now() : 0;
         bool found = false;
         const auto idle_start = std::chrono::steady_clock::now();
+        // Messages our last task queued wait for the thread that drives MPI, which may share
+        // our core: yield at once rather than spin (a remote call's reply is sent sooner).
+        const bool yield_now = hook_ && hook_->wants_progress();
         for (;;) {
             const auto idle_for = std::chrono::steady_clock::now() - idle_start;
             if (idle_for >= kIdleYield) break;
-            if (idle_for < kIdleSpin) {
+            if (idle_for < kIdleSpin && !yield_now) {
                 for (int i = 0; i < 8; ++i)
                     cpu_relax();
             } else {

@@ -50,7 +50,9 @@ case "$mode" in
         "$PY" "$here/check_dag.py" "$dot" "$np"
         ;;
     futures)
-        "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((400 * np)) \
+        # 400 jobs per rank, of which the 100 remote calls may run on the communication thread
+        # instead of as tasks (short calls arriving while the pool is idle).
+        "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((300 * np)) \
             --expect-task async --expect-task 'future::then'
         "$PY" "$here/check_futures.py" "$json" "$np"
         ;;

@@ -106,6 +106,9 @@ class Futures {
     std::uint64_t kept_in_place() const noexcept { return kept_in_place_.load(); }
     /// Future arguments that found their value already imported here (no second fetch).
     std::uint64_t imports_shared() const noexcept { return imports_shared_.load(); }
+    /// Remote calls run by the communication thread so far (short calls arriving at an idle
+    /// pool, see docs/futures.md).
+    std::uint64_t calls_on_comm_thread() const noexcept { return calls_on_comm_thread_; }
     /// From this size on (bytes), a std::vector or std::string argument or result travels as
     /// a body of its own, straight into the callee's argument.
     static constexpr std::size_t kLargeArg = detail::kLargeBytes;
@@ -122,6 +125,7 @@ class Futures {
     template <class T>
     friend void detail::send_result(const detail::ReplyTo&, detail::State<T>&) noexcept;
     friend struct detail::Residence;
+    friend void detail::schedule_call(detail::Job*, const detail::CallStats&);
 
     using SendExported = detail::SendValueFn;
     using ShareExported = detail::ShareValueFn;
@@ -149,6 +153,10 @@ class Futures {
     // Big arguments travel as bodies after the request, straight into the callee's argument.
     void receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
                       detail::BodySink* sink);
+    // Keeps `job` (a remote call, see detail::CallStats) for the communication thread to run
+    // at the end of the progress() call it is in; false when that cannot be (then queue it).
+    bool defer_to_comm_thread(detail::Job* job);
+    static bool run_deferred(void* self);
 
     enum Msg { request_msg, reply_msg, fetch_msg };
     void send_fetch(int owner, const detail::FetchHead& h);  // a fetch or a release
@@ -169,6 +177,9 @@ class Futures {
     Threadpool& tp_;
     Communicator* comm_;
     int rank_ = 0, size_ = 1;
+    std::vector<detail::Job*> deferred_;  // communication thread only
+    bool running_deferred_ = false;
+    std::uint64_t calls_on_comm_thread_ = 0;
     ActiveMsg<view<char>>* ams_[3] = {nullptr, nullptr, nullptr};
     ActiveMsgBase* body_am_ = nullptr;  // futures.body: big arguments (see detail::Body)
     std::unique_ptr<std::atomic<detail::FnBase*>[]> fns_;

@@ -264,6 +264,7 @@ void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token,
     Ref<State<R>> hold(c);
     std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot, *c), ...); }, c->slots());
     c->reply_to(ReplyTo{&fx, source, token, &name, opts.keep_result && !std::is_void_v<R>});
+    if (!opts.run_in_handler) c->set_stats(&stats);
     c->start(opts.run_in_handler);
 }
 

@@ -30,6 +30,7 @@ struct FnBase {
     std::uint32_t sig = 0;
     std::uint64_t borrow = 0;  // parameters taken by const reference (see borrow_mask)
     AsyncOptions opts;
+    CallStats stats;  // of its remote calls
     virtual void on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) = 0;
 };
 
