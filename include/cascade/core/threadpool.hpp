@@ -55,6 +55,8 @@ class Threadpool {
     ~Threadpool();
 
     /// Starts the workers (if not started by the constructor). Tasks may be inserted before.
+    /// After a join() the workers are still there; start() then only marks the pool as having
+    /// work for the destructor to join (as the constructor's start does).
     void start();
     /// Waits until all work is done (with a JoinHook: on every rank) and reports errors: it
     /// rethrows the first task error as TaskError and, in checked mode, throws
@@ -156,6 +158,7 @@ class Threadpool {
     std::vector<std::thread> threads_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
+    bool armed_ = false;  // start() called since the last join(): the destructor joins
     std::atomic<std::uint32_t> join_word_{0};
     std::atomic<bool> joiner_sleeping_{false};
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};
