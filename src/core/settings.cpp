@@ -29,7 +29,7 @@ constexpr Variable kVariables[] = {
     {"CASCADE_TRACE", "a file path (%r in it: one file per rank, named by rank), or off",
      "no trace",
      "records every rank's tasks and messages into one Chrome trace-event JSON file (Perfetto)"},
-    {"CASCADE_DAG", "a file path (%r: one file per rank), or off", "no graph",
+    {"CASCADE_DAG", "a file path, or off", "no graph",
      "writes the promise edges actually taken as Graphviz DOT"},
     {"CASCADE_TRACE_EVENTS", "a whole number from 16 to 268435456", "131072",
      "events kept per thread while tracing (120 bytes each, allocated when the thread starts); "

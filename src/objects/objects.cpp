@@ -114,7 +114,7 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
                                        "objects.migrate");
     migrate_large_am_ = comm.make_large_active_msg(
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) {
-            std::unique_ptr<std::vector<char>> buf;
+            std::unique_ptr<detail::Bytes> buf;
             {
                 std::lock_guard<std::mutex> g(large_mutex_);
                 auto it = arriving_.find({src, token});
@@ -122,16 +122,24 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
                 arriving_.erase(it);
             }
             install(buf->data(), static_cast<std::size_t>(bytes), src);
+            give_buffer(std::move(buf));
         },
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) -> char* {
-            auto buf = std::make_unique<std::vector<char>>(static_cast<std::size_t>(bytes));
+            auto buf = take_buffer(static_cast<std::size_t>(bytes));
             char* p = buf->data();
             std::lock_guard<std::mutex> g(large_mutex_);
             arriving_[{src, token}] = std::move(buf);
             return p;
         },
-        [](std::int32_t&, std::uint64_t&, std::uint64_t& token) {
-            delete reinterpret_cast<std::vector<char>*>(static_cast<std::uintptr_t>(token));
+        [this](std::int32_t&, std::uint64_t&, std::uint64_t& serial) {
+            std::unique_ptr<detail::Bytes> buf;
+            {
+                std::lock_guard<std::mutex> g(large_mutex_);
+                auto it = sending_.find(serial);
+                buf = std::move(it->second);
+                sending_.erase(it);
+            }
+            give_buffer(std::move(buf));
         },
         "objects.migrate_large");
     destroyed_am_ = comm.make_active_msg(
@@ -654,7 +662,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         bytes += sizeof(InvokeHead) + wire::size_of(q->args);
     for (auto& [k, q] : rec->held)
         bytes += sizeof(InvokeHead) + wire::size_of(q->args);
-    auto buf = std::make_unique<std::vector<char>>(bytes);
+    auto buf = take_buffer(bytes);
     wire::Writer w(buf->data());
     MigrateHead mh{rec->key,
                    rec->type->hash,
@@ -685,12 +693,45 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
     counters_.migrations_out.fetch_add(1, std::memory_order_relaxed);
     if (n <= kSmallMigration) {
         migrate_am_->send(dest, view<char>(buf->data(), n));
+        give_buffer(std::move(buf));
     } else {
-        auto* raw = buf.release();
-        migrate_large_am_->send_large(
-            dest, view<char>(raw->data(), n), std::int32_t(rank_), std::uint64_t(n),
-            static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(raw)));
+        char* data = buf->data();
+        std::uint64_t serial;
+        {
+            std::lock_guard<std::mutex> g(large_mutex_);
+            serial = next_serial_++;
+            sending_[serial] = std::move(buf);
+        }
+        migrate_large_am_->send_large(dest, view<char>(data, n), std::int32_t(rank_),
+                                      std::uint64_t(n), serial);
     }
+}
+
+std::unique_ptr<detail::Bytes> Objects::take_buffer(std::size_t bytes) {
+    {
+        std::lock_guard<std::mutex> g(spare_mutex_);
+        for (auto& b : spare_) {
+            if (b->capacity() >= bytes) {
+                auto out = std::move(b);
+                b = std::move(spare_.back());
+                spare_.pop_back();
+                out->resize(bytes);  // no zero-fill (detail::Bytes)
+                return out;
+            }
+        }
+    }
+    auto out = std::make_unique<detail::Bytes>();
+    out->resize(bytes);
+    return out;
+}
+
+void Objects::give_buffer(std::unique_ptr<detail::Bytes> b) noexcept {
+    constexpr std::size_t kMaxSpare = 8, kMaxSpareBytes = std::size_t(256) << 20;
+    std::lock_guard<std::mutex> g(spare_mutex_);
+    std::size_t total = b->capacity();
+    for (auto& x : spare_)
+        total += x->capacity();
+    if (spare_.size() < kMaxSpare && total <= kMaxSpareBytes) spare_.push_back(std::move(b));
 }
 
 void Objects::install(const char* data, std::size_t size, int) {
