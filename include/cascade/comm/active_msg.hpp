@@ -6,10 +6,13 @@
 // and may be called from tasks, from handlers and from the main thread, to any rank
 // including itself. Handlers run on the thread that drives communication (the one in
 // Threadpool::join(), or the caller of Communicator::progress()).
+// send() and send_large() also take a list of destinations: one broadcast, routed as a tree
+// through the recipients (see docs/broadcast.md).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -17,6 +20,7 @@
 
 #include "cascade/comm/serialization.hpp"
 #include "cascade/comm/view.hpp"
+#include "cascade/core/detail/task_epilogue.hpp"
 
 namespace cascade {
 
@@ -37,16 +41,42 @@ class ActiveMsgBase {
     // Large AMs: the body arrived (receiver) / may be reused (sender); args as serialized.
     virtual void on_body_arrived(const char*, std::size_t) {}
     virtual void on_body_sent(const char*, std::size_t) {}
+    // Large AMs received through a broadcast: where the body goes (where_to), the size of its
+    // elements, and that Cascade no longer reads the buffer (on_forwarded).
+    virtual void* body_where(const char*, std::size_t) { return nullptr; }
+    virtual void on_tree_body_arrived(const char*, std::size_t) {}  // on_arrival only
+    virtual std::size_t body_element_size() const noexcept { return 1; }
+    virtual void on_body_released(const char*, std::size_t) {}
+
+    // Broadcast detection for this AM (on by default when the Communicator's is on): its
+    // sends made by one task or handler are held until it ends and those with the same
+    // arguments leave as one broadcast. Off for messages that must leave at once (a task that
+    // sends and then waits for a reply without running other tasks).
+    void set_broadcast_detection(bool on) noexcept { detect_ = on; }
+    bool broadcast_detection() const noexcept { return detect_; }
 
   protected:
     friend class Communicator;
     Communicator* comm_ = nullptr;
     std::uint32_t id_ = 0;
     std::uint32_t sig_ = 0;
+    bool detect_ = true;
     std::string name_;
 };
 
 namespace detail {
+// Depth of handlers running on this thread. Sends a handler makes are held back (broadcast
+// detection) until the outermost one returns; then they leave.
+inline thread_local int tls_handler_depth = 0;
+struct HandlerScope {
+    HandlerScope() noexcept { ++tls_handler_depth; }
+    ~HandlerScope() {
+        if (--tls_handler_depth == 0) run_task_epilogue();
+    }
+    HandlerScope(const HandlerScope&) = delete;
+    HandlerScope& operator=(const HandlerScope&) = delete;
+};
+
 template <class T>
 using arg_t = std::remove_cv_t<std::remove_reference_t<T>>;
 
@@ -81,6 +111,13 @@ class ActiveMsg : public ActiveMsgBase {
 
     // Queues the message; returns at once (the arguments are copied).
     void send(int dest, const Ps&... ps);
+    // Every rank in dests (which may include this one, and must not repeat a rank) runs the
+    // handler once with these arguments: one broadcast tree. A std::vector<int> converts.
+    void send(std::span<const int> dests, const Ps&... ps);
+    // The same with one priority per destination: higher priorities receive earlier.
+    void send(std::span<const int> dests, std::span<const double> priorities, const Ps&... ps);
+    // send(dest) without broadcast detection.
+    void send_now(int dest, const Ps&... ps);
     // Sends and, when called from the communication thread, waits until the send completed
     // (receiving and running handlers meanwhile, so sends to itself cannot deadlock). Messages
     // from the rank whose handler is calling it wait until that handler returns: one rank's
@@ -91,6 +128,7 @@ class ActiveMsg : public ActiveMsgBase {
     void on_frame(int, const char* data, std::size_t size) override {
         wire::Reader r(data, size);
         auto args = wire::decode<Ps...>(r);
+        detail::HandlerScope scope;
         std::apply(f_, args);
     }
 
@@ -103,6 +141,9 @@ class ActiveMsg : public ActiveMsgBase {
 //   where_to(ps...) -> T*   on the receiver, where the body goes (no intermediate copy)
 //   on_arrival(ps...)       on the receiver once the body is there
 //   on_sent(ps...)          on the sender once its body buffer may be reused
+//   on_forwarded(ps...)     optional (set_on_forwarded), on the receiver once Cascade no
+//                           longer reads the buffer: right after on_arrival, or on an inner
+//                           node of a broadcast once it forwarded the body to its sub-tree
 template <class T, class... Ps>
 class LargeActiveMsg : public ActiveMsgBase {
     static_assert(std::is_trivially_copyable_v<T>,
@@ -116,6 +157,15 @@ class LargeActiveMsg : public ActiveMsgBase {
           on_sent_(std::move(on_sent)) {}
 
     void send_large(int dest, view<T> body, const Ps&... ps);
+    // A broadcast of one body: on every rank in dests (which may include this one, and must
+    // not repeat a rank) where_to and on_arrival run once; on_sent runs here once, when the
+    // body may be reused. Inner nodes of the tree forward from the buffer where_to gave.
+    void send_large(std::span<const int> dests, view<T> body, const Ps&... ps);
+    void send_large(std::span<const int> dests, std::span<const double> priorities, view<T> body,
+                    const Ps&... ps);
+    // send_large(dest) without broadcast detection.
+    void send_large_now(int dest, view<T> body, const Ps&... ps);
+    void set_on_forwarded(std::function<void(Ps&...)> f) { on_forwarded_ = std::move(f); }
 
     std::string_view types() const override { return wire::type_names<T, Ps...>(); }
     void on_frame(int source, const char* data, std::size_t size) override;
@@ -124,7 +174,29 @@ class LargeActiveMsg : public ActiveMsgBase {
     void on_body_arrived(const char* args, std::size_t size) override {
         wire::Reader r(args, size);
         auto t = wire::decode<Ps...>(r);
+        {
+            detail::HandlerScope scope;
+            std::apply(on_arrival_, t);
+        }
+        if (on_forwarded_) std::apply(on_forwarded_, t);
+    }
+    void on_tree_body_arrived(const char* args, std::size_t size) override {
+        wire::Reader r(args, size);
+        auto t = wire::decode<Ps...>(r);
+        detail::HandlerScope scope;
         std::apply(on_arrival_, t);
+    }
+    void* body_where(const char* args, std::size_t size) override {
+        wire::Reader r(args, size);
+        auto t = wire::decode<Ps...>(r);
+        return std::apply(where_to_, t);
+    }
+    std::size_t body_element_size() const noexcept override { return sizeof(T); }
+    void on_body_released(const char* args, std::size_t size) override {
+        if (!on_forwarded_) return;
+        wire::Reader r(args, size);
+        auto t = wire::decode<Ps...>(r);
+        std::apply(on_forwarded_, t);
     }
     void on_body_sent(const char* args, std::size_t size) override {
         if (!on_sent_) return;
@@ -137,6 +209,7 @@ class LargeActiveMsg : public ActiveMsgBase {
     std::function<void(Ps&...)> on_arrival_;
     std::function<T*(Ps&...)> where_to_;
     std::function<void(Ps&...)> on_sent_;
+    std::function<void(Ps&...)> on_forwarded_;
 };
 
 }  // namespace cascade

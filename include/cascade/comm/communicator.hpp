@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/broadcasts.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
@@ -60,6 +61,8 @@ struct CommunicatorOptions {
     bool aggregate = true;
     // MPI thread level requested if the Communicator initializes MPI itself.
     int thread_level = MPI_THREAD_FUNNELED;
+    // Broadcast detection (see Broadcasts): -1 from CASCADE_BCAST (on unless "0"), 0 off, 1 on.
+    int broadcast_detection = -1;
 };
 
 class Communicator : public JoinHook {
@@ -93,6 +96,10 @@ class Communicator : public JoinHook {
     // True when nothing is queued, in flight, or being received by this rank.
     bool is_done() const;
 
+    // Broadcasts: detection switch, shape settings, counters (see cascade/comm/broadcasts.hpp).
+    Broadcasts& broadcasts() noexcept { return *bcast_; }
+    const Broadcasts& broadcasts() const noexcept { return *bcast_; }
+
     void set_aggregation(bool on) noexcept { opts_.aggregate = on; }
     bool aggregation() const noexcept { return opts_.aggregate; }
 
@@ -114,7 +121,7 @@ class Communicator : public JoinHook {
     void enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
                        std::vector<char> args);
     void receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                       std::size_t chunk, std::vector<char> args);
+                       std::size_t chunk, std::vector<char> args, int tag = -1);
     // Bodies attached to an ordinary active message (a frame whose handler wants more than
     // fits a message, e.g. the big arguments of an async call): the sender queues them from
     // the enqueue's `extra` with attach_body, the receiving handler posts their receives with
@@ -122,8 +129,26 @@ class Communicator : public JoinHook {
     // the body may be reused / has arrived; the bodies do not count as messages of their own.
     static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
                             std::size_t chunk, std::vector<char> args);
+    // tag < 0: the ordered body tag; otherwise a tag from new_body_tag() (bodies of broadcasts,
+    // matched by tag instead of by order, so an inner node may queue them as pieces arrive).
     void receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                      std::size_t chunk, std::vector<char> args);
+                      std::size_t chunk, std::vector<char> args, int tag = -1);
+    static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                            std::size_t chunk, std::vector<char> args, int tag);
+    // Posts a body send at once (communication thread), on a tag from new_body_tag().
+    void send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                       std::size_t chunk, std::vector<char> args, int tag);
+    int new_body_tag() noexcept;
+    // The active message registered with this id here, or null.
+    ActiveMsgBase* find_am(std::uint32_t id) const noexcept {
+        return id < ams_.size() ? ams_[id].get() : nullptr;
+    }
+    Threadpool* pool() const noexcept { return tp_; }
+    // Broadcast detection: where to write the arguments of a send held back, or null.
+    char* held_send(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
+        if (!am.broadcast_detection() || !bcast_->detection()) return nullptr;
+        return bcast_->defer_begin(am, dest, max_bytes);
+    }
     void attach(Threadpool& tp);
     void detach(Threadpool& tp) noexcept override;
     PollResult poll(Threadpool& tp) override;
@@ -155,6 +180,7 @@ class Communicator : public JoinHook {
         std::size_t bytes;
         std::vector<char> args;
         std::size_t chunk;  // the one written in the header: the receiver posts by it
+        int tag = -1;       // < 0: the ordered body tag
     };
     struct alignas(64) Outbox {
         Spinlock lock;
@@ -201,6 +227,7 @@ class Communicator : public JoinHook {
     void post_am_slot(int parity, int slot);
     void post_ctrl_slot(int slot);
     void send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end);
+    void post_large(int dest, LargeSend l);
     void receive_big(int source, const char* announce, std::size_t size);
     void flush();
     void test_sends();
@@ -247,6 +274,11 @@ class Communicator : public JoinHook {
     int ctrl_head_ = 0;
     detail::Bytes recv_buf_;  // big messages (announced in a small one)
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
+    // Tags of bodies matched by tag (broadcasts): [kFirstBodyTag, kFirstBodyTag + kBodyTags),
+    // within the 32767 every MPI allows; one per body stream, reused after kBodyTags streams.
+    static constexpr int kFirstBodyTag = 64, kBodyTags = 32704;
+    std::atomic<unsigned> body_tags_{0};
+    std::unique_ptr<Broadcasts> bcast_;
     // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
     // a get() on this thread) must not see the next message of the rank whose message it
     // runs, or that rank's messages would run out of order and its large bodies would be
@@ -373,7 +405,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
 }
 
 template <class... Ps>
-void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
+void ActiveMsg<Ps...>::send_now(int dest, const Ps&... ps) {
     const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
     comm_->enqueue(dest, *this, bytes, [&](char* out) {
         wire::Writer w(out);
@@ -383,19 +415,88 @@ void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
 }
 
 template <class... Ps>
+void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
+    const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
+    if (char* out = comm_->held_send(*this, dest, bytes)) [[unlikely]] {
+        wire::Writer w(out);
+        (w.put(ps), ...);
+        comm_->broadcasts().defer_end(w.position());
+        return;
+    }
+    send_now(dest, ps...);
+}
+
+namespace detail {
+// The serialized arguments of a broadcast, in a buffer of this thread (8-byte aligned).
+template <class... Ps>
+std::vector<char>& serialize_args(const Ps&... ps) {
+    thread_local std::vector<char> buf;
+    buf.resize((std::size_t(0) + ... + wire::size_of(ps)) + 8);
+    wire::Writer w(buf.data());
+    (w.put(ps), ...);
+    buf.resize(static_cast<std::size_t>(w.position() - buf.data()));
+    return buf;
+}
+}  // namespace detail
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send(std::span<const int> dests, const Ps&... ps) {
+    send(dests, std::span<const double>{}, ps...);
+}
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send(std::span<const int> dests, std::span<const double> priorities,
+                            const Ps&... ps) {
+    const std::vector<char>& payload = detail::serialize_args(ps...);
+    comm_->broadcasts().send(*this, dests, priorities, payload.data(), payload.size());
+}
+
+template <class... Ps>
 void ActiveMsg<Ps...>::blocking_send(int dest, const Ps&... ps) {
-    send(dest, ps...);
+    detail::run_task_epilogue();  // what this thread held back leaves first, in order
+    send_now(dest, ps...);
     if (comm_->on_comm_thread()) comm_->flush_blocking();
 }
 
-template <class T, class... Ps>
-void LargeActiveMsg<T, Ps...>::send_large(int dest, view<T> body, const Ps&... ps) {
+namespace detail {
+template <class... Ps>
+std::vector<char> large_args(const Ps&... ps) {
     std::vector<char> args((std::size_t(0) + ... + wire::size_of(ps)) + 8);
     // Align the args copy like a frame payload so views inside decode aligned.
     wire::Writer w(args.data());
     (w.put(ps), ...);
     args.resize(static_cast<std::size_t>(w.position() - args.data()));
+    return args;
+}
+}  // namespace detail
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large_now(int dest, view<T> body, const Ps&... ps) {
+    comm_->enqueue_large(dest, *this, body.data(), body.size() * sizeof(T),
+                         detail::large_args(ps...));
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(int dest, view<T> body, const Ps&... ps) {
+    std::vector<char> args = detail::large_args(ps...);
+    if (broadcast_detection() && comm_->broadcasts().detection() &&
+        comm_->broadcasts().defer_large(*this, dest, body.data(), body.size() * sizeof(T), args))
+        return;
     comm_->enqueue_large(dest, *this, body.data(), body.size() * sizeof(T), std::move(args));
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(std::span<const int> dests, view<T> body,
+                                          const Ps&... ps) {
+    send_large(dests, std::span<const double>{}, body, ps...);
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(std::span<const int> dests,
+                                          std::span<const double> priorities, view<T> body,
+                                          const Ps&... ps) {
+    comm_->broadcasts().send_large(*this, dests, priorities, body.data(), body.size() * sizeof(T),
+                                   detail::large_args(ps...));
 }
 
 template <class T, class... Ps>
