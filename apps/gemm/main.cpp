@@ -52,6 +52,7 @@ struct Options {
     std::uint64_t seed = 2024;
     bool verbose = false;
     int send_window = 4;
+    std::string trees = "on";
 };
 
 struct Run {
@@ -146,7 +147,8 @@ std::unique_ptr<GemmAlgorithm> make_algorithm(const Options& opt, cascade::Commu
                                           std::to_string(ranks));
             grid = *g;
         }
-        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed, opt.send_window);
+        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed, opt.send_window,
+                                        opt.trees == "on");
     }
     if (!opt.grid.empty())
         throw cascade::UsageError("--grid applies to --variant 2d only (3d uses a P x P x P cube)");
@@ -186,6 +188,11 @@ int run(int argc, char** argv, int rank, int ranks) {
                    "Tiles in flight to one peer at a time, the rest queued in the order they are "
                    "needed (0: all at once)")
         ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--trees", opt.trees,
+                   "2d: each tile goes to its grid row or column as one broadcast tree (off: "
+                   "once per peer)")
+        ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
     app.add_flag("-v,--verbose", opt.verbose, "Per-rank time, BLAS time and task counts");
     try {

@@ -95,7 +95,14 @@ Communicator::~Communicator() {
             std::vector<std::string> names;
             for (auto& am : ams_)
                 names.push_back(am->name());
-            trace::finish(comm_, names);
+            const BroadcastCounters b = bcast_->counters();
+            trace::finish(comm_, names,
+                          {{"broadcasts", b.broadcasts},
+                           {"broadcasts_detected", b.detected},
+                           {"broadcast_detected_sends", b.detected_sends},
+                           {"broadcast_recipients", b.recipients},
+                           {"broadcast_root_messages", b.root_messages},
+                           {"broadcast_forwarded", b.forwarded}});
         } catch (const std::exception& e) {
             std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
         }

@@ -221,6 +221,10 @@ using MsgKey = std::tuple<int, int, std::uint64_t>;  // source, destination, seq
 
 class Writer {
   public:
+    // Per-rank counters: names, then values[rank][name].
+    std::vector<std::string> counter_names;
+    std::vector<std::vector<std::uint64_t>> counter_values;
+
     explicit Writer(std::vector<RankData> ranks) : ranks_(std::move(ranks)) {
         std::sort(ranks_.begin(), ranks_.end(),
                   [](const RankData& x, const RankData& y) { return x.rank < y.rank; });
@@ -281,6 +285,17 @@ class Writer {
         std::fputs("\n],\n\"otherData\":{", out);
         std::fprintf(out, "\"producer\":\"cascade\",\"ranks\":%zu,\"dropped_events\":%llu",
                      ranks_.size(), static_cast<unsigned long long>(dropped()));
+        if (!counter_names.empty()) {
+            std::fputs(",\"counters\":{", out);
+            for (std::size_t c = 0; c < counter_names.size(); ++c) {
+                std::fprintf(out, "%s%s:[", c ? "," : "", json_str(counter_names[c]).c_str());
+                for (std::size_t r = 0; r < counter_values.size(); ++r)
+                    std::fprintf(out, "%s%llu", r ? "," : "",
+                                 static_cast<unsigned long long>(counter_values[r][c]));
+                std::fputs("]", out);
+            }
+            std::fputs("}", out);
+        }
         std::fputs(",\"clock_offsets_ns\":\"", out);
         for (std::size_t r = 0; r < ranks_.size(); ++r)
             std::fprintf(out, "%s%lld", r ? " " : "", static_cast<long long>(ranks_[r].offset));
@@ -507,10 +522,13 @@ class Writer {
     std::map<std::tuple<std::size_t, std::size_t, std::string>, std::uint64_t> edges_;
 };
 
-void write_files(std::vector<RankData> ranks) {
+void write_files(std::vector<RankData> ranks, std::vector<std::string> counter_names = {},
+                 std::vector<std::vector<std::uint64_t>> counter_values = {}) {
     const Options& o = options();
     if (o.trace_path.empty() && o.dag_path.empty()) return;
     Writer w(std::move(ranks));
+    w.counter_names = std::move(counter_names);
+    w.counter_values = std::move(counter_values);
     auto write = [](const std::string& path, const char* what, auto&& body) {
         std::FILE* f = std::fopen(path.c_str(), "w");
         if (!f) {
@@ -581,11 +599,24 @@ void sync_clocks(MPI_Comm comm) {
     }
 }
 
-void finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
+void finish(MPI_Comm comm, const std::vector<std::string>& am_names, const Counters& counters) {
     if (!recording()) return;
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    std::vector<std::string> counter_names;
+    std::vector<std::uint64_t> values, all_values(rank == 0 ? counters.size() * size : 0);
+    for (const auto& [name, v] : counters) {
+        counter_names.push_back(name);
+        values.push_back(v);
+    }
+    if (!values.empty())
+        MPI_Gather(values.data(), static_cast<int>(values.size()), MPI_UINT64_T,
+                   all_values.data(), static_cast<int>(values.size()), MPI_UINT64_T, 0, comm);
+    std::vector<std::vector<std::uint64_t>> per_rank;
+    for (int r = 0; r < (rank == 0 ? size : 0); ++r)
+        per_rank.emplace_back(all_values.begin() + static_cast<long>(r * values.size()),
+                              all_values.begin() + static_cast<long>((r + 1) * values.size()));
     std::vector<char> mine = serialize(collect(rank, &am_names));
     long long n = static_cast<long long>(mine.size());
     std::vector<long long> sizes(rank == 0 ? size : 0);
@@ -609,7 +640,7 @@ void finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
                      kSyncTag, comm, MPI_STATUS_IGNORE);
         all.push_back(deserialize(blob.data(), blob.size()));
     }
-    write_files(std::move(all));
+    write_files(std::move(all), std::move(counter_names), std::move(per_rank));
 }
 
 void write_at_exit() {

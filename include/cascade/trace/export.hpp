@@ -5,7 +5,9 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cascade::trace {
@@ -15,7 +17,10 @@ namespace cascade::trace {
 void sync_clocks(MPI_Comm comm);
 // Collective over comm (Communicator destructor): names active messages from `am_names`
 // (indexed by id), gathers on rank 0, which writes the files named by options().
-void finish(MPI_Comm comm, const std::vector<std::string>& am_names);
+// `counters` (the same names on every rank) go to otherData.counters, one value per rank.
+using Counters = std::vector<std::pair<std::string, std::uint64_t>>;
+void finish(MPI_Comm comm, const std::vector<std::string>& am_names,
+            const Counters& counters = {});
 // Without a Communicator: writes this process's events at exit (one rank).
 void write_at_exit();
 
