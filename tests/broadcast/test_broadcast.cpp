@@ -268,7 +268,8 @@ TEST(Broadcast, DetectionMergesDestinationLoops) {
     auto lam = comm.make_large_active_msg([&](int&) { ++big; }, [&](int&) { return rx.data(); },
                                           [](int&) {}, "loop_large");
     Taskflow<int> tf(&tp, "looper");
-    tf.set_task([&](int mode) {
+    tf.set_task([&](int key) {
+        const int mode = key % 4;
         for (int d = 0; d < n; ++d) {
             if (d == me) continue;
             if (mode == 0) am->send(d, 77);  // same bytes: merged
@@ -286,7 +287,7 @@ TEST(Broadcast, DetectionMergesDestinationLoops) {
         for (int mode = 0; mode < 4; ++mode) {
             same = diff = big = 0;
             const auto before = comm.broadcasts().counters();
-            if (me == 0) tf.fulfill_promise(mode);
+            if (me == 0) tf.fulfill_promise(mode + 4 * detect);  // each key once
             tp.join();
             const auto after = comm.broadcasts().counters();
             const std::uint64_t det = after.detected - before.detected;
