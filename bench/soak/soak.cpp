@@ -13,7 +13,7 @@
 //   --workload flood_large: the same with --messages large active messages of --large-bytes
 //       each, into an on-arrival callback that works --slow-ns.
 //   The floods stop the job when the receiver's resident set passes --rss-limit-mb (default
-//   4096): the record then has "limit_exceeded": true and the peak reached.
+//   2048): the record then has "limit_exceeded": true and the peak reached.
 // Every message and result is checked; a wrong one ends the run with status 1.
 #include <mpi.h>
 
@@ -46,7 +46,7 @@ struct Options {
     long async_every = 10'000;
     long messages = 0;  // floods: 0 = 10^7 small or 10^4 large
     long slow_ns = 1000;
-    double rss_limit_mb = 4096;  // floods: the receiver stops the job beyond this
+    double rss_limit_mb = 2048;  // floods: the receiver stops the job beyond this
 };
 
 Options parse(int argc, char** argv) {
