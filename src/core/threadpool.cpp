@@ -104,7 +104,10 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
 }
 
 Threadpool::~Threadpool() {
-    if (running_.load() && !std::uncaught_exceptions()) {
+    // Join what was started since the last join() (a joined pool is not joined again: with a
+    // communicator that would be one more completion round, which all ranks would have to
+    // enter).
+    if (armed_ && running_.load() && !std::uncaught_exceptions()) {
         try {
             join();
         } catch (const std::exception& e) {
@@ -127,6 +130,7 @@ void Threadpool::stop_workers() noexcept {
 }
 
 void Threadpool::start() {
+    armed_ = true;
     if (running_.exchange(true)) return;
     stop_.store(false);
     idle_state_.store(0);
@@ -307,10 +311,13 @@ void Threadpool::worker_loop(int me) {
         const std::int64_t idle_since = tb ? trace::stamp() : 0;
         bool found = false;
         const auto idle_start = std::chrono::steady_clock::now();
+        // Messages our last task queued wait for the thread that drives MPI, which may share
+        // our core: yield at once rather than spin (a remote call's reply is sent sooner).
+        const bool yield_now = hook_ && hook_->wants_progress();
         for (;;) {
             const auto idle_for = std::chrono::steady_clock::now() - idle_start;
             if (idle_for >= kIdleYield) break;
-            if (idle_for < kIdleSpin) {
+            if (idle_for < kIdleSpin && !yield_now) {
                 for (int i = 0; i < 8; ++i)
                     cpu_relax();
             } else {
@@ -396,6 +403,7 @@ void Threadpool::join() {
     }
     // The workers stay: they back off and sleep until the next task or the destructor, so
     // that an iterative code joining every step does not pay for new threads each time.
+    armed_ = false;
 
     std::exception_ptr err;
     {
