@@ -9,8 +9,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "cascade/comm/detail/trace_gather.hpp"
 #include "cascade/core/errors.hpp"
-#include "cascade/trace/export.hpp"
 
 #include "internal.hpp"
 
@@ -42,7 +42,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     open_.assign(static_cast<std::size_t>(size_), 0);
     deferred_.resize(static_cast<std::size_t>(size_));
     tls_comm_thread = this;
-    trace::sync_clocks(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
+    detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
@@ -53,7 +53,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
 }
 
 Communicator::~Communicator() {
-    if (tp_) tp_->set_join_hook(nullptr);
+    if (tp_) unhook(*tp_);
     // Complete what is in flight so MPI can shut down cleanly.
     for (auto& s : sends_)
         if (!s.reqs.empty())
@@ -91,7 +91,7 @@ Communicator::~Communicator() {
             std::vector<std::string> names;
             for (auto& am : ams_)
                 names.push_back(am->name());
-            trace::finish(comm_, names);
+            detail::trace_finish(comm_, names);
         } catch (const std::exception& e) {
             std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
         }
@@ -195,12 +195,11 @@ void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exce
                       which + ", from rank " + std::to_string(source) +
                       ") threw: " + detail::describe_error(e);
     if (size_ > 1 || !tp_) abort_job(msg);
-    tp_->fail(std::make_exception_ptr(std::runtime_error(msg)));
+    fail(*tp_, std::make_exception_ptr(std::runtime_error(msg)));
 }
 
 void Communicator::attach(Threadpool& tp) {
-    tp_ = &tp;
-    tp.set_join_hook(this);
+    tp_ = &tp;  // the pool's constructor made this its hook
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {
@@ -240,15 +239,6 @@ void Communicator::abort_job(const std::string& what) {
     std::fflush(stderr);
     MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, 1);
     std::abort();
-}
-
-// The distributed Threadpool constructor lives here, with the layer it depends on.
-Threadpool::Threadpool(int n_threads, Communicator* comm, int verb, std::string name, bool start)
-    : Threadpool(n_threads,
-                 ThreadpoolOptions{
-                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = false}) {
-    if (comm) comm->attach(*this);
-    if (start) this->start();
 }
 
 }  // namespace cascade

@@ -1,4 +1,4 @@
-// trace::Watchdog: used by Threadpool::join() when CASCADE_WATCHDOG=<seconds> is set. It
+// detail::Watchdog: used by Threadpool::join() when CASCADE_WATCHDOG=<seconds> is set. It
 // fires when, for that long, no task of the pool ran and no message moved; join() then prints
 // what the rank waits for (tasks missing promises, workers busy, messages in flight,
 // completion state) and ends the job non-zero. A task that legitimately runs longer than the
@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace cascade::trace {
+namespace cascade::detail {
 
 // The limit from CASCADE_WATCHDOG in seconds (read once; 0: off). Throws UsageError on a
 // value that is not a non-negative number.
@@ -60,4 +60,4 @@ class Watchdog {
     Clock::time_point next_check_{};
 };
 
-}  // namespace cascade::trace
+}  // namespace cascade::detail
