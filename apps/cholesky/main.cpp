@@ -28,10 +28,11 @@
 #include <vector>
 
 #include "../common/blas.hpp"
-#include "../common/result_line.hpp"
 #include "cascade/cascade.hpp"
 #include "check.hpp"
 #include "cholesky_graph.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 #include "distribution.hpp"
 #include "kernels.hpp"
 #include "tile_matrix.hpp"
@@ -70,16 +71,10 @@ struct RunResult {
     long long broadcasts = 0, root_messages = 0;
 };
 
+using cascade_bench::median;
+using cascade_bench::thread_cpu_seconds;
 double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-// CPU time of the calling thread.
-double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+    return cascade_bench::now_seconds();
 }
 
 double sum_all(double x, MPI_Comm comm) {
@@ -348,7 +343,7 @@ int run(int argc, char** argv, int rank, int ranks) {
         std::printf("cholesky: %.2f GFlop/s is %.1f%% of the measured dgemm peak (%.1f GFlop/s)\n",
                     gflop / med, 100.0 * gflop / med / opt.peak_gflops, opt.peak_gflops);
 
-    ResultLine line;
+    cascade_bench::Record line;
     line.add("app", "cholesky")
         .add("system", opt.reference ? "openblas" : "cascade")
         .add("n", opt.n);
@@ -372,7 +367,7 @@ int run(int argc, char** argv, int rank, int ranks) {
         line.add_null("residual");
     else
         line.add("residual", worst_residual);
-    line.print();
+    line.print_result();
 
     if (!ok) {
         std::fprintf(stderr,

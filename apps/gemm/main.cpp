@@ -27,15 +27,17 @@
 #include <vector>
 
 #include "../common/blas.hpp"
-#include "../common/result_line.hpp"
 #include "cascade/cascade.hpp"
 #include "check.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 #include "distribution.hpp"
 #include "gemm_2d.hpp"
 #include "gemm_dns.hpp"
 
 using namespace cascade::apps;
 using namespace cascade::apps::gemm;
+using cascade_bench::median;
 
 namespace {
 
@@ -253,7 +255,7 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (residual)
         std::printf("residual ||C - A B||_F / ||A B||_F = %.3e (%s)\n", *residual,
                     ok ? "OK" : "FAILED");
-    ResultLine line;
+    cascade_bench::Record line;
     line.add("app", "gemm")
         .add("system", "cascade")
         .add("variant", opt.variant)
@@ -269,7 +271,7 @@ int run(int argc, char** argv, int rank, int ranks) {
         line.add("residual", *residual);
     else
         line.add_null("residual");
-    line.print();
+    line.print_result();
     if (!ok) {
         std::fprintf(stderr,
                      "gemm: FAILED: relative error %.3e is not below %.0e (variant %s n=%d nb=%d "
