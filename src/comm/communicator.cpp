@@ -44,6 +44,10 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     tls_comm_thread = this;
     detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
+    bcast_ = detail::make_broadcasts(*this);
+    const char* env = std::getenv("CASCADE_BCAST");
+    bcast_->set_detection(opts_.broadcast_detection >= 0 ? opts_.broadcast_detection != 0
+                                                         : !(env && std::strcmp(env, "0") == 0));
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
         cnt_p_.assign(size_, 0);
@@ -156,6 +160,7 @@ void Communicator::post_ctrl_slot(int slot) {
 }
 
 bool Communicator::progress() {
+    detail::run_task_epilogue();  // sends a handler held back (broadcast detection) leave first
     const bool was = on_comm_thread();
     tls_comm_thread = this;
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
