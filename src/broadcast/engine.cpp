@@ -14,9 +14,10 @@ namespace broadcast::detail {
 
 namespace {
 
-// Defaults measured with bench/broadcast (docs/broadcast.md): from 1 MiB on, a chain of pieces
-// beats the binomial tree once links are the bottleneck; pieces of bytes/32 within
-// [64 KiB, 1 MiB] keep the chain's fill time short without drowning it in messages.
+// Defaults chosen from the cost model, not yet measured (bench/broadcast measures them): from
+// 1 MiB on, a chain of pieces should beat the binomial tree once links are the bottleneck;
+// pieces of bytes/32 within [64 KiB, 1 MiB] keep the chain's fill time short without
+// drowning it in messages.
 constexpr std::size_t kPipelineThreshold = std::size_t(1) << 20;
 constexpr std::size_t kMinPiece = std::size_t(64) << 10;
 constexpr std::size_t kMaxPiece = std::size_t(1) << 20;
