@@ -38,10 +38,10 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a,
       clock_(clock),
       me_(comm.comm_rank()),
       readers_(static_cast<std::size_t>(a.layout().nt) * (a.layout().nt + 1) / 2),
+      fake_gflops_(fake_gflops),
       potrf_(&tp, "potrf"),
       trsm_(&tp, "trsm"),
-      update_(&tp, "update"),
-      fake_gflops_(fake_gflops) {
+      update_(&tp, "update") {
     const TileLayout& L = a_.layout();
     const int nt = L.nt;
     const bool use_prio = priorities == PriorityKind::critical_path;

@@ -155,8 +155,10 @@ int main(int argc, char** argv) {
                     if (system == "tree_pipelined") system = "tree", shape = "\"pipelined\"";
                     if (system == "mpi_bcast") system = label_mpi;
                     std::string samples;
-                    for (double x : r.samples)
-                        samples += (samples.empty() ? "" : ",") + std::to_string(x);
+                    for (double x : r.samples) {
+                        if (!samples.empty()) samples += ',';
+                        samples += std::to_string(x);
+                    }
                     const bool cascade_sys = sys[s] == "naive" || sys[s].rfind("tree", 0) == 0;
                     std::printf(
                         "{\"bench\":\"micro\",\"system\":\"%s\",\"shape\":%s,\"ranks\":%d,"
