@@ -73,11 +73,11 @@ int main(int argc, char** argv) {
         comm.broadcasts().set_detection(false);
         cascade::Threadpool tp(1, &comm);
         double arrived = 0;
-        auto small = comm.make_active_msg([&](std::uint64_t&) { arrived = MPI_Wtime(); },
-                                          "bench.small");
-        auto large = comm.make_large_active_msg([&](int&) { arrived = MPI_Wtime(); },
-                                                [&](int&) { return rx.data(); }, [](int&) {},
-                                                "bench.large");
+        auto small =
+            comm.make_active_msg([&](std::uint64_t&) { arrived = MPI_Wtime(); }, "bench.small");
+        auto large =
+            comm.make_large_active_msg([&](int&) { arrived = MPI_Wtime(); },
+                                       [&](int&) { return rx.data(); }, [](int&) {}, "bench.large");
         std::vector<int> others;
         for (int r = 1; r < n; ++r)
             others.push_back(r);

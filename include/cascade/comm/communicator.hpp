@@ -298,7 +298,8 @@ class Communicator : public JoinHook {
     detail::Bytes recv_buf_;  // big messages (announced in a small one)
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
     // Tags of bodies matched by tag (broadcasts): [kFirstBodyTag, kFirstBodyTag + kBodyTags),
-    // below the trace's tag and the 32767 every MPI allows; one per body stream, reused after kBodyTags streams.
+    // below the trace's tag and the 32767 every MPI allows; one per body stream, reused after
+    // kBodyTags streams.
     static constexpr int kFirstBodyTag = 64, kBodyTags = 29936;
     std::atomic<unsigned> body_tags_{0};
     std::unique_ptr<Broadcasts> bcast_;
