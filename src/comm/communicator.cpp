@@ -12,6 +12,7 @@
 #include "cascade/comm/detail/trace_gather.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/log.hpp"
+#include "cascade/core/settings.hpp"
 
 #include "internal.hpp"
 
@@ -73,6 +74,9 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     tls_comm_thread = this;
     detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
+    bcast_ = detail::make_broadcasts(*this);
+    bcast_->set_detection(opts_.broadcast_detection >= 0 ? opts_.broadcast_detection != 0
+                                                         : settings::flag("CASCADE_BCAST", true));
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
         cnt_p_.assign(size_, 0);
@@ -183,6 +187,7 @@ void Communicator::post_ctrl_slot(int slot) {
 }
 
 bool Communicator::progress() {
+    detail::run_task_epilogue();  // sends a handler held back (broadcast detection) leave first
     const bool was = on_comm_thread();
     tls_comm_thread = this;
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;

@@ -1,6 +1,6 @@
 // The MPI half of the trace: clock offsets to rank 0 when the Communicator is created, and
 // the blobs of every rank sent to rank 0 when it is destroyed (trace/export.hpp makes and
-// writes them).
+// writes them), or with "%r" in the paths each rank's blob written by that rank.
 #include "cascade/comm/detail/trace_gather.hpp"
 
 #include <algorithm>
@@ -25,14 +25,26 @@ void trace_start(MPI_Comm comm) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     // Everyone follows rank 0, so the collectives below and in trace_finish() match.
-    // Bit 0: record; bit 1: record promise edges too (rank 0 writes the task graph).
+    // Bit 0: record; bit 1: record promise edges too (rank 0 writes the task graph); bit 2:
+    // one file per rank (rank 0's paths hold %r), which every rank then writes itself.
     int on = trace::recording() ? (trace::recording_edges() ? 3 : 1) : 0;
+    if (on && trace::per_rank_files()) on |= 4;
     MPI_Bcast(&on, 1, MPI_INT, 0, comm);
     if (!on) {
         if (trace::recording()) trace::configure(trace::Options{});
         return;
     }
-    if (!trace::recording()) {
+    if (on & 4) {
+        // Rank 0's path patterns, so that every rank writes where rank 0 was told to.
+        trace::Options o = trace::options();
+        for (std::string* path : {&o.trace_path, &o.dag_path}) {
+            int n = static_cast<int>(path->size());
+            MPI_Bcast(&n, 1, MPI_INT, 0, comm);
+            path->resize(static_cast<std::size_t>(n));
+            MPI_Bcast(path->data(), n, MPI_CHAR, 0, comm);
+        }
+        if (rank != 0) trace::configure(std::move(o));
+    } else if (!trace::recording()) {
         // Record here too (rank 0 writes everything): no paths of our own.
         trace::configure(trace::Options{});
         trace::set_recording(true);
@@ -70,6 +82,11 @@ void trace_finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     std::vector<char> mine = trace::collect(rank, &am_names);
+    if (trace::per_rank_files()) {  // each rank writes its own file; nothing is gathered
+        trace::set_written(true);
+        trace::write_files({std::move(mine)}, rank);
+        return;
+    }
     long long n = static_cast<long long>(mine.size());
     std::vector<long long> sizes(rank == 0 ? size : 0);
     MPI_Gather(&n, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, 0, comm);

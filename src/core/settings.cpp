@@ -26,9 +26,10 @@ constexpr Variable kVariables[] = {
      "the job ends"},
     {"CASCADE_FUTURE_WARN_S", "seconds (up to 1e6), 0 or off", "30",
      "a future's get() that waits longer warns once, naming the rank"},
-    {"CASCADE_TRACE", "a file path, or off", "no trace",
+    {"CASCADE_TRACE", "a file path (%r in it: one file per rank, named by rank), or off",
+     "no trace",
      "records every rank's tasks and messages into one Chrome trace-event JSON file (Perfetto)"},
-    {"CASCADE_DAG", "a file path, or off", "no graph",
+    {"CASCADE_DAG", "a file path (%r: one file per rank), or off", "no graph",
      "writes the promise edges actually taken as Graphviz DOT"},
     {"CASCADE_TRACE_EVENTS", "a whole number from 16 to 268435456", "131072",
      "events kept per thread while tracing (120 bytes each, allocated when the thread starts); "
@@ -39,6 +40,17 @@ constexpr Variable kVariables[] = {
      "pins worker i of each pool to the i-th CPU the rank may run on"},
     {"CASCADE_BALANCE", "none or rotate", "none",
      "the load-balancing policy of a Balancer made without one"},
+    {"CASCADE_BCAST", "1 or 0 (also on/off, true/false, yes/no)", "1",
+     "broadcast detection: one payload sent from one task to several ranks travels as a tree "
+     "broadcast"},
+    {"CASCADE_BCAST_SHAPE", "automatic, binomial or pipelined", "automatic",
+     "the tree of large broadcasts; automatic: binomial below CASCADE_BCAST_PIPELINE bytes, a "
+     "pipelined chain from there"},
+    {"CASCADE_BCAST_PIPELINE", "a whole number of bytes from 0 to 1099511627776", "1048576",
+     "large broadcasts from this size on (and with at least 2 recipients) go as a pipelined "
+     "chain when the shape is automatic"},
+    {"CASCADE_BCAST_PIECE", "a whole number of bytes from 0 to 1099511627776", "0",
+     "the piece size of pipelined broadcasts; 0: bytes/32 within [64 KiB, 1 MiB]"},
     {"CASCADE_MEMBARRIER", "1 or 0 (also on/off, true/false, yes/no)", "1",
      "0: wake sleeping workers with fenced stores instead of membarrier()"},
     {"CASCADE_DEMO_RANKS", "a whole number from 1", "the number of cores",
@@ -143,6 +155,11 @@ void validate() {
     static constexpr std::string_view kPolicies[] = {"none", "rotate"};
     choice("CASCADE_BALANCE", 0, kPolicies);
     flag("CASCADE_MEMBARRIER", true);
+    flag("CASCADE_BCAST", true);
+    static constexpr std::string_view kShapes[] = {"automatic", "binomial", "pipelined"};
+    choice("CASCADE_BCAST_SHAPE", 0, kShapes);
+    count("CASCADE_BCAST_PIPELINE", 0, 0, kBroadcastBytesMax);
+    count("CASCADE_BCAST_PIECE", 0, 0, kBroadcastBytesMax);
 }
 
 bool flag(std::string_view name, bool dflt) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cascade/core/detail/inbox.hpp"
+#include "cascade/core/detail/task_epilogue.hpp"
 #include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/log.hpp"
@@ -231,6 +232,7 @@ bool Threadpool::find_task(int me, Task& out) {
 bool Threadpool::run_one_task() {
     const int me = current_thread();
     if (me < 0) return false;
+    detail::run_task_epilogue();  // what the waiting task held back must not wait with it
     Task t;
     if (!find_task(me, t)) return false;
     execute(t, me);
@@ -275,6 +277,7 @@ void Threadpool::execute(Task& t, int me) {
 void Threadpool::run_guarded(Task& t, int me) {
     try {
         t.run();
+        detail::run_task_epilogue();
     } catch (const std::exception& e) {
         fail(std::make_exception_ptr(TaskError(t.describe(), me, std::current_exception(), e.what(),
                                                hook_ ? hook_->rank() : -1)));

@@ -1,11 +1,12 @@
 // Collecting this rank's trace: the events of every thread, named, converted to nanoseconds
 // and flattened into a blob (see trace/detail/rank_data.hpp).
+#include <algorithm>
 #include <cstring>
-#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cascade/core/log.hpp"
 #include "cascade/trace/detail/rank_data.hpp"
 #include "cascade/trace/export.hpp"
 #include "cascade/trace/recorder.hpp"
@@ -149,9 +150,12 @@ void write_at_exit() {
     if (!recording() || written()) return;
     set_written(true);
     try {
-        write_files({collect(0, nullptr)});
+        // Without a communicator the rank is the launcher's (a program of several ranks that
+        // uses only pools writes one file per rank when the path holds %r).
+        const int rank = std::max(0, log::rank());
+        write_files({collect(rank, nullptr)}, rank);
     } catch (const std::exception& e) {
-        std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
+        log::error(std::string("trace: could not write the trace: ") + e.what());
     }
 }
 

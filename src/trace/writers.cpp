@@ -383,14 +383,34 @@ class Writer {
 
 }  // namespace
 
-void write_files(const std::vector<std::vector<char>>& blobs) {
+std::string expand_rank(const std::string& path, int rank) {
+    std::string out;
+    out.reserve(path.size() + 8);
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'r') {
+            out += std::to_string(rank);
+            ++i;
+        } else {
+            out += path[i];
+        }
+    }
+    return out;
+}
+
+bool per_rank_files() {
+    const Options& o = options();
+    return o.trace_path.find("%r") != std::string::npos ||
+           o.dag_path.find("%r") != std::string::npos;
+}
+
+void write_files(const std::vector<std::vector<char>>& blobs, int file_rank) {
     std::vector<RankData> ranks;
     for (const auto& b : blobs)
         ranks.push_back(detail::deserialize(b.data(), b.size()));
     const Options& o = options();
     if (o.trace_path.empty() && o.dag_path.empty()) return;
-    const std::string& trace_path = o.trace_path;
-    const std::string& dag_path = o.dag_path;
+    const std::string trace_path = expand_rank(o.trace_path, file_rank);
+    const std::string dag_path = expand_rank(o.dag_path, file_rank);
     Writer w(std::move(ranks));
     auto write = [](const std::string& path, const char* what, auto&& body) {
         std::FILE* f = std::fopen(path.c_str(), "w");
@@ -407,7 +427,8 @@ void write_files(const std::vector<std::vector<char>>& blobs) {
     std::string note = "trace: " + std::to_string(w.event_count()) + " events";
     if (!trace_path.empty()) note += " -> " + trace_path;
     if (!dag_path.empty()) note += ", graph -> " + dag_path;
-    log::warn(note);
+    // Where the trace went is said once by default; with a file per rank, only when asked.
+    log::write(per_rank_files() ? log::Level::info : log::Level::warn, note);
     if (w.dropped() > 0)
         log::warn("trace: " + std::to_string(w.dropped()) +
                   " events dropped (a thread's buffer was full); raise CASCADE_TRACE_EVENTS (now " +

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -113,6 +115,24 @@ TEST(Settings, ValidateNamesTheBadVariable) {
     EXPECT_NO_THROW(settings::validate());
 }
 
+TEST(Settings, ValidateChecksTheBroadcastVariables) {
+    ::setenv("CASCADE_BCAST_SHAPE", "tree", 1);
+    std::string e = error_of([] { settings::validate(); });
+    EXPECT_NE(e.find("CASCADE_BCAST_SHAPE='tree': expected one of automatic, binomial, pipelined"),
+              std::string::npos)
+        << e;
+    ::unsetenv("CASCADE_BCAST_SHAPE");
+    ::setenv("CASCADE_BCAST_PIECE", "64k", 1);
+    e = error_of([] { settings::validate(); });
+    EXPECT_NE(e.find("CASCADE_BCAST_PIECE='64k'"), std::string::npos) << e;
+    ::unsetenv("CASCADE_BCAST_PIECE");
+    ::setenv("CASCADE_BCAST", "maybe", 1);
+    e = error_of([] { settings::validate(); });
+    EXPECT_NE(e.find("CASCADE_BCAST='maybe'"), std::string::npos) << e;
+    ::unsetenv("CASCADE_BCAST");
+    EXPECT_NO_THROW(settings::validate());
+}
+
 // A trace buffer whose byte count would wrap around used to be allocated too small and then
 // written past its end; now it is refused.
 TEST(Settings, TraceBufferSizeCannotWrap) {
@@ -151,6 +171,42 @@ TEST(Settings, ReadmeTableMatches) {
                                 " | " + std::string(v.dflt) + " | " + std::string(v.meaning) + " |";
         EXPECT_NE(readme.find(row), std::string::npos) << "README lacks the row:\n" << row;
     }
+}
+
+// Every CASCADE_* name the library's sources mention is in the table, and only the settings
+// module reads the environment (log.cpp reads the launcher's rank variables, not settings).
+TEST(Settings, SourcesReadOnlyTabledVariablesThroughTheParser) {
+    namespace fs = std::filesystem;
+    std::set<std::string> tabled;
+    for (const auto& v : settings::variables())
+        tabled.insert(std::string(v.name));
+    const std::regex quoted("\"(CASCADE_[A-Z0-9_]+)\"");
+    int files = 0;
+    for (const char* dir : {"/src", "/include/cascade"}) {
+        for (const auto& f :
+             fs::recursive_directory_iterator(std::string(CASCADE_SOURCE_DIR) + dir)) {
+            if (!f.is_regular_file()) continue;
+            const std::string ext = f.path().extension().string();
+            if (ext != ".cpp" && ext != ".hpp") continue;
+            ++files;
+            std::ifstream in(f.path());
+            std::stringstream ss;
+            ss << in.rdbuf();
+            const std::string text = ss.str();
+            const std::string name = f.path().filename().string();
+            for (auto it = std::sregex_iterator(text.begin(), text.end(), quoted);
+                 it != std::sregex_iterator(); ++it) {
+                if (name == "settings.hpp") continue;  // its comments give examples
+                EXPECT_TRUE(tabled.count((*it)[1].str()))
+                    << f.path() << " reads " << (*it)[1].str() << ", which the table lacks";
+            }
+            if (name != "settings.cpp" && name != "log.cpp") {
+                EXPECT_EQ(text.find("getenv("), std::string::npos)
+                    << f.path() << " reads the environment itself instead of through settings";
+            }
+        }
+    }
+    EXPECT_GT(files, 20);
 }
 #endif
 

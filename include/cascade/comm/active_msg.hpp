@@ -6,10 +6,13 @@
 // and may be called from tasks, from handlers and from the main thread, to any rank
 // including itself. Handlers run on the thread that drives communication (the one in
 // Threadpool::join(), or the caller of Communicator::progress()).
+// send() and send_large() also take a list of destinations: one broadcast, routed as a tree
+// through the recipients (see docs/broadcast.md).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -18,6 +21,7 @@
 #include "cascade/comm/detail/callable.hpp"
 #include "cascade/comm/serialization.hpp"
 #include "cascade/comm/view.hpp"
+#include "cascade/core/detail/task_epilogue.hpp"
 
 namespace cascade {
 
@@ -41,14 +45,43 @@ class ActiveMsgBase {
     // Large AMs: the body arrived (receiver) / may be reused (sender); args as serialized.
     virtual void on_body_arrived(const char*, std::size_t) {}
     virtual void on_body_sent(const char*, std::size_t) {}
+    // Large AMs received through a broadcast: where the body goes (where_to), the size of its
+    // elements, and that Cascade no longer reads the buffer (on_forwarded).
+    virtual void* body_where(const char*, std::size_t) { return nullptr; }
+    virtual void on_tree_body_arrived(const char*, std::size_t) {}  // on_arrival only
+    virtual std::size_t body_element_size() const noexcept { return 1; }
+    virtual void on_body_released(const char*, std::size_t) {}
+
+    // Broadcast detection for this AM (on by default when the Communicator's is on): its
+    // sends made by one task or handler are held until it ends and those with the same
+    // arguments leave as one broadcast. Off for messages that must leave at once (a task that
+    // sends and then waits for a reply without running other tasks).
+    void set_broadcast_detection(bool on) noexcept { detect_ = on; }
+    bool broadcast_detection() const noexcept { return detect_; }
 
   protected:
     friend class Communicator;
     Communicator* comm_ = nullptr;
     std::uint32_t id_ = 0;
     std::uint32_t sig_ = 0;
+    bool detect_ = true;
     std::string name_;
 };
+
+namespace detail {
+// Depth of handlers running on this thread. Sends a handler makes are held back (broadcast
+// detection) until the outermost one returns; then they leave.
+inline thread_local int tls_handler_depth = 0;
+struct HandlerScope {
+    HandlerScope() noexcept { ++tls_handler_depth; }
+    ~HandlerScope() {
+        if (--tls_handler_depth == 0) run_task_epilogue();
+    }
+    HandlerScope(const HandlerScope&) = delete;
+    HandlerScope& operator=(const HandlerScope&) = delete;
+};
+
+}  // namespace detail
 
 /// A function registered on every rank that another rank runs by sending it arguments
 /// (see the top of this file). Made by Communicator::make_active_msg.
@@ -73,6 +106,13 @@ class ActiveMsg : public ActiveMsgBase {
     /// Queues the message for rank `dest` (any rank, this one included); returns at once
     /// (the arguments are copied). Thread-safe.
     void send(int dest, const Ps&... ps);
+    // Every rank in dests (which may include this one, and must not repeat a rank) runs the
+    // handler once with these arguments: one broadcast tree. A std::vector<int> converts.
+    void send(std::span<const int> dests, const Ps&... ps);
+    // The same with one priority per destination: higher priorities receive earlier.
+    void send(std::span<const int> dests, std::span<const double> priorities, const Ps&... ps);
+    // send(dest) without broadcast detection.
+    void send_now(int dest, const Ps&... ps);
     /// Sends and, when called from the communication thread, waits until the send completed
     /// (receiving and running handlers meanwhile, so sends to itself cannot deadlock).
     /// Messages from the rank whose handler is calling it wait until that handler returns:
@@ -83,6 +123,7 @@ class ActiveMsg : public ActiveMsgBase {
     void on_frame(int, const char* data, std::size_t size) override {
         wire::Reader r(data, size);
         auto args = wire::decode<Ps...>(r);
+        detail::HandlerScope scope;
         std::apply(f_, args);
     }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/broadcasts.hpp"
 #include "cascade/comm/detail/bytes.hpp"
 #include "cascade/comm/large_active_msg.hpp"
 #include "cascade/core/errors.hpp"
@@ -36,6 +37,8 @@ struct CommunicatorOptions {
     bool aggregate = true;
     /// MPI thread level requested if the Communicator initializes MPI itself.
     int thread_level = MPI_THREAD_FUNNELED;
+    // Broadcast detection (see Broadcasts): -1 from CASCADE_BCAST (on unless "0"), 0 off, 1 on.
+    int broadcast_detection = -1;
 };
 
 /// The distributed layer of one process (see the top of this file). Create it before the
@@ -100,6 +103,10 @@ class Communicator : public JoinHook {
     /// True when nothing is queued, in flight, or being received by this rank.
     bool is_done() const;
 
+    // Broadcasts: detection switch, shape settings, counters (see cascade/comm/broadcasts.hpp).
+    Broadcasts& broadcasts() noexcept { return *bcast_; }
+    const Broadcasts& broadcasts() const noexcept { return *bcast_; }
+
     /// Aggregation of small messages per destination (CommunicatorOptions::aggregate).
     void set_aggregation(bool on) noexcept { opts_.aggregate = on; }
     bool aggregation() const noexcept { return opts_.aggregate; }
@@ -155,8 +162,30 @@ class Communicator : public JoinHook {
     /// the body may be reused / has arrived; the bodies do not count as messages of their own.
     static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
                             std::size_t chunk, std::vector<char> args);
+    /// tag < 0: the ordered body tag; otherwise a tag from new_body_tag() (bodies of
+    /// broadcasts, matched by tag instead of by order, so an inner node may queue them as
+    /// pieces arrive).
     void receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                      std::size_t chunk, std::vector<char> args);
+                      std::size_t chunk, std::vector<char> args, int tag = -1);
+    static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                            std::size_t chunk, std::vector<char> args, int tag);
+    /// Posts a body send at once (communication thread), on a tag from new_body_tag().
+    void send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                       std::size_t chunk, std::vector<char> args, int tag);
+    int new_body_tag() noexcept;
+    /// A large message to one rank (what LargeActiveMsg::send_large queues).
+    void enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                       std::vector<char> args);
+    /// The active message registered with this id here, or null.
+    ActiveMsgBase* find_am(std::uint32_t id) const noexcept {
+        return id < ams_.size() ? ams_[id].get() : nullptr;
+    }
+    Threadpool* pool() const noexcept { return tp_; }
+    /// Broadcast detection: where to write the arguments of a send held back, or null.
+    char* held_send(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
+        if (!am.broadcast_detection() || !bcast_->detection()) return nullptr;
+        return bcast_->defer_begin(am, dest, max_bytes);
+    }
 
     static constexpr std::size_t kDefaultChunk = std::size_t(1) << 30;
 
@@ -166,6 +195,7 @@ class Communicator : public JoinHook {
         std::size_t bytes;
         std::vector<char> args;
         std::size_t chunk;  // the one written in the header: the receiver posts by it
+        int tag = -1;       // < 0: the ordered body tag
     };
     struct alignas(64) Outbox {
         Spinlock lock;
@@ -181,10 +211,8 @@ class Communicator : public JoinHook {
     // The pool's constructor attaches it; its destructor detaches it (JoinHook).
     void attach(Threadpool& tp) override;
     void detach(Threadpool& tp) noexcept override;
-    void enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
-                       std::vector<char> args);
     void receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                       std::size_t chunk, std::vector<char> args);
+                       std::size_t chunk, std::vector<char> args, int tag = -1);
 
     struct Frame {  // header of one message inside an MPI buffer; frames are 8-byte aligned
         std::uint32_t id;
@@ -222,6 +250,7 @@ class Communicator : public JoinHook {
     void post_am_slot(int parity, int slot);
     void post_ctrl_slot(int slot);
     void send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end);
+    void post_large(int dest, LargeSend l);
     void receive_big(int source, const char* announce, std::size_t size);
     void flush();
     void test_sends();
@@ -268,6 +297,12 @@ class Communicator : public JoinHook {
     int ctrl_head_ = 0;
     detail::Bytes recv_buf_;  // big messages (announced in a small one)
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
+    // Tags of bodies matched by tag (broadcasts): [kFirstBodyTag, kFirstBodyTag + kBodyTags),
+    // below the trace's tag and the 32767 every MPI allows; one per body stream, reused after
+    // kBodyTags streams.
+    static constexpr int kFirstBodyTag = 64, kBodyTags = 29936;
+    std::atomic<unsigned> body_tags_{0};
+    std::unique_ptr<Broadcasts> bcast_;
     // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
     // a get() on this thread) must not see the next message of the rank whose message it
     // runs, or that rank's messages would run out of order and its large bodies would be

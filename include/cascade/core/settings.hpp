@@ -69,6 +69,9 @@ inline constexpr std::uint64_t kTraceEventsMin = 16;
 /// See kTraceEventsMin.
 inline constexpr std::uint64_t kTraceEventsMax = std::uint64_t(1) << 28;
 
+/// The largest byte count CASCADE_BCAST_PIECE and CASCADE_BCAST_PIPELINE accept (1 TiB).
+inline constexpr std::uint64_t kBroadcastBytesMax = std::uint64_t(1) << 40;
+
 /// Parses every CASCADE_* variable that is set and throws UsageError for the first one whose
 /// value is wrong, so a typo stops the program at start rather than at first use. Pools call
 /// it when they start.

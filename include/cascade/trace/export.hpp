@@ -1,7 +1,8 @@
 // Writing the trace: every rank's events are collected into a blob (collect), rank 0 turns
 // the blobs of all ranks into one Chrome trace-event JSON (one process per rank, one track per
 // thread, tasks as slices, active messages as flow arrows from the send to the handler) and
-// the DOT graph of the promise edges taken (write_files). Moving the blobs between ranks is
+// the DOT graph of the promise edges taken (write_files); with "%r" in the paths each rank
+// writes a file of its own instead. Moving the blobs between ranks is
 // the communicator's part (comm/detail/trace_gather.hpp); this layer uses no MPI.
 #pragma once
 
@@ -14,8 +15,14 @@ namespace cascade::trace {
 // (indexed by id; null: none), tasks from their taskflows (which must be alive).
 std::vector<char> collect(int rank, const std::vector<std::string>* am_names);
 // Writes the files named by options() from the blobs of all ranks (rank 0 of a job, or the
-// one process without a communicator).
-void write_files(const std::vector<std::vector<char>>& blobs);
+// one process without a communicator). In per-rank mode every rank writes its own blob, and
+// "%r" in the paths becomes `file_rank`.
+void write_files(const std::vector<std::vector<char>>& blobs, int file_rank = 0);
+// True when the paths of options() hold "%r" (CASCADE_TRACE=run.%r.json): each rank writes
+// its own file and nothing is gathered.
+bool per_rank_files();
+// `path` with every "%r" replaced by `rank`.
+std::string expand_rank(const std::string& path, int rank);
 // Without a Communicator: writes this process's events at exit (one rank).
 void write_at_exit();
 

@@ -102,7 +102,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
 }
 
 template <class... Ps>
-void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
+void ActiveMsg<Ps...>::send_now(int dest, const Ps&... ps) {
     const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
     comm_->enqueue(dest, *this, bytes, [&](char* out) {
         wire::Writer w(out);
@@ -112,25 +112,95 @@ void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
 }
 
 template <class... Ps>
+void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
+    const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
+    if (char* out = comm_->held_send(*this, dest, bytes)) [[unlikely]] {
+        wire::Writer w(out);
+        (w.put(ps), ...);
+        comm_->broadcasts().defer_end(w.position());
+        return;
+    }
+    send_now(dest, ps...);
+}
+
+namespace detail {
+// The serialized arguments of a broadcast, in a buffer of this thread (8-byte aligned).
+template <class... Ps>
+std::vector<char>& serialize_args(const Ps&... ps) {
+    thread_local std::vector<char> buf;
+    buf.resize((std::size_t(0) + ... + wire::size_of(ps)) + 8);
+    wire::Writer w(buf.data());
+    (w.put(ps), ...);
+    buf.resize(static_cast<std::size_t>(w.position() - buf.data()));
+    return buf;
+}
+}  // namespace detail
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send(std::span<const int> dests, const Ps&... ps) {
+    send(dests, std::span<const double>{}, ps...);
+}
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send(std::span<const int> dests, std::span<const double> priorities,
+                            const Ps&... ps) {
+    const std::vector<char>& payload = detail::serialize_args(ps...);
+    comm_->broadcasts().send(*this, dests, priorities, payload.data(), payload.size());
+}
+
+template <class... Ps>
 void ActiveMsg<Ps...>::blocking_send(int dest, const Ps&... ps) {
-    send(dest, ps...);
+    detail::run_task_epilogue();  // what this thread held back leaves first, in order
+    send_now(dest, ps...);
     if (comm_->on_comm_thread()) comm_->flush_blocking();
 }
 
-template <class T, class... Ps>
-void LargeActiveMsg<T, Ps...>::blocking_send_large(int dest, view<T> body, const Ps&... ps) {
-    send_large(dest, body, ps...);
-    if (comm_->on_comm_thread()) comm_->flush_blocking();
-}
-
-template <class T, class... Ps>
-void LargeActiveMsg<T, Ps...>::send_large(int dest, view<T> body, const Ps&... ps) {
+namespace detail {
+template <class... Ps>
+std::vector<char> large_args(const Ps&... ps) {
     std::vector<char> args((std::size_t(0) + ... + wire::size_of(ps)) + 8);
     // Align the args copy like a frame payload so views inside decode aligned.
     wire::Writer w(args.data());
     (w.put(ps), ...);
     args.resize(static_cast<std::size_t>(w.position() - args.data()));
+    return args;
+}
+}  // namespace detail
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large_now(int dest, view<T> body, const Ps&... ps) {
+    comm_->enqueue_large(dest, *this, body.data(), body.size() * sizeof(T),
+                         detail::large_args(ps...));
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(int dest, view<T> body, const Ps&... ps) {
+    std::vector<char> args = detail::large_args(ps...);
+    if (broadcast_detection() && comm_->broadcasts().detection() &&
+        comm_->broadcasts().defer_large(*this, dest, body.data(), body.size() * sizeof(T), args))
+        return;
     comm_->enqueue_large(dest, *this, body.data(), body.size() * sizeof(T), std::move(args));
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::blocking_send_large(int dest, view<T> body, const Ps&... ps) {
+    detail::run_task_epilogue();  // what this thread held back leaves first, in order
+    send_large_now(dest, body, ps...);
+    if (comm_->on_comm_thread()) comm_->flush_blocking();
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(std::span<const int> dests, view<T> body,
+                                          const Ps&... ps) {
+    send_large(dests, std::span<const double>{}, body, ps...);
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(std::span<const int> dests,
+                                          std::span<const double> priorities, view<T> body,
+                                          const Ps&... ps) {
+    comm_->broadcasts().send_large(*this, dests, priorities, body.data(), body.size() * sizeof(T),
+                                   detail::large_args(ps...));
 }
 
 template <class T, class... Ps>
