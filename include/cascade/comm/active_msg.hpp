@@ -90,7 +90,7 @@ class ActiveMsg : public ActiveMsgBase {
     std::string_view types() const override { return wire::type_names<Ps...>(); }
     void on_frame(int, const char* data, std::size_t size) override {
         wire::Reader r(data, size);
-        auto args = wire::decode<Ps...>(r);
+        auto args = wire::decode_all<Ps...>(r);
         std::apply(f_, args);
     }
 
@@ -107,6 +107,9 @@ template <class T, class... Ps>
 class LargeActiveMsg : public ActiveMsgBase {
     static_assert(std::is_trivially_copyable_v<T>,
                   "large AM body elements must be trivially copyable");
+    static_assert((wire::supported<Ps> && ...),
+                  "LargeActiveMsg arguments must be trivially copyable, view<T>, or std::vector / "
+                  "std::string of trivially copyable elements");
 
   public:
     LargeActiveMsg(std::function<void(Ps&...)> on_arrival, std::function<T*(Ps&...)> where_to,
@@ -123,13 +126,13 @@ class LargeActiveMsg : public ActiveMsgBase {
     bool is_large() const noexcept override { return true; }
     void on_body_arrived(const char* args, std::size_t size) override {
         wire::Reader r(args, size);
-        auto t = wire::decode<Ps...>(r);
+        auto t = wire::decode_all<Ps...>(r);
         std::apply(on_arrival_, t);
     }
     void on_body_sent(const char* args, std::size_t size) override {
         if (!on_sent_) return;
         wire::Reader r(args, size);
-        auto t = wire::decode<Ps...>(r);
+        auto t = wire::decode_all<Ps...>(r);
         std::apply(on_sent_, t);
     }
 

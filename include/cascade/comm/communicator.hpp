@@ -405,7 +405,7 @@ void LargeActiveMsg<T, Ps...>::on_frame(int source, const char* data, std::size_
     const auto chunk = r.get<std::uint64_t>();
     std::vector<char> args(data + (size - r.remaining()), data + size);
     wire::Reader ra(args.data(), args.size());
-    auto t = wire::decode<Ps...>(ra);
+    auto t = wire::decode_all<Ps...>(ra);
     T* where = std::apply(where_to_, t);
     if (bytes > 0 && where == nullptr)
         throw UsageError("large active message '" + name() + "': where_to returned null for a " +

@@ -33,6 +33,7 @@
 #include "cascade/futures/future.hpp"
 #include "cascade/futures/import_state.hpp"
 #include "cascade/futures/lazy_state.hpp"
+#include "cascade/futures/reply_tokens.hpp"
 
 namespace cascade {
 
@@ -55,6 +56,7 @@ struct AsyncOptions {
 class Futures;
 
 namespace detail {
+struct FuzzFutures;  // the fuzzer's access to the message handlers (fuzz/)
 
 template <class R, class... Ps>
 struct FnRef {
@@ -172,6 +174,8 @@ class Futures {
     // Argument bodies received here (arguments of kLargeArg bytes or more).
     std::uint64_t bodies_received() const noexcept { return bodies_received_.load(); }
     std::size_t exported() const;
+    // States waiting for a reply from another rank (calls and fetches in flight).
+    std::size_t awaiting_replies() const noexcept { return tokens_.size(); }
 
     // ---- used by the templates -------------------------------------------------------------
     using SendExported = detail::SendValueFn;
@@ -223,6 +227,7 @@ class Futures {
     void on_reply(const char* data, std::size_t size);
     void on_fetch(const char* data, std::size_t size);
     [[noreturn]] void fatal(const std::string& what);
+    friend struct detail::FuzzFutures;
 
     static constexpr std::size_t kMaxFunctions = 4096;
 
@@ -240,6 +245,8 @@ class Futures {
     std::atomic<std::uint64_t> bodies_received_{0};
     std::atomic<std::uint64_t> kept_in_place_{0};
     std::atomic<std::uint64_t> imports_shared_{0};
+    // States waiting for a reply, named by the tokens requests and fetches carry.
+    detail::ReplyTokens<detail::StateBase> tokens_;
     std::uint64_t next_export_id_ = 1;  // export ids are never reused (import tables key on them)
     friend void detail::forget_import(Futures*, const detail::ImportKey&, detail::StateBase*,
                                       std::uint64_t) noexcept;
@@ -512,6 +519,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
         const auto owner = r.get<std::int32_t>();
         const auto id = r.get<std::uint64_t>();
         const auto weight = r.get<std::uint64_t>();
+        if (owner < 0 || owner >= fx.size()) throw WireError("future owned by no rank");
         if (owner == fx.rank()) {  // kept here: use it in place
             s = Ref<State<X>>(static_cast<State<X>*>(fx.take_export(id, weight, source)));
             exclusive = false;  // moved out only if no one else holds it (Slot::resolve)
@@ -535,6 +543,7 @@ void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token,
     auto* c = new Call<FnRef<R, Ps...>, R, Ps...>(FnRef<R, Ps...>{&f}, borrow);
     Ref<State<R>> hold(c);
     std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot, *c), ...); }, c->slots());
+    r.expect_end();
     c->reply_to(ReplyTo{&fx, source, token, &name, opts.keep_result && !std::is_void_v<R>});
     c->start(opts.run_in_handler);
 }
@@ -574,7 +583,6 @@ auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::t
                   "std::string of them, or shared_future<T> of those (not view<T>)");
     auto e = std::make_unique<detail::FnEntry<R, Ps...>>();
     e->f = std::function<R(Ps & ...)>(std::forward<F>(f));
-    e->sig = wire::hash_name(wire::type_names<R, Ps...>());
     e->borrow = detail::borrow_mask<std::decay_t<F>>::value;
     e->opts = opts;
     std::lock_guard<std::mutex> g(register_mutex_);
@@ -583,6 +591,9 @@ auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::t
         throw UsageError("make_async: more than " + std::to_string(kMaxFunctions) + " functions");
     e->id = id;
     e->name = name.empty() ? "async#" + std::to_string(id) : std::move(name);
+    // Name and types: two functions of the same types registered in different orders on
+    // two ranks are told apart too.
+    e->sig = wire::signature_of(e->name, wire::type_names<R, Ps...>());
     auto* raw = e.get();
     owned_.push_back(std::move(e));
     fns_[id].store(raw, std::memory_order_release);
@@ -628,8 +639,8 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
     else
         st = new detail::State<R>();
     detail::Ref<detail::State<R>> ref(st);
-    st->retain();  // carried by the request as its token, adopted by the reply
-    const detail::RequestHead h{rank_, e.id, e.sig, 0, reinterpret_cast<std::uintptr_t>(st)};
+    st->retain();  // named by the request's token, adopted by the reply
+    const detail::RequestHead h{rank_, e.id, e.sig, 0, tokens_.add(st)};
     remote_calls_.fetch_add(1, std::memory_order_relaxed);
     const std::size_t chunk = comm_->large_chunk();
     send_frame(
