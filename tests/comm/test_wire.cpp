@@ -1,6 +1,7 @@
 // Wire format: round trips, alignment of views, and bounds-checked decoding.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,4 +70,72 @@ TEST(Wire, SignaturesDifferByType) {
     EXPECT_NE(wire::signature<int>(), wire::signature<double>());
     EXPECT_NE((wire::signature<int, int>()), wire::signature<int>());
     EXPECT_EQ(wire::signature<int>(), wire::signature<int>());
+}
+
+// ---- user types through the codec hook -----------------------------------------------------
+namespace {
+struct Sample {  // member serialize()
+    std::vector<double> values;
+    std::string label;
+    int id = 0;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(values, label, id);
+    }
+    bool operator==(const Sample&) const = default;
+};
+struct Legacy {  // a type that cannot change: a cascade::codec specialization
+    std::string name;
+    std::vector<Sample> parts;  // vector of a user type: element by element
+};
+struct Pinned {  // trivially copyable, but its codec wins: only `keep` travels
+    int keep = 0;
+    int drop = 0;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(keep);
+    }
+};
+}  // namespace
+
+template <>
+struct cascade::codec<Legacy> {
+    template <class Archive>
+    static void serialize(Archive& ar, Legacy& x) {
+        ar(x.name, x.parts);
+    }
+};
+
+TEST(Wire, UserTypesWithACodecRoundTrip) {
+    Sample a{{1.5, 2.5}, "alpha", 7};
+    Legacy l{"legacy", {a, Sample{{}, "", -1}, Sample{{3.0}, "gamma", 9}}};
+    std::vector<std::string> words{"one", "", "three"};
+    auto buf = encode(a, l, words, Pinned{5, 6}, int(42));
+    wire::Reader r(buf.data(), buf.size());
+    auto [a2, l2, w2, p2, tail] =
+        wire::decode<Sample, Legacy, std::vector<std::string>, Pinned, int>(r);
+    EXPECT_EQ(a2, a);
+    EXPECT_EQ(l2.name, "legacy");
+    ASSERT_EQ(l2.parts.size(), 3u);
+    EXPECT_EQ(l2.parts[0], a);
+    EXPECT_EQ(l2.parts[2], l.parts[2]);
+    EXPECT_EQ(w2, words);
+    EXPECT_EQ(p2.keep, 5);
+    EXPECT_EQ(p2.drop, 0);  // not serialized
+    EXPECT_EQ(tail, 42);
+    EXPECT_EQ(r.remaining(), 0u);
+    static_assert(wire::kind_of<Sample>() == wire::Kind::custom);
+    static_assert(wire::kind_of<Legacy>() == wire::Kind::custom);
+    static_assert(wire::kind_of<Pinned>() == wire::Kind::custom);
+    static_assert(wire::kind_of<std::vector<Sample>>() == wire::Kind::elements);
+    static_assert(!wire::supported<std::vector<std::unique_ptr<int>>>);
+}
+
+TEST(Wire, TruncatedUserTypesAreDetected) {
+    Legacy l{"legacy", {Sample{{1, 2, 3}, "x", 1}, Sample{{4}, "yy", 2}}};
+    auto buf = encode(l);
+    for (std::size_t cut = 0; cut < buf.size(); cut += 3) {
+        wire::Reader r(buf.data(), cut);
+        EXPECT_THROW(r.get<Legacy>(), WireError) << "cut at " << cut;
+    }
 }

@@ -72,9 +72,9 @@ struct callable_args<R (C::*)(A...) const noexcept> : callable_args<R (*)(A...)>
 
 template <class... Ps>
 class ActiveMsg : public ActiveMsgBase {
-    static_assert((wire::supported<Ps> && ...),
-                  "ActiveMsg arguments must be trivially copyable, view<T>, or std::vector / "
-                  "std::string of trivially copyable elements");
+    // Arguments: anything the wire format carries (see serialization.hpp and codec.hpp); a
+    // type without a codec fails here with a message that names it.
+    static_assert((wire::require<Ps> && ...), "ActiveMsg: an argument type cannot travel");
 
   public:
     explicit ActiveMsg(std::function<void(Ps&...)> f) : f_(std::move(f)) {}

@@ -1,7 +1,14 @@
-// Wire format of active-message arguments. Supported: trivially copyable values (raw bytes),
-// view<T> (count + elements; decoded as a view into the message), std::vector<T> and
-// std::string of trivially copyable T (count + elements). Decoding is bounds-checked: a
-// truncated or malformed message raises WireError instead of reading past the buffer.
+// Wire format of everything that travels between ranks (active-message arguments, async
+// arguments and results, mobile objects). Encodings, chosen per type:
+//   view<T>                      count + elements; decoded as a view into the message
+//   user types with a codec      whatever their serialize() writes (see codec.hpp); a codec
+//                                wins over the rules below
+//   std::string, std::vector<E>  count + elements in one block (E trivially copyable)
+//   std::vector<E>, other E      count + each element in turn (E any type that travels)
+//   trivially copyable T         its bytes
+// Anything else fails to compile, naming the type (wire::no_codec<T>) and the two ways to
+// give it a codec. Decoding is bounds-checked: a truncated or malformed message raises
+// WireError instead of reading past the buffer.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cascade/comm/codec.hpp"
 #include "cascade/comm/view.hpp"
 
 namespace cascade {
@@ -33,24 +41,85 @@ struct is_vector : std::false_type {};
 template <class T, class A>
 struct is_vector<std::vector<T, A>> : std::true_type {};
 
-template <class T>
-constexpr bool is_sequence =
-    is_view<T>::value || is_vector<T>::value || std::is_same_v<T, std::string>;
+class Sizer;
+class Writer;
+class Reader;
 
-// What may travel: trivially copyable values, and sequences of them. A view is decoded in
+// A user codec: a cascade::codec<T> specialization, or a member serialize(Archive&).
+template <class T>
+concept has_codec = requires(Sizer& a, T& x) {
+    codec<T>::serialize(a, x);
+};
+template <class T>
+concept has_member_serialize = requires(Sizer& a, T& x) {
+    x.serialize(a);
+};
+template <class T>
+constexpr bool custom = has_codec<T> || has_member_serialize<T>;
+
+enum class Kind { none, view, custom, bulk, elements, raw };
+
+// What may travel: trivially copyable values, sequences, types with a codec. A view is decoded in
 // place (it points into the message, whose elements are 8-byte aligned), so its elements
 // need no more than 8-byte alignment.
 template <class T>
-constexpr bool supported = [] {
+constexpr Kind kind_of() {
     if constexpr (is_view<T>::value) {
         using E = std::remove_cv_t<typename T::value_type>;
-        return std::is_trivially_copyable_v<E> && alignof(E) <= 8;
-    } else if constexpr (is_vector<T>::value || std::is_same_v<T, std::string>) {
-        return std::is_trivially_copyable_v<std::remove_cv_t<typename T::value_type>>;
+        if constexpr (std::is_trivially_copyable_v<E> && alignof(E) <= 8)
+            return Kind::view;
+        else
+            return Kind::none;
+    } else if constexpr (custom<T>) {
+        return Kind::custom;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        return Kind::bulk;
+    } else if constexpr (is_vector<T>::value) {
+        using E = typename T::value_type;
+        if constexpr (std::is_trivially_copyable_v<E> && !custom<E>)
+            return Kind::bulk;
+        else if constexpr (kind_of<E>() != Kind::none && kind_of<E>() != Kind::view)
+            return Kind::elements;
+        else
+            return Kind::none;
+    } else if constexpr (std::is_trivially_copyable_v<T>) {
+        return Kind::raw;
     } else {
-        return std::is_trivially_copyable_v<T>;
+        return Kind::none;
     }
+}
+
+// True when T can travel (no diagnostic; see `require` for the one that explains).
+template <class T>
+constexpr bool supported = kind_of<T>() != Kind::none;
+
+template <class T>
+constexpr bool dependent_false = false;
+
+// Instantiated for a type that cannot travel: the compiler names T here.
+template <class T>
+struct no_codec {
+    static_assert(dependent_false<T>,
+                  "cascade: this type (the T of cascade::wire::no_codec<T> above) cannot travel "
+                  "between ranks: it is not trivially copyable and has no codec. Give it a "
+                  "member `template <class Archive> void serialize(Archive& ar) { ar(member1, "
+                  "member2); }` or specialize `cascade::codec<T>` with `template <class Archive> "
+                  "static void serialize(Archive& ar, T& x)` (see cascade/comm/codec.hpp)");
+};
+// `static_assert(wire::require<T>)` where T must travel: fails with no_codec<T>'s message.
+template <class T>
+constexpr bool require = [] {
+    if constexpr (!supported<T>) (void)sizeof(no_codec<T>);
+    return supported<T>;
 }();
+
+template <class T>
+void run_codec(auto& ar, T& x) {
+    if constexpr (has_codec<T>)
+        codec<T>::serialize(ar, x);
+    else
+        x.serialize(ar);
+}
 
 // Sequence elements start at an 8-byte aligned address (frames are 8-byte aligned and
 // buffers come from operator new), so views of doubles are read in place, aligned.
@@ -58,21 +127,58 @@ inline std::size_t pad8(const char* p) noexcept {
     return (8 - (reinterpret_cast<std::uintptr_t>(p) & 7)) & 7;
 }
 
-// Upper bound of the bytes an argument takes on the wire.
+template <class T>
+std::size_t size_of(const T& x);
+
+// Archive that adds up an upper bound of the bytes its arguments take.
+class Sizer {
+  public:
+    static constexpr bool loading = false;
+    template <class... Xs>
+    void operator()(const Xs&... xs) {
+        ((n_ += size_of(xs)), ...);
+    }
+    std::size_t bytes() const noexcept { return n_; }
+
+  private:
+    std::size_t n_ = 0;
+};
+
+// Upper bound of the bytes a value takes on the wire.
 template <class T>
 std::size_t size_of(const T& x) {
-    if constexpr (is_sequence<T>)
+    constexpr Kind k = kind_of<T>();
+    static_assert(require<T>);
+    if constexpr (k == Kind::view || k == Kind::bulk) {
         return sizeof(std::uint64_t) + 7 + x.size() * sizeof(*x.data());
-    else
+    } else if constexpr (k == Kind::custom) {
+        Sizer s;
+        run_codec(s, const_cast<T&>(x));  // serialize() only reads x here
+        return s.bytes();
+    } else if constexpr (k == Kind::elements) {
+        std::size_t n = sizeof(std::uint64_t);
+        for (const auto& e : x)
+            n += size_of(e);
+        return n;
+    } else {
         return sizeof(T);
+    }
 }
 
+// Archive that writes its arguments at `out` (which holds at least size_of of them).
 class Writer {
   public:
+    static constexpr bool loading = false;
     explicit Writer(char* out) : p_(out) {}
+    template <class... Xs>
+    void operator()(const Xs&... xs) {
+        (put(xs), ...);
+    }
     template <class T>
     void put(const T& x) {
-        if constexpr (is_sequence<T>) {
+        constexpr Kind k = kind_of<T>();
+        static_assert(require<T>);
+        if constexpr (k == Kind::view || k == Kind::bulk) {
             std::uint64_t n = x.size();
             std::memcpy(p_, &n, sizeof n);
             p_ += sizeof n;
@@ -82,6 +188,12 @@ class Writer {
             const std::size_t bytes = n * sizeof(*x.data());
             if (bytes) std::memcpy(p_, x.data(), bytes);
             p_ += bytes;
+        } else if constexpr (k == Kind::custom) {
+            run_codec(*this, const_cast<T&>(x));  // serialize() only reads x here
+        } else if constexpr (k == Kind::elements) {
+            put(static_cast<std::uint64_t>(x.size()));
+            for (const auto& e : x)
+                put(e);
         } else {
             std::memcpy(p_, &x, sizeof(T));
             p_ += sizeof(T);
@@ -93,19 +205,35 @@ class Writer {
     char* p_;
 };
 
+// Archive that reads values back, in the order they were written.
 class Reader {
   public:
+    static constexpr bool loading = true;
     Reader(const char* begin, std::size_t size) : p_(begin), end_(begin + size) {}
+
+    template <class... Xs>
+    void operator()(Xs&... xs) {
+        (read_into(xs), ...);
+    }
+    template <class T>
+    void read_into(T& x) {
+        if constexpr (kind_of<T>() == Kind::custom)
+            run_codec(*this, x);
+        else
+            x = get<T>();
+    }
 
     template <class T>
     T get() {
-        if constexpr (is_view<T>::value) {
+        constexpr Kind k = kind_of<T>();
+        static_assert(require<T>);
+        if constexpr (k == Kind::view) {
             using E = typename T::value_type;
             std::uint64_t n = get<std::uint64_t>();
             skip_padding();
             const char* bytes = take(n, sizeof(std::remove_cv_t<E>));
             return T(reinterpret_cast<E*>(const_cast<char*>(bytes)), n);
-        } else if constexpr (is_vector<T>::value || std::is_same_v<T, std::string>) {
+        } else if constexpr (k == Kind::bulk) {
             using E = typename T::value_type;
             std::uint64_t n = get<std::uint64_t>();
             skip_padding();
@@ -119,6 +247,23 @@ class Reader {
                 if (n) std::memcpy(out.data(), bytes, n * sizeof(E));
                 return out;
             }
+        } else if constexpr (k == Kind::custom) {
+            static_assert(std::is_default_constructible_v<T>,
+                          "cascade: a type with a codec is decoded into a default-constructed "
+                          "value: give it a default constructor");
+            T x{};
+            run_codec(*this, x);
+            return x;
+        } else if constexpr (k == Kind::elements) {
+            const std::uint64_t n = get<std::uint64_t>();
+            if (n > remaining())  // every element takes at least one byte
+                throw WireError("truncated message: " + std::to_string(n) + " elements, " +
+                                std::to_string(remaining()) + " bytes left");
+            T out;
+            out.reserve(static_cast<std::size_t>(n));
+            for (std::uint64_t i = 0; i < n; ++i)
+                out.push_back(get<typename T::value_type>());
+            return out;
         } else if constexpr (std::is_same_v<T, bool>) {
             // Any byte other than 0 and 1 is not a bool: reading it as one is undefined.
             const unsigned char b = static_cast<unsigned char>(*take(1, 1));

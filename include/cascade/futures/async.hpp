@@ -8,7 +8,8 @@
 // `where` is a rank, cascade::here, or cascade::any (round robin over the ranks). Functions
 // are registered like active messages (lambdas included), in the same order on every rank;
 // arguments and results use the active-message wire format (trivially copyable values,
-// std::vector / std::string of them) plus shared_future<T>. A call to this rank runs on the
+// std::vector / std::string, user types with a codec: see comm/codec.hpp) plus
+// shared_future<T>. A call to this rank runs on the
 // pool without serializing anything. An argument may also be a future of the parameter's
 // type: the call then runs once that value is there, without blocking any thread (dataflow).
 // Exceptions thrown by f reach whoever calls get(), on any rank, with their message.
@@ -82,11 +83,12 @@ struct FnEntry final : FnBase {
 
 template <class P>
 constexpr bool arg_ok = [] {
+    // wire::require names a type without a codec in the compiler's message.
     if constexpr (param_traits<P>::shared)
-        return wire::supported<typename param_traits<P>::elem> &&
+        return wire::require<typename param_traits<P>::elem> &&
                !wire::is_view<typename param_traits<P>::elem>::value;
     else
-        return wire::supported<P> && !wire::is_view<P>::value;
+        return wire::require<P> && !wire::is_view<P>::value;
 }();
 
 // Message headers (each message is one view<char> argument of an internal active message).
@@ -575,12 +577,13 @@ auto Futures::make_async(F&& f, std::string name, AsyncOptions opts) {
 template <class F, class... Ps>
 auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::tuple<Ps...>*) {
     using R = std::invoke_result_t<std::decay_t<F>&, Ps&...>;
-    static_assert(detail::State<R>::on_wire,
-                  "async function result must be void, a trivially copyable value, or a "
-                  "std::vector / std::string of them");
+    static_assert(wire::require<detail::value_t<R>>,
+                  "async function result must be void or a type that can travel (trivially "
+                  "copyable, std::vector / std::string, or a type with a codec)");
     static_assert((detail::arg_ok<Ps> && ...),
-                  "async function parameters must be trivially copyable values, std::vector / "
-                  "std::string of them, or shared_future<T> of those (not view<T>)");
+                  "async function parameters must be types that can travel (trivially copyable, "
+                  "std::vector / std::string, or a type with a codec), or shared_future<T> of "
+                  "those (not view<T>)");
     auto e = std::make_unique<detail::FnEntry<R, Ps...>>();
     e->f = std::function<R(Ps & ...)>(std::forward<F>(f));
     e->borrow = detail::borrow_mask<std::decay_t<F>>::value;

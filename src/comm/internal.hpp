@@ -1,0 +1,53 @@
+// Internals shared by the Communicator's source files: MPI tags, message limits, helpers.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace cascade {
+class Communicator;
+namespace comm_detail {
+
+constexpr int TAG_AM = 1;      // frames (AMs, large-AM headers) in MPI messages of <= kSmallMessage
+constexpr int TAG_BODY = 2;    // large-AM bodies, matched per source in header order
+constexpr int TAG_CTRL = 3;    // completion protocol
+constexpr int TAG_BIG = 4;     // frames in a bigger MPI message, announced by a TAG_AM one
+constexpr int TAG_AM_ODD = 5;  // TAG_AM in odd completion epochs
+
+inline int am_tag(std::uint32_t epoch) {
+    return (epoch & 1) ? TAG_AM_ODD : TAG_AM;
+}
+// MPI messages of frames up to this size go to receives posted in advance; a bigger one is
+// announced by a small message (one kAnnounce frame carrying its size) and then received
+// from that rank alone, so frames from one rank still run in the order they were queued.
+constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
+constexpr std::uint32_t kAnnounce = 0xffffffffu;
+constexpr int kMaxMessagesPerProgress = 64;
+constexpr std::size_t kMaxSpareBuffers = 16;
+constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
+constexpr auto kFirstCountDelay = std::chrono::microseconds(20);
+constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
+
+// The Communicator whose progress this thread drives (set in progress() / poll()).
+extern thread_local const Communicator* tls_comm_thread;
+
+inline std::size_t round8(std::size_t n) {
+    return (n + 7) & ~std::size_t(7);
+}
+
+inline void check_mpi(int rc, const char* what) {
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        throw std::runtime_error(std::string("cascade: ") + what + " failed: " + msg);
+    }
+}
+
+}  // namespace comm_detail
+}  // namespace cascade

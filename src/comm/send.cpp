@@ -1,0 +1,179 @@
+// The send path: outboxes flushed into MPI messages (frames aggregated per destination,
+// big ones announced), large bodies in chunks, completion of sends in flight.
+#include "cascade/comm/communicator.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "internal.hpp"
+
+namespace cascade {
+
+using namespace comm_detail;
+
+void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                                 std::vector<char> args) {
+    const std::size_t chunk = large_chunk();
+    enqueue(
+        dest, am, 16 + args.size(),
+        [&](char* out) {
+            std::uint64_t b = bytes, c = chunk;
+            std::memcpy(out, &b, 8);
+            std::memcpy(out + 8, &c, 8);
+            if (!args.empty()) std::memcpy(out + 16, args.data(), args.size());
+            return out + 16 + args.size();
+        },
+        [&](Outbox& o) {
+            o.larges.push_back(
+                LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk});
+        });
+}
+
+void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                               std::size_t chunk, std::vector<char> args) {
+    o.larges.push_back(
+        LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk});
+}
+
+void Communicator::flush() {
+    if (outbox_pending_.load(std::memory_order_acquire) == 0) return;
+    for (int d = 0; d < size_; ++d) {
+        Outbox& o = outbox_[d];
+        if (!o.nonempty.load(std::memory_order_acquire)) continue;
+        detail::Bytes buf;
+        if (!spare_bufs_.empty()) {
+            buf = std::move(spare_bufs_.back());
+            spare_bufs_.pop_back();
+        }
+        std::vector<LargeSend> larges;
+        {
+            std::lock_guard<Spinlock> g(o.lock);
+            std::swap(buf, o.buf);
+            std::swap(larges, o.larges);
+            o.nonempty.store(false, std::memory_order_release);
+            outbox_pending_.fetch_sub(1, std::memory_order_acq_rel);
+        }
+        if (!buf.empty()) {
+            PendingSend ps;
+            ps.buf = std::move(buf);
+            // Group whole frames into MPI messages: all of them when aggregating (up to
+            // kMpiMessageLimit bytes), one per frame otherwise. send_segment announces a
+            // message bigger than kSmallMessage.
+            const std::size_t limit = opts_.aggregate ? kMpiMessageLimit : 0;
+            std::size_t start = 0, off = 0;
+            const std::size_t n = ps.buf.size();
+            while (off < n) {
+                Frame fr;
+                std::memcpy(&fr, ps.buf.data() + off, sizeof fr);
+                const std::size_t next = off + sizeof(Frame) + round8(fr.len);
+                if (next - start > limit && off > start) {
+                    send_segment(ps, d, start, off);
+                    start = off;
+                }
+                off = next;
+            }
+            if (n > start) send_segment(ps, d, start, n);
+            ps.serial = send_serial_++;
+            sends_.push_back(std::move(ps));
+        } else if (buf.capacity() && spare_bufs_.size() < kMaxSpareBuffers) {
+            spare_bufs_.push_back(std::move(buf));
+        }
+        for (auto& l : larges) {
+            PendingSend ps;
+            const std::size_t chunk = l.chunk;
+            for (std::size_t off = 0; off < l.bytes; off += chunk) {
+                const int n = static_cast<int>(std::min(chunk, l.bytes - off));
+                MPI_Request req;
+                check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, TAG_BODY, comm_, &req),
+                          "MPI_Isend");
+                ps.reqs.push_back(req);
+            }
+            ps.large = std::make_unique<LargeSend>(std::move(l));
+            ps.dest = d;
+            if (trace::recording()) ps.t0 = trace::stamp();
+            ++pending_large_sends_;
+            sends_.push_back(std::move(ps));
+        }
+    }
+}
+
+void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end) {
+    const std::size_t bytes = end - begin;
+    MPI_Request req;
+    if (bytes > kSmallMessage) {
+        const Frame fr{kAnnounce, 0, 8};
+        auto& a = ps.announce.emplace_back();
+        std::memcpy(a.data(), &fr, sizeof fr);
+        a[2] = bytes;
+        check_mpi(MPI_Isend(a.data(), sizeof a, MPI_BYTE, dest, am_tag(epoch_), comm_, &req),
+                  "MPI_Isend");
+        ps.reqs.push_back(req);
+    }
+    check_mpi(MPI_Isend(ps.buf.data() + begin, static_cast<int>(bytes), MPI_BYTE, dest,
+                        bytes > kSmallMessage ? TAG_BIG : am_tag(epoch_), comm_, &req),
+              "MPI_Isend");
+    ps.reqs.push_back(req);
+    ++mpi_sends_;
+}
+
+void Communicator::test_sends() {
+    for (std::size_t i = 0; i < sends_.size();) {
+        PendingSend& s = sends_[i];
+        int done = 1;
+        if (!s.reqs.empty())
+            check_mpi(MPI_Testall(static_cast<int>(s.reqs.size()), s.reqs.data(), &done,
+                                  MPI_STATUSES_IGNORE),
+                      "MPI_Testall");
+        if (!done) {
+            ++i;
+            continue;
+        }
+        PendingSend finished = std::move(s);
+        sends_[i] = std::move(sends_.back());
+        sends_.pop_back();
+        if (finished.large) {
+            --pending_large_sends_;
+            LargeSend& l = *finished.large;
+            if (trace::recording()) [[unlikely]] {
+                trace::Buffer* tb = trace::this_thread();
+                if (trace::Event* e = tb ? tb->reserve(trace::Kind::large_send) : nullptr) {
+                    e->t0 = finished.t0;
+                    e->t1 = trace::stamp();
+                    e->peer = finished.dest;
+                    e->am = l.am->id();
+                    e->b = l.bytes;
+                    tb->commit();
+                }
+            }
+            try {
+                l.am->on_body_sent(l.args.data(), l.args.size());
+            } catch (...) {
+                handler_failed(*l.am, rank_, std::current_exception(), "on_sent");
+            }
+        } else if (spare_bufs_.size() < kMaxSpareBuffers) {
+            finished.buf.clear();
+            finished.announce.clear();
+            spare_bufs_.push_back(std::move(finished.buf));
+        }
+    }
+}
+
+void Communicator::flush_blocking() {
+    // Wait for the messages queued so far while still receiving: a send to ourselves, or to a
+    // rank that is itself blocked sending to us, completes only if we keep receiving. Large
+    // bodies are not waited for (their on_sent says when): the receive of a body queued
+    // behind the running handler is posted only after that handler returns.
+    flush();
+    const std::uint64_t upto = send_serial_;
+    auto pending = [&] {
+        return std::any_of(sends_.begin(), sends_.end(),
+                           [&](const PendingSend& s) { return !s.large && s.serial < upto; });
+    };
+    while (pending()) {
+        progress();
+        if (pending()) std::this_thread::yield();
+    }
+}
+
+}  // namespace cascade
