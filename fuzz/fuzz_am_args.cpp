@@ -65,8 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             touch(a);
             touch_all(v);
         },
-        [](int&, view<char>&) -> double* { return nullptr; },
-        [](int&, view<char>&) {});
+        [](int&, view<char>&) -> double* { return nullptr; }, [](int&, view<char>&) {});
     if (size < 1) return 0;
     // Frame payloads start 8-byte aligned.
     std::vector<std::uint64_t> buf(size / 8 + 1);

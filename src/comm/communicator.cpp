@@ -35,6 +35,9 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
                       << " (< MPI_THREAD_FUNNELED)\n";
     }
     check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    // MPI errors on Cascade's communicator come back as codes: they become exceptions that
+    // name the call, and the job ends with a message naming this rank (see poll()).
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     outbox_.reset(new Outbox[size_]);
@@ -54,6 +57,14 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
 
 Communicator::~Communicator() {
     if (tp_) tp_->set_join_hook(nullptr);
+    // An exception unwound past this rank's pool (or is unwinding now): the other ranks wait
+    // in join() for this one, and MPI_Finalize would wait for them. End the job instead.
+    if (size_ > 1 && (abandoned_ || std::uncaught_exceptions() > 0))
+        abort_job("rank " + std::to_string(rank_) +
+                  (abandoned_ ? ": an exception unwound past this rank's Threadpool before its "
+                                "join() finished"
+                              : ": the Communicator is destroyed by an exception") +
+                  "; the other ranks would wait for this one forever, so the job ends here");
     // Complete what is in flight so MPI can shut down cleanly.
     for (auto& s : sends_)
         if (!s.reqs.empty())
@@ -63,6 +74,10 @@ Communicator::~Communicator() {
             MPI_Cancel(&q);
             MPI_Request_free(&q);
         }
+    for (auto& b : big_recvs_) {
+        MPI_Cancel(&b.req);
+        MPI_Request_free(&b.req);
+    }
     // A posted receive that got a message instead of being cancelled holds active messages
     // sent after this rank's last join(): nobody will run them, so say so.
     auto cancel = [](MPI_Request& q) {
@@ -120,7 +135,9 @@ ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std:
     am->comm_ = this;
     am->id_ = static_cast<std::uint32_t>(ams_.size());
     am->name_ = name.empty() ? "am#" + std::to_string(am->id_) : std::move(name);
-    am->sig_ = wire::hash_name(am->types()) ^ (am->is_large() ? 0x9e3779b9u : 0u);
+    // Name and types: two AMs of the same types registered in different orders are told
+    // apart too.
+    am->sig_ = wire::signature_of(am->name_, am->types()) ^ (am->is_large() ? 0x9e3779b9u : 0u);
     ams_.push_back(std::move(am));
     return ams_.back().get();
 }
@@ -161,9 +178,12 @@ bool Communicator::progress() {
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
     const std::uint64_t before = mpi_sends_ + processed_;
     const std::size_t sends_before = sends_.size();
+    if (progress_fault_) [[unlikely]]
+        progress_fault_();
     flush();
     test_sends();
     bool any = receive();
+    any |= test_big_recvs();
     any |= test_large_recvs();
     if (!was) tls_comm_thread = nullptr;
     any = any || mpi_sends_ + processed_ != before || sends_.size() != sends_before;
@@ -176,7 +196,7 @@ bool Communicator::progress() {
 
 bool Communicator::is_done() const {
     return outbox_pending_.load(std::memory_order_acquire) == 0 && sends_.empty() &&
-           large_recvs_.empty();
+           large_recvs_.empty() && big_recvs_.empty();
 }
 
 bool Communicator::wants_progress() const {
@@ -198,7 +218,26 @@ void Communicator::attach(Threadpool& tp) {
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {
-    if (tp_ == &tp) tp_ = nullptr;
+    if (tp_ != &tp) return;
+    tp_ = nullptr;
+    // Destroyed while an exception unwinds: its join() never ran (or never finished).
+    if (std::uncaught_exceptions() > 0) abandoned_ = true;
+}
+
+void Communicator::sent_from_outside(const ActiveMsgBase& am) {
+    const std::string msg =
+        "rank " + std::to_string(rank_) + ": active message '" + am.name() +
+        "' sent from a thread outside the pool while join() runs; the completion protocol "
+        "counts only messages sent by tasks, handlers and the thread in join() (a later one "
+        "could arrive after every rank agreed that all was done): send from a task, or before "
+        "join() / after it returns";
+    tp_->fail(std::make_exception_ptr(UsageError(msg)));
+    throw UsageError(msg);
+}
+
+void Communicator::progress_failed(const char* where, std::exception_ptr e) {
+    Communicator::abort_job("rank " + std::to_string(rank_) + ": " + where +
+                            " failed: " + detail::describe_error(e));
 }
 
 std::string Communicator::describe_state() const {
@@ -206,7 +245,8 @@ std::string Communicator::describe_state() const {
     os << "messages: " << queued() << " active messages queued here, " << processed_
        << " processed here; " << outbox_pending_.load() << " destination(s) with unsent messages, "
        << sends_.size() << " MPI send(s) in flight, " << large_recvs_.size()
-       << " large bod(ies) being received; completion: epoch " << epoch_;
+       << " large bod(ies) and " << big_recvs_.size()
+       << " big message(s) being received; completion: epoch " << epoch_;
     if (last_q_ == ~0ull)
         os << ", no COUNT sent yet";
     else

@@ -93,7 +93,7 @@ bool Communicator::locally_idle(Threadpool& tp) const {
     // Order matters: once the pool is idle no worker can queue more, so what we read next
     // (queues, counts) is stable until this thread runs a handler.
     return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 &&
-           large_recvs_.empty() && pending_large_sends_ == 0;
+           large_recvs_.empty() && big_recvs_.empty() && pending_large_sends_ == 0;
 }
 
 bool Communicator::completion_step(Threadpool& tp) {
@@ -167,7 +167,24 @@ void Communicator::reset_epoch() {
         on_ctrl(source, m);
 }
 
+// join()'s poll. Fail-stop: an exception escaping the progress engine (a failed MPI call, no
+// memory) would leave this rank's workers running and the other ranks waiting; with other
+// ranks the job ends here with a message, alone join() rethrows it.
 PollResult Communicator::poll(Threadpool& tp) {
+    joining_.store(true, std::memory_order_relaxed);
+    PollResult r;
+    try {
+        r = poll_once(tp);
+    } catch (...) {
+        if (size_ > 1) progress_failed("the progress engine (in join())", std::current_exception());
+        tp.fail(std::current_exception());
+        r = PollResult::done;
+    }
+    if (r == PollResult::done) joining_.store(false, std::memory_order_relaxed);
+    return r;
+}
+
+PollResult Communicator::poll_once(Threadpool& tp) {
     tls_comm_thread = this;
     if (tp.failed()) {
         if (size_ > 1) {
@@ -193,7 +210,7 @@ PollResult Communicator::poll(Threadpool& tp) {
         return PollResult::done;
     }
     // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
-    const bool in_flight = !large_recvs_.empty() || pending_large_sends_ > 0;
+    const bool in_flight = !large_recvs_.empty() || !big_recvs_.empty() || pending_large_sends_ > 0;
     if (!active && in_flight) std::this_thread::yield();  // leave the core to workers meanwhile
     if (active || in_flight) return PollResult::active;
     return locally_idle(tp) ? PollResult::waiting : PollResult::idle;

@@ -164,7 +164,7 @@ TEST(Checked, MissingTaskFunctionIsReported) {
 TEST(Checked, CompletedKeysStayBounded) {
     using cascade::PromiseTable;
     PromiseTable<int> t(/*track_done=*/true);
-    constexpr int kKeys = 1 << 20;
+    constexpr int kKeys = 1 << 19;
     for (int k = 0; k < kKeys; ++k)
         ASSERT_EQ(t.fulfill(k, 1), PromiseTable<int>::Outcome::ready);
     const std::size_t bound = PromiseTable<int>::kShards * PromiseTable<int>::kDonePerShard;

@@ -107,9 +107,7 @@ template <class T, class... Ps>
 class LargeActiveMsg : public ActiveMsgBase {
     static_assert(std::is_trivially_copyable_v<T>,
                   "large AM body elements must be trivially copyable");
-    static_assert((wire::supported<Ps> && ...),
-                  "LargeActiveMsg arguments must be trivially copyable, view<T>, or std::vector / "
-                  "std::string of trivially copyable elements");
+    static_assert((wire::require<Ps> && ...), "LargeActiveMsg: an argument type cannot travel");
 
   public:
     LargeActiveMsg(std::function<void(Ps&...)> on_arrival, std::function<T*(Ps&...)> where_to,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/detail/frames.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
@@ -164,12 +165,12 @@ class Communicator : public JoinHook {
         std::uint64_t seq = 0;  // frames queued to this destination so far (names them in traces)
     };
 
+    // For tests of fail-stop: f runs at the start of every progress() on this rank (it may
+    // throw, as a failing MPI call or allocation would). Null: none.
+    void set_progress_fault_for_test(std::function<void()> f) { progress_fault_ = std::move(f); }
+
   private:
-    struct Frame {  // header of one message inside an MPI buffer; frames are 8-byte aligned
-        std::uint32_t id;
-        std::uint32_t sig;
-        std::uint64_t len;
-    };
+    using Frame = detail::Frame;  // header of one message inside an MPI buffer (frames.hpp)
     struct PendingSend {
         detail::Bytes buf;
         std::vector<MPI_Request> reqs;
@@ -201,12 +202,17 @@ class Communicator : public JoinHook {
     void post_am_slot(int parity, int slot);
     void post_ctrl_slot(int slot);
     void send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end);
-    void receive_big(int source, const char* announce, std::size_t size);
+    void receive_big(int source, const detail::FrameRef& announce);
+    bool test_big_recvs();
+    PollResult poll_once(Threadpool& tp);
+    void sent_from_outside(const ActiveMsgBase& am);
+    [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
     void test_sends();
     bool receive();
     void run_message(int source, const char* data, std::size_t size);
     void run_frames(int source, const char* data, std::size_t size);
+    void run_frame(int source, const detail::FrameRef& fr);
     bool test_large_recvs();
     void send_ctrl(int dest, CtrlMsg m);
     void on_ctrl(int source, const CtrlMsg& m);
@@ -245,7 +251,15 @@ class Communicator : public JoinHook {
     CtrlMsg ctrl_buf_[kCtrlSlots] = {};
     MPI_Request ctrl_req_[kCtrlSlots];
     int ctrl_head_ = 0;
-    detail::Bytes recv_buf_;  // big messages (announced in a small one)
+    detail::Bytes recv_buf_;  // big messages (announced in a small one), kept when small enough
+    // Big messages being received, one per source at most: that source's later messages
+    // wait in deferred_ (open_ counts the receive) until it arrived and ran.
+    struct BigRecv {
+        int source;
+        detail::Bytes buf;
+        MPI_Request req;
+    };
+    std::vector<BigRecv> big_recvs_;
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
     // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
     // a get() on this thread) must not see the next message of the rank whose message it
@@ -254,6 +268,11 @@ class Communicator : public JoinHook {
     std::vector<int> open_;                            // messages of each source running now
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
+    std::function<void()> progress_fault_;  // set_progress_fault_for_test
+    // join() runs (from its first poll until it returns): a send from a thread outside the
+    // pool then could change the counts after completion was confirmed (checked mode says so).
+    std::atomic<bool> joining_{false};
+    bool abandoned_ = false;         // the pool was destroyed by an exception, without join()
     std::uint64_t send_serial_ = 1;  // next frame message's PendingSend::serial
     Threadpool* tp_ = nullptr;
 
@@ -337,6 +356,9 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
     if (max_bytes > (std::size_t(1) << 30))
         throw UsageError("active message '" + am.name() + "': " + std::to_string(max_bytes) +
                          " bytes of arguments; use a large active message for big payloads");
+    if (joining_.load(std::memory_order_relaxed)) [[unlikely]]
+        if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0)
+            sent_from_outside(am);
     Outbox& o = outbox_[dest];
     trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
     const std::int64_t t0 = tb ? trace::stamp() : 0;
@@ -349,6 +371,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         char* payload = o.buf.data() + at + sizeof(Frame);
         char* end = write(payload);
         len = static_cast<std::size_t>(end - payload);
+        std::memset(end, 0, detail::round8(len) - len);  // padding never carries stale bytes
         seq = o.seq++;
         Frame fr{am.id(), am.signature(), len};
         std::memcpy(o.buf.data() + at, &fr, sizeof fr);

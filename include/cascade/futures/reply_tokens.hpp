@@ -54,9 +54,7 @@ class ReplyTokens {
     }
 
     // States waiting now (for tests and diagnostics).
-    std::size_t size() const noexcept {
-        return live_.load(std::memory_order_relaxed);
-    }
+    std::size_t size() const noexcept { return live_.load(std::memory_order_relaxed); }
 
   private:
     static constexpr std::uint32_t kChunkBits = 12, kChunk = 1u << kChunkBits;
