@@ -119,7 +119,7 @@ class Stopwatch {
 
 // One measurement configuration, from the command line:
 //   --bench nodeps|deps|raw|idle --threads T --spin S(us) --deps E
-//   --n N (nodeps, raw: tasks; deps: columns) --insertion timed|untimed
+//   --n N (nodeps, raw: tasks; deps: columns) --insertion timed|untimed|bulk
 //   --repeats R: repeats kept for the median (those with little foreign load)
 //   --max-attempts A: stop repeating after A runs even if fewer than R were clean
 //   --iters-per-us X (0 or absent: calibrate here) --calibrate-only
@@ -172,8 +172,8 @@ inline Config parse_args(int argc, char** argv) {
     }
     if (c.bench != "nodeps" && c.bench != "deps" && c.bench != "raw" && c.bench != "idle")
         throw std::runtime_error("--bench must be nodeps, deps, raw or idle");
-    if (c.insertion != "timed" && c.insertion != "untimed")
-        throw std::runtime_error("--insertion must be timed or untimed");
+    if (c.insertion != "timed" && c.insertion != "untimed" && c.insertion != "bulk")
+        throw std::runtime_error("--insertion must be timed, untimed or bulk");
     if (c.threads < 1 || c.n < 1 || c.repeats < 1 || c.spin_us < 0)
         throw std::runtime_error("--threads, --n, --repeats must be >= 1, --spin >= 0");
     if (c.bench == "deps" && (c.deps < 1 || c.deps > 32))

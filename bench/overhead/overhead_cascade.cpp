@@ -2,7 +2,8 @@
 //
 //   nodeps: n independent tasks spinning s us, task k mapped to thread k % T. "untimed"
 //           insertion fulfills all n promises before tp.start() and times start()+join();
-//           "timed" times start(), the insertion loop and join().
+//           "timed" times start(), the insertion loop and join(); "bulk" is timed with one
+//           fulfill_promises call over the n keys instead of the loop.
 //   deps:   32 rows x C columns; task (i,j), j >= 1, waits for ((i+k) % 32, j-1), k < E, so
 //           each task fulfills (i-k mod 32, j+1) when done. Column 0 is seeded inside the
 //           timed region.
@@ -11,6 +12,7 @@
 //
 // Prints one JSON object per measurement (see common.hpp for the arguments).
 #include <atomic>
+#include <ranges>
 #include <thread>
 #include <tuple>
 
@@ -60,6 +62,8 @@ bench::Timed run_nodeps(const Config& c) {
         .set_indegree([](int) { return 1; })
         .set_mapping([T](int k) { return k % T; });
     const int n = static_cast<int>(c.n);
+    if (c.insertion == "bulk")
+        return time_run(c, tp, [&] { tf.fulfill_promises(std::views::iota(0, n)); });
     return time_run(c, tp, [&] {
         for (int k = 0; k < n; ++k)
             tf.fulfill_promise(k);

@@ -178,6 +178,11 @@ bool Communicator::progress() {
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
     const std::uint64_t before = mpi_sends_ + processed_;
     const std::size_t sends_before = sends_.size();
+    struct Depth {
+        int& d;
+        explicit Depth(int& x) : d(++x) {}
+        ~Depth() { --d; }
+    } depth(progress_depth_);
     if (progress_fault_) [[unlikely]]
         progress_fault_();
     flush();
@@ -185,6 +190,7 @@ bool Communicator::progress() {
     bool any = receive();
     any |= test_big_recvs();
     any |= test_large_recvs();
+    if (after_progress_ && handlers_open_ == 0) any |= after_progress_(after_ctx_);
     if (!was) tls_comm_thread = nullptr;
     any = any || mpi_sends_ + processed_ != before || sends_.size() != sends_before;
     if (t0 != 0 && any) [[unlikely]] {

@@ -106,12 +106,14 @@ bool Communicator::completion_step(Threadpool& tp) {
     }
     if (idle) {
         const std::uint64_t q = queued(), p = processed_;
-        // Step 1: report changed counts to rank 0 — once the rank has stayed idle a moment,
-        // so that short gaps between tasks do not flood rank 0 with COUNTs.
-        if ((q != last_q_ || p != last_p_) && now - *idle_since_ >= count_delay_) {
+        // Step 1: report changed counts to rank 0: the first time in this epoch at once (an
+        // epoch with little work ends a round trip sooner), later ones once the rank has
+        // stayed idle a moment, so that short gaps between tasks do not flood rank 0.
+        const bool first = last_q_ == ~0ull;
+        if ((q != last_q_ || p != last_p_) && (first || now - *idle_since_ >= count_delay_)) {
             // Each further COUNT in this epoch means the last one was premature: wait
             // longer next time (a busy application idles briefly and often).
-            if (last_q_ != ~0ull)
+            if (!first)
                 count_delay_ =
                     std::min<std::chrono::steady_clock::duration>(count_delay_ * 2, kMaxCountDelay);
             last_q_ = q;

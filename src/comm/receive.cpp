@@ -46,7 +46,9 @@ void Communicator::receive_body(int source, ActiveMsgBase& am, void* dest, std::
 void Communicator::run_message(int source, const char* data, std::size_t size) {
     const auto src = static_cast<std::size_t>(source);
     ++open_[src];
+    ++handlers_open_;
     run_frames(source, data, size);
+    --handlers_open_;
     --open_[src];
     // Messages from this rank that nested progress received meanwhile, oldest first (their
     // handlers may nest again and append more).
@@ -54,7 +56,9 @@ void Communicator::run_message(int source, const char* data, std::size_t size) {
         detail::Bytes m = std::move(deferred_[src].front());
         deferred_[src].pop_front();
         ++open_[src];
+        ++handlers_open_;
         run_frames(source, m.data(), m.size());
+        --handlers_open_;
         --open_[src];
     }
 }

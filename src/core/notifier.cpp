@@ -1,10 +1,13 @@
 #include "cascade/core/notifier.hpp"
 
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #else
@@ -34,12 +37,48 @@ void Notifier::wake_all(std::atomic<std::uint32_t>& word) noexcept {
 #endif
 }
 
-Notifier::Notifier(int n) : n_(n), slots_(new Slot[n > 0 ? n : 1]) {}
+namespace {
+
+// Registers this process for private expedited membarrier once; false where the kernel (or
+// a seccomp filter) does not offer it.
+bool membarrier_available() noexcept {
+#if defined(__linux__) && defined(SYS_membarrier)
+    static const bool ok = [] {
+        if (const char* v = std::getenv("CASCADE_MEMBARRIER"); v && std::strcmp(v, "0") == 0)
+            return false;
+        const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+        if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+            !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+            return false;
+        if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0)
+            return false;
+        // The first call can fail in odd sandboxes: try one now.
+        return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+    }();
+    return ok;
+#else
+    return false;
+#endif
+}
+
+// A full barrier on every running thread of this process.
+void heavy_barrier() noexcept {
+#if defined(__linux__) && defined(SYS_membarrier)
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+#endif
+    std::abort();  // registered and tried at start: cannot fail later
+}
+
+}  // namespace
+
+Notifier::Notifier(int n)
+    : n_(n), asymmetric_(membarrier_available()), slots_(new Slot[n > 0 ? n : 1]) {}
 
 std::uint32_t Notifier::prepare_wait(int w) noexcept {
     std::uint32_t e = slots_[w].epoch.load(std::memory_order_seq_cst);
     slots_[w].sleeping.store(true, std::memory_order_seq_cst);
     n_sleeping_.fetch_add(1, std::memory_order_seq_cst);
+    if (asymmetric_) heavy_barrier();
     return e;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cascade/core/detail/inbox.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/trace/recorder.hpp"
 #include "cascade/trace/watchdog.hpp"
@@ -110,13 +111,19 @@ Threadpool::~Threadpool() {
             std::cerr << "cascade: error during Threadpool destruction (call join() to catch it): "
                       << e.what() << '\n';
         }
-    } else if (running_.load()) {
-        stop_.store(true);
-        notifier_.notify_all();
-        for (auto& th : threads_)
-            th.join();
     }
+    stop_workers();
     if (hook_) hook_->detach(*this);
+}
+
+void Threadpool::stop_workers() noexcept {
+    if (!running_.load()) return;
+    stop_.store(true, std::memory_order_seq_cst);
+    notifier_.notify_all();
+    for (auto& th : threads_)
+        th.join();
+    threads_.clear();
+    running_.store(false);
 }
 
 void Threadpool::start() {
@@ -140,20 +147,45 @@ int Threadpool::pick_thread() noexcept {
 }
 
 void Threadpool::push(const Task& t, int thread, bool bound) {
+    if (enqueue(t, thread, bound)) wake_for(thread, bound);
+}
+
+void Threadpool::push_quiet(const Task& t, int thread, bool bound) {
+    enqueue(t, thread, bound);
+}
+
+void Threadpool::wake_workers() noexcept {
+    notifier_.publish_barrier();
+    if (notifier_.sleeping_relaxed() > 0) notifier_.notify_all();
+}
+
+bool Threadpool::enqueue(const Task& t, int thread, bool bound) {
     if (thread < 0 || thread >= n_)
         throw UsageError("task " + t.describe() + ": mapped to thread " + std::to_string(thread) +
                          ", outside [0, " + std::to_string(n_) + ") of Threadpool '" + opts_.name +
                          "'");
-    queues_[thread].push(t, bound);
-    if (thread == current_thread()) {
+    const int me = current_thread();
+    if (thread == me) {
+        queues_[thread].push(t, bound);
         // Our own queue: we are awake and will run it, so no wake-up can be lost; only
-        // invite a sleeping worker to steal, without paying for a fence.
+        // invite a sleeping worker to steal, without paying for a barrier.
         if (!bound && notifier_.sleeping_relaxed() > 0) notifier_.notify_one(thread);
-        return;
+        return false;
     }
+    // Stealable tasks without a priority from outside the pool go through the inbox (ordered
+    // among themselves); tasks with one go to the heap at once, to be ordered with the rest.
+    const int lane = me < 0 && !bound && t.priority == 0.0 ? detail::Inbox::this_thread_lane() : -1;
+    if (lane >= 0)
+        queues_[thread].push_foreign(lane, t);
+    else
+        queues_[thread].push(t, bound);
+    return true;
+}
+
+void Threadpool::wake_for(int thread, bool bound) noexcept {
     // Pairs with Notifier::prepare_wait: either the sleeper sees the task or we see it asleep.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (notifier_.sleeping() > 0) {
+    notifier_.publish_barrier();
+    if (notifier_.sleeping_relaxed() > 0) {
         if (!notifier_.notify(thread) && !bound) notifier_.notify_one(thread);
     }
 }
@@ -275,10 +307,13 @@ void Threadpool::worker_loop(int me) {
         const std::int64_t idle_since = tb ? trace::stamp() : 0;
         bool found = false;
         const auto idle_start = std::chrono::steady_clock::now();
+        // Messages our last task queued wait for the thread that drives MPI, which may share
+        // our core: yield at once rather than spin (a remote call's reply is sent sooner).
+        const bool yield_now = hook_ && hook_->wants_progress();
         for (;;) {
             const auto idle_for = std::chrono::steady_clock::now() - idle_start;
             if (idle_for >= kIdleYield) break;
-            if (idle_for < kIdleSpin) {
+            if (idle_for < kIdleSpin && !yield_now) {
                 for (int i = 0; i < 8; ++i)
                     cpu_relax();
             } else {
@@ -362,12 +397,8 @@ void Threadpool::join() {
             nap_us =
                 std::min<long>(nap_us * 2, r == PollResult::waiting ? kWaitingNapUs : kMaxNapUs);
     }
-    stop_.store(true, std::memory_order_seq_cst);
-    notifier_.notify_all();
-    for (auto& th : threads_)
-        th.join();
-    threads_.clear();
-    running_.store(false);
+    // The workers stay: they back off and sleep until the next task or the destructor, so
+    // that an iterative code joining every step does not pay for new threads each time.
 
     std::exception_ptr err;
     {

@@ -54,11 +54,16 @@ Futures::Futures(Threadpool& tp, Communicator* comm)
                 delete reinterpret_cast<detail::Body*>(static_cast<std::uintptr_t>(body));
             },
             "futures.body");
+        if (!comm_->after_progress()) comm_->set_after_progress(&Futures::run_deferred, this);
     }
     previous_ = g_current.exchange(this, std::memory_order_acq_rel);
 }
 
 Futures::~Futures() {
+    if (comm_ && comm_->after_progress() == &Futures::run_deferred) {
+        run_deferred(this);  // none expected: progress() runs them before it returns
+        comm_->set_after_progress(nullptr, nullptr);
+    }
     Futures* self = this;
     g_current.compare_exchange_strong(self, previous_, std::memory_order_acq_rel);
     {
@@ -69,6 +74,32 @@ Futures::~Futures() {
     for (auto& [id, ex] : exports_)
         ex.state->release();
     exports_.clear();
+}
+
+bool Futures::defer_to_comm_thread(detail::Job* job) {
+    // Only while a progress() call of ours is on the stack (it runs the job before it
+    // returns), not from a job it runs (which may wait for anything), and while no worker
+    // has anything to do (the job would otherwise delay messages for no gain).
+    if (!comm_ || running_deferred_ || comm_->after_progress() != &Futures::run_deferred ||
+        !comm_->in_progress() || tp_.current_thread() >= 0 || tp_.failed() || !tp_.idle())
+        return false;
+    deferred_.push_back(job);
+    return true;
+}
+
+bool Futures::run_deferred(void* self) {
+    auto* fx = static_cast<Futures*>(self);
+    if (fx->deferred_.empty() || fx->running_deferred_) return false;
+    fx->running_deferred_ = true;
+    // A job may drive progress (a get()): calls arriving meanwhile go to the workers.
+    for (std::size_t i = 0; i < fx->deferred_.size(); ++i) {
+        detail::Job* job = fx->deferred_[i];
+        ++fx->calls_on_comm_thread_;
+        job->run_job();
+    }
+    fx->deferred_.clear();
+    fx->running_deferred_ = false;
+    return true;
 }
 
 Futures* Futures::current() noexcept {

@@ -128,8 +128,17 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
 
 }  // namespace
 
+namespace {
+thread_local std::uint64_t tls_waits = 0;
+}
+
+std::uint64_t waits_on_this_thread() noexcept {
+    return tls_waits;
+}
+
 void wait_ready(StateBase& s) {
     if (s.poll_ready()) return;
+    ++tls_waits;
     Futures* fx = Futures::current();
     if (fx && fx->pool().current_thread() >= 0) return worker_wait(s, fx->pool());
     Communicator* comm = fx ? fx->comm() : nullptr;
@@ -150,6 +159,12 @@ void schedule(Job* job) {
     t.emplace<JobTask>(JobTask{job, job->job_name()});
     Threadpool& tp = fx->pool();
     tp.push(t, tp.pick_thread(), false);
+}
+
+void schedule_call(Job* job, const CallStats& stats) {
+    Futures* fx = Futures::current();
+    if (fx && stats.trusted() && fx->defer_to_comm_thread(job)) return;
+    schedule(job);
 }
 
 }  // namespace cascade::detail

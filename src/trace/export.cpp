@@ -544,7 +544,8 @@ void sync_clocks(MPI_Comm comm) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     // Everyone follows rank 0, so the collectives below and in finish() match.
-    int on = recording() ? 1 : 0;
+    // Bit 0: record; bit 1: record promise edges too (rank 0 writes the task graph).
+    int on = recording() ? (recording_edges() ? 3 : 1) : 0;
     MPI_Bcast(&on, 1, MPI_INT, 0, comm);
     if (!on) {
         if (recording()) configure(Options{});
@@ -555,6 +556,7 @@ void sync_clocks(MPI_Comm comm) {
         configure(Options{});
         detail::g_recording.store(true);
     }
+    detail::g_edges.store((on & 2) != 0);
     // Offset to rank 0's clock, from the round trip with the smallest delay.
     if (rank == 0) {
         for (int r = 1; r < size; ++r)

@@ -92,6 +92,7 @@ void apply(State& s, Options o) {
         s.ns0 = now_ns();
     }
     s.initialized = true;
+    detail::g_edges.store(!s.opts.dag_path.empty(), std::memory_order_seq_cst);
     detail::g_recording.store(on, std::memory_order_seq_cst);
 }
 

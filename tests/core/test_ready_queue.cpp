@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "cascade/core/ready_queue.hpp"
@@ -99,4 +101,84 @@ TEST(ReadyQueue, EqualPrioritiesRunInReadyOrder) {
     ASSERT_TRUE(q.pop(t));
     EXPECT_EQ(t.as<int>(), -2);  // negative priority last
     EXPECT_FALSE(q.pop(t));
+}
+
+namespace {
+int id_of(const Task& t) {
+    return t.as<int>();
+}
+}  // namespace
+
+TEST(ReadyQueue, InboxTasksComeOutInOrderAcrossSegments) {
+    ReadyQueue q;
+    const int n = 3 * static_cast<int>(cascade::detail::Inbox::kSegment) + 7;
+    for (int i = 0; i < n; ++i)
+        q.push_foreign(0, make(0, i));
+    EXPECT_EQ(q.stealable(), static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        Task t;
+        ASSERT_TRUE(q.pop(t));
+        ASSERT_EQ(id_of(t), i);
+    }
+    Task t;
+    EXPECT_FALSE(q.pop(t));
+    EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(ReadyQueue, InboxTasksAreStolenAndOrderedByPriority) {
+    ReadyQueue q;
+    q.push(make(0, 100), false);  // something queued: inbox tasks are moved, then ordered
+    q.push_foreign(1, make(1, 1));
+    q.push_foreign(1, make(5, 5));
+    q.push_foreign(2, make(3, 3));
+    Task t;
+    ASSERT_TRUE(q.pop(t));
+    EXPECT_EQ(id_of(t), 5);
+    ASSERT_TRUE(q.steal(t));
+    EXPECT_EQ(id_of(t), 3);
+    ASSERT_TRUE(q.pop(t));
+    EXPECT_EQ(id_of(t), 1);
+    ASSERT_TRUE(q.pop(t));
+    EXPECT_EQ(id_of(t), 100);
+    EXPECT_FALSE(q.steal(t));
+}
+
+TEST(ReadyQueue, InboxProducersAndConsumersConcurrently) {
+    ReadyQueue q;
+    constexpr int kPerProducer = 20000;
+    std::atomic<bool> done{false};
+    std::vector<std::thread> producers;
+    for (int lane = 0; lane < 2; ++lane)
+        producers.emplace_back([&q, lane] {
+            for (int i = 0; i < kPerProducer; ++i)
+                q.push_foreign(lane, make(0, lane * kPerProducer + i));
+        });
+    std::vector<int> last(2, -1);
+    std::vector<char> seen(2 * kPerProducer, 0);
+    std::atomic<int> stolen{0};
+    std::thread thief([&] {
+        Task t;
+        while (!done.load())
+            if (q.steal(t)) {
+                seen[static_cast<std::size_t>(id_of(t))] += 1;
+                stolen.fetch_add(1);
+            }
+    });
+    int popped = 0;
+    Task t;
+    while (popped + stolen.load() < 2 * kPerProducer) {
+        if (!q.pop(t)) continue;
+        const int id = id_of(t);
+        const int lane = id / kPerProducer;
+        ASSERT_GT(id, last[static_cast<std::size_t>(lane)]);  // per lane, in order
+        last[static_cast<std::size_t>(lane)] = id;
+        seen[static_cast<std::size_t>(id)] += 1;
+        ++popped;
+    }
+    done.store(true);
+    thief.join();
+    for (auto& p : producers)
+        p.join();
+    for (char c : seen)
+        ASSERT_EQ(c, 1);
 }

@@ -290,3 +290,24 @@ TEST(Taskflow, ManyPartiallyFulfilledTasksSpillAndDrain) {
     std::vector<std::string> names;
     EXPECT_EQ(tf.pending(0, names), 0u);
 }
+
+TEST(Taskflow, FulfillPromisesSeedsAGraphInBulk) {
+    // Sources seeded by one call on workers that are asleep: all run, and fan-in tasks
+    // count promises from bulk and single calls alike.
+    ThreadpoolOptions o;
+    Threadpool tp(2, o);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    Taskflow<int> tf(&tp, "bulk");
+    constexpr int n = 5000;
+    std::atomic<int> ran{0};
+    tf.set_task([&](int) { ran.fetch_add(1); })
+        .set_indegree([](int k) { return k < n ? 1 : 2; })
+        .set_mapping([](int k) { return k % 2; });
+    std::vector<int> keys(n);
+    std::iota(keys.begin(), keys.end(), 0);
+    keys.push_back(n);  // first of its two promises
+    tf.fulfill_promises(keys);
+    tf.fulfill_promise(n);
+    tp.join();
+    EXPECT_EQ(ran.load(), n + 1);
+}

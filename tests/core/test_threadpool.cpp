@@ -170,3 +170,61 @@ TEST(Threadpool, RejectsBadArguments) {
     EXPECT_THROW(tp.insert([] {}, 7, 1.0, true), cascade::UsageError);
     tp.join();
 }
+
+TEST(Threadpool, ManyOutsideThreadsInsertConcurrently) {
+    // More inserting threads than inbox lanes: the others take the locked path. Some
+    // threads end while others start, so lanes change hands.
+    Threadpool tp(2);
+    std::atomic<int> count{0};
+    constexpr int kThreads = 3 * cascade::detail::Inbox::kLanes, kEach = 3000;
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kThreads; ++i) {
+        ts.emplace_back([&tp, &count] {
+            for (int k = 0; k < kEach; ++k)
+                tp.insert([&count] { count.fetch_add(1, std::memory_order_relaxed); }, k % 2);
+        });
+        if (i % 3 == 2) ts[static_cast<std::size_t>(i - 2)].join();
+    }
+    for (int i = 0; i < kThreads; ++i)
+        if (ts[static_cast<std::size_t>(i)].joinable()) ts[static_cast<std::size_t>(i)].join();
+    tp.join();
+    EXPECT_EQ(count.load(), kThreads * kEach);
+}
+
+TEST(Threadpool, SleepingWorkersWakeForEachOutsideInsertion) {
+    // Each insertion finds the workers asleep again: every one must wake them.
+    Threadpool tp(2);
+    for (int round = 0; round < 5; ++round) {
+        std::this_thread::sleep_for(150ms);
+        std::atomic<bool> ran{false};
+        const auto t0 = std::chrono::steady_clock::now();
+        tp.insert([&ran] { ran.store(true); }, round % 2);
+        while (!ran.load() && std::chrono::steady_clock::now() - t0 < 5s)
+            std::this_thread::yield();
+        ASSERT_TRUE(ran.load());
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 250ms) << "round " << round;
+    }
+    tp.join();
+}
+
+TEST(Threadpool, WorkersStayAcrossJoins) {
+    // join() leaves the workers asleep instead of ending them: the same threads run every
+    // round, and a task queued after a join runs without another one.
+    Threadpool tp(1);
+    std::thread::id first;
+    tp.insert([&first] { first = std::this_thread::get_id(); });
+    tp.join();
+    for (int round = 0; round < 3; ++round) {
+        std::atomic<bool> same{false}, ran{false};
+        tp.insert([&] {
+            same.store(std::this_thread::get_id() == first);
+            ran.store(true);
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        while (!ran.load() && std::chrono::steady_clock::now() - t0 < 5s)
+            std::this_thread::yield();
+        EXPECT_TRUE(ran.load()) << "round " << round;
+        EXPECT_TRUE(same.load()) << "round " << round;
+        tp.join();
+    }
+}

@@ -465,3 +465,33 @@ TEST(FuturesMpi, OneImportPerRankForAFuturePassedToManyCalls) {
         EXPECT_EQ(e.fx.imports_shared() - shared0, std::uint64_t(calls - 1));
     }
 }
+
+// Short calls that never wait, arriving while the callee's pool is idle, run on its
+// communication thread once trusted; one that then waits for a value from its caller (whose
+// main thread is blocked in get()) must still finish, and sends later calls to workers.
+TEST(FuturesMpi, ShortCallsRunOnTheCommunicationThreadAndMayStillWait) {
+    Env e;
+    auto twice = e.fx.make_async([](int& x) { return 2 * x; }, "twice");
+    auto ask = e.fx.make_async(
+        [&](int& x) {
+            // From the 20th call on: ask the caller's rank for something first.
+            if (x < 20) return x;
+            return async((e.me + e.n - 1) % e.n, twice, x).get() / 2;
+        },
+        "ask");
+    const int to = (e.me + 1) % e.n;
+    if (e.me == 0) {
+        for (int i = 0; i < 30; ++i)
+            ASSERT_EQ(async(to, ask, i).get(), i) << "call " << i;
+        for (int i = 0; i < 30; ++i)
+            ASSERT_EQ(async(to, twice, i).get(), 2 * i);
+    }
+    e.tp.join();
+    const auto on_comm =
+        cascade_test::allreduce_sum(static_cast<long>(e.fx.calls_on_comm_thread()));
+    if (e.n > 1) {
+        EXPECT_GT(on_comm, 0);  // the pools were idle: most calls ran there
+    } else {
+        EXPECT_EQ(on_comm, 0);  // no messages, no communication thread runs
+    }
+}

@@ -5,6 +5,8 @@
 #         ranks, tasks and active-message flows across ranks; summary and gantt run on it
 #   pool  the same for a Threadpool without Communicator (written at exit), and two DOT edges
 #   dag   the DOT file holds exactly the edges of the known graph (check_dag.py)
+#   edgesoff  the load program with CASCADE_TRACE only: tasks are recorded, promise edges are
+#         not (the JSON's task graph is empty, no DOT file)
 #   futures  the run ends cleanly (the trace names the futures' tasks in ~Communicator, after
 #         their jobs were freed: this once crashed), the JSON is valid, and every rank has
 #         task slices named "async" and "future::then" (check_futures.py)
@@ -17,7 +19,12 @@ mkdir -p "$out"
 json="$out/$mode-np$np.json" dot="$out/$mode-np$np.dot"
 rm -f "$json" "$dot" "$out/$mode-np$np.png"
 export CASCADE_TRACE="$json" CASCADE_DAG="$dot"
-"$@" -n "$np" "$exe" "$mode"
+run_mode=$mode
+if [[ $mode == edgesoff ]]; then
+    unset CASCADE_DAG
+    run_mode=load
+fi
+"$@" -n "$np" "$exe" "$run_mode"
 case "$mode" in
     load)
         flows=()
@@ -32,6 +39,11 @@ case "$mode" in
         "$PY" "$tool" validate "$json" --ranks 1 --min-tasks 200 --expect-task 'grid(19, 9)'
         grep -q '"r0:grid(0, 0)" -> "r0:grid(1, 0)"' "$dot"
         grep -q '"r0:main" -> "r0:grid(0, 3)"' "$dot"
+        ;;
+    edgesoff)
+        "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((400 * np)) --expect-task 'work(7)'
+        test ! -e "$dot"
+        "$PY" -c 'import json, sys; g = json.load(open(sys.argv[1]))["cascadeGraph"]; sys.exit(1 if g["edges"] else 0)' "$json"
         ;;
     dag)
         "$PY" "$tool" validate "$json" --ranks "$np" --expect-task a --expect-task d

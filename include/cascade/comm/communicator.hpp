@@ -88,9 +88,20 @@ class Communicator : public JoinHook {
     auto make_large_active_msg(FArrival&& on_arrival, FWhere&& where_to, FSent&& on_sent,
                                std::string name = "");
 
-    // Moves messages: sends what is queued, receives and runs handlers, completes transfers.
+    // Moves messages: sends what is queued, receives and runs handlers, completes transfers,
+    // then (when no handler is running on this thread) calls the after-progress function.
     // Returns true if anything happened. Must be called by the thread that talks to MPI.
     bool progress();
+    // Work a higher layer left for the end of progress(), outside any handler: `fn(ctx)`
+    // runs there and returns whether it did anything. One per communicator (null: none).
+    using AfterProgress = bool (*)(void* ctx);
+    void set_after_progress(AfterProgress fn, void* ctx) noexcept {
+        after_progress_ = fn;
+        after_ctx_ = ctx;
+    }
+    AfterProgress after_progress() const noexcept { return after_progress_; }
+    // True on the communication thread while it is inside progress().
+    bool in_progress() const noexcept { return progress_depth_ > 0 && on_comm_thread(); }
     // True when nothing is queued, in flight, or being received by this rank.
     bool is_done() const;
 
@@ -265,7 +276,11 @@ class Communicator : public JoinHook {
     // a get() on this thread) must not see the next message of the rank whose message it
     // runs, or that rank's messages would run out of order and its large bodies would be
     // matched to the wrong headers. Such messages wait in deferred_ until the handler returns.
-    std::vector<int> open_;                            // messages of each source running now
+    std::vector<int> open_;   // messages of each source running now
+    int handlers_open_ = 0;   // their sum
+    int progress_depth_ = 0;  // progress() calls on the stack
+    AfterProgress after_progress_ = nullptr;
+    void* after_ctx_ = nullptr;
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
     std::function<void()> progress_fault_;  // set_progress_fault_for_test

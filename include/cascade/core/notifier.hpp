@@ -1,9 +1,12 @@
 // Notifier: lets idle workers sleep in the kernel and be woken one at a time.
 //
 // Protocol (no lost wake-ups): a worker calls prepare_wait(), re-checks every queue it may
-// take work from, then commit_wait() or cancel_wait(). A producer pushes its task, then
-// calls notify(). prepare_wait() and the producer's fence are sequentially consistent, so
-// either the worker sees the task on its re-check or the producer sees the worker asleep.
+// take work from, then commit_wait() or cancel_wait(). A producer pushes its task, calls
+// publish_barrier(), then reads sleeping() and calls notify(). The barrier pair makes either
+// the worker see the task on its re-check or the producer see the worker asleep. Where
+// Linux offers it (membarrier, private expedited), the pair is asymmetric: the worker about
+// to sleep, which is rare, issues a process-wide barrier, and the producer, on every push,
+// needs only a compiler barrier. Elsewhere both sides use sequentially consistent fences.
 #pragma once
 
 #include <atomic>
@@ -27,6 +30,13 @@ class Notifier {
     bool notify_one(int except = -1) noexcept;
     void notify_all() noexcept;
 
+    // Between publishing work and reading sleeping() (see top).
+    void publish_barrier() const noexcept {
+        if (asymmetric_)
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+        else
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
     int sleeping() const noexcept { return n_sleeping_.load(std::memory_order_seq_cst); }
     int sleeping_relaxed() const noexcept { return n_sleeping_.load(std::memory_order_relaxed); }
 
@@ -41,6 +51,7 @@ class Notifier {
         std::atomic<bool> sleeping{false};
     };
     int n_;
+    bool asymmetric_;
     std::unique_ptr<Slot[]> slots_;
     alignas(64) std::atomic<int> n_sleeping_{0};
 };

@@ -1,13 +1,17 @@
 // ReadyQueue: one per worker. Two task queues under one spinlock: tasks any worker may
 // steal, and tasks bound to this worker. The owner pops the better top of the two; thieves
 // only look at the stealable heap. Sizes are mirrored in atomics so idle workers can scan
-// queues without taking locks.
+// queues without taking locks. Stealable tasks from threads outside the pool arrive through
+// an Inbox instead of the lock. Whoever takes the lock next (owner or thief) takes the
+// oldest of them directly when nothing else is queued, else first moves a batch of them
+// into the stealable queue, so that priorities order them with the rest.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "cascade/core/detail/inbox.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/task.hpp"
 
@@ -130,12 +134,27 @@ class alignas(64) ReadyQueue {
         lock_.unlock();
     }
 
+    // From a thread outside the pool that holds Inbox lane `lane`: a stealable task (of
+    // priority 0, which the owner may take before tasks queued later elsewhere).
+    void push_foreign(int lane, const Task& t) {
+        if (inbox_.push(lane, t)) return;
+        lock_.lock();  // no memory for the lane: the locked path
+        free_.push(t);
+        n_free_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
+        lock_.unlock();
+    }
+
     // Owner side: highest priority among bound and stealable tasks.
     bool pop(Task& out) {
-        if (n_free_.load(std::memory_order_relaxed) == 0 &&
+        const bool inbox = inbox_.pending();
+        if (!inbox && n_free_.load(std::memory_order_relaxed) == 0 &&
             n_bound_.load(std::memory_order_relaxed) == 0)
             return false;
         lock_.lock();
+        if (inbox && take_from_inbox(out)) {
+            lock_.unlock();
+            return true;
+        }
         bool ok = true;
         if (!bound_.empty() && (free_.empty() || free_.top_priority() < bound_.top_priority())) {
             bound_.pop(out);
@@ -152,10 +171,11 @@ class alignas(64) ReadyQueue {
 
     // Thief side: never blocks on a busy victim.
     bool steal(Task& out) {
-        if (n_free_.load(std::memory_order_relaxed) == 0) return false;
+        const bool inbox = inbox_.pending();
+        if (!inbox && n_free_.load(std::memory_order_relaxed) == 0) return false;
         if (!lock_.try_lock()) return false;
-        bool ok = false;
-        if (!free_.empty()) {
+        bool ok = inbox && take_from_inbox(out);
+        if (!ok && !free_.empty()) {
             free_.pop(out);
             n_free_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
             ok = true;
@@ -164,16 +184,31 @@ class alignas(64) ReadyQueue {
         return ok;
     }
 
-    std::size_t stealable() const noexcept { return n_free_.load(std::memory_order_seq_cst); }
+    std::size_t stealable() const noexcept {
+        return n_free_.load(std::memory_order_seq_cst) + inbox_.size();
+    }
     std::size_t bound() const noexcept { return n_bound_.load(std::memory_order_seq_cst); }
     std::size_t size() const noexcept { return stealable() + bound(); }
 
   private:
+    // Under the lock, with tasks in the inbox: when nothing else is queued, takes the oldest
+    // inbox task straight into `out` (returns true); otherwise moves a batch of them into
+    // the stealable queue, where their priorities count, and returns false.
+    bool take_from_inbox(Task& out) {
+        static constexpr std::size_t kBatch = 32;
+        if (free_.empty() && bound_.empty())
+            return inbox_.drain([&out](const Task& t) { out = t; }, 1) == 1;
+        if (inbox_.drain([this](const Task& t) { free_.push(t); }, kBatch) > 0)
+            n_free_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
+        return false;
+    }
+
     Spinlock lock_;
     std::atomic<std::uint32_t> n_free_{0};
     std::atomic<std::uint32_t> n_bound_{0};
     TaskQueue free_;
     TaskQueue bound_;
+    detail::Inbox inbox_;
 };
 
 }  // namespace cascade

@@ -3,6 +3,7 @@
 // a task waits for (set_indegree), where it runs (set_mapping, set_binding), in which order
 // (set_priority) and how it is called in diagnostics (set_name). fulfill_promise(k) may be
 // called from any thread; the task is queued when its last promise arrives.
+// fulfill_promises(keys) does the same for a range of keys (bulk insertion).
 #pragma once
 
 #include <functional>
@@ -56,30 +57,18 @@ class Taskflow : public detail::TaskflowBase {
     Threadpool* threadpool() const noexcept { return tp_; }
 
     // One promise of task k is fulfilled; when all indegree(k) are, k is queued.
-    void fulfill_promise(const K& k) {
-        if (!task_) throw UsageError("Taskflow '" + name_ + "': set_task was not called");
-        if (trace::recording()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
-            const Payload p{this, k};
-            trace::record_edge(&vtable_, &p, sizeof p);
-        }
-        const int deg = indegree_ ? indegree_(k) : 1;
-        if (deg < 1)
-            throw UsageError("task " + task_name(k) + ": indegree is " + std::to_string(deg) +
-                             " (must be >= 1)");
-        if (deg > 1 || checked_) {
-            int left = 0;
-            switch (table_.fulfill(k, deg, &left)) {
-                case PromiseTable<K>::Outcome::waiting:
-                    return;
-                case PromiseTable<K>::Outcome::ready:
-                    break;
-                case PromiseTable<K>::Outcome::already_done:
-                    throw UsageError("task " + task_name(k) +
-                                     ": promise fulfilled more times than its indegree (" +
-                                     std::to_string(deg) + ")");
-            }
-        }
-        make_ready(k);
+    void fulfill_promise(const K& k) { fulfill(k, false); }
+
+    // fulfill_promise for every key of a range (e.g. the sources of a graph), with one
+    // wake-up of sleeping workers at the end instead of one check per task.
+    template <class Range>
+    void fulfill_promises(const Range& keys) {
+        struct Wake {
+            Threadpool* tp;
+            ~Wake() { tp->wake_workers(); }
+        } wake{tp_};
+        for (const auto& k : keys)
+            fulfill(K(k), true);
     }
 
     // The diagnostic name of task k: set_name(k) if given, else "<taskflow>(<key>)".
@@ -112,6 +101,32 @@ class Taskflow : public detail::TaskflowBase {
     }
 
   private:
+    void fulfill(const K& k, bool quiet) {
+        if (!task_) throw UsageError("Taskflow '" + name_ + "': set_task was not called");
+        if (trace::recording_edges()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
+            const Payload p{this, k};
+            trace::record_edge(&vtable_, &p, sizeof p);
+        }
+        const int deg = indegree_ ? indegree_(k) : 1;
+        if (deg < 1)
+            throw UsageError("task " + task_name(k) + ": indegree is " + std::to_string(deg) +
+                             " (must be >= 1)");
+        if (deg > 1 || checked_) {
+            int left = 0;
+            switch (table_.fulfill(k, deg, &left)) {
+                case PromiseTable<K>::Outcome::waiting:
+                    return;
+                case PromiseTable<K>::Outcome::ready:
+                    break;
+                case PromiseTable<K>::Outcome::already_done:
+                    throw UsageError("task " + task_name(k) +
+                                     ": promise fulfilled more times than its indegree (" +
+                                     std::to_string(deg) + ")");
+            }
+        }
+        make_ready(k, quiet);
+    }
+
     struct Payload {
         Taskflow* tf;
         K key;
@@ -133,7 +148,7 @@ class Taskflow : public detail::TaskflowBase {
         key = key_to_string(p->key);
     }
 
-    void make_ready(const K& k) {
+    void make_ready(const K& k, bool quiet) {
         Task t;
         t.vt = &vtable_;
         t.priority = priority_ ? priority_(k) : 0.0;
@@ -143,7 +158,10 @@ class Taskflow : public detail::TaskflowBase {
             throw UsageError("task " + task_name(k) + ": mapping returned thread " +
                              std::to_string(thread) + ", outside [0, " +
                              std::to_string(tp_->size()) + ")");
-        tp_->push(t, thread, binding_ ? binding_(k) : false);
+        if (quiet)
+            tp_->push_quiet(t, thread, binding_ ? binding_(k) : false);
+        else
+            tp_->push(t, thread, binding_ ? binding_(k) : false);
     }
 
     template <class F>

@@ -2,6 +2,7 @@
 // steal stealable tasks from others, then back off (spin, yield, then sleep in the kernel).
 // join() returns once every worker is idle and no task is queued, then rethrows the first
 // exception a task raised and, in checked mode, reports tasks left waiting for promises.
+// The workers live from start() (or the first join()) until the pool is destroyed.
 #pragma once
 
 #include <atomic>
@@ -84,7 +85,8 @@ class Threadpool {
 
     // Starts the workers (if not started by the constructor). Tasks may be inserted before.
     void start();
-    // Waits until all work is done, stops the workers, and reports errors (see top).
+    // Waits until all work is done and reports errors (see top). The workers stay, asleep
+    // once idle: tasks queued after join() run at once, and a later join() waits for them.
     void join();
 
     int size() const noexcept { return n_; }
@@ -96,8 +98,14 @@ class Threadpool {
     // Index of the calling thread in this pool, or -1 for a thread outside it.
     int current_thread() const noexcept;
 
-    // Queues a ready task on worker `thread` (bound: only that worker may run it).
+    // Queues a ready task on worker `thread` (bound: only that worker may run it). From a
+    // thread outside the pool, stealable tasks of priority 0 go through the worker's inbox
+    // (no lock).
     void push(const Task& t, int thread, bool bound);
+    // Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
+    // the last one.
+    void push_quiet(const Task& t, int thread, bool bound);
+    void wake_workers() noexcept;
 
     // Queues a callable as a task. thread < 0: the calling worker, or round-robin.
     template <class F>
@@ -141,6 +149,9 @@ class Threadpool {
         std::uint64_t stolen = 0;
     };
 
+    bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
+    void wake_for(int thread, bool bound) noexcept;
+    void stop_workers() noexcept;
     void worker_loop(int me);
     void become_idle() noexcept;
     void become_active() noexcept;

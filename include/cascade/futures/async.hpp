@@ -72,6 +72,7 @@ struct FnBase {
     std::uint32_t sig = 0;
     std::uint64_t borrow = 0;  // parameters taken by const reference (see borrow_mask)
     AsyncOptions opts;
+    CallStats stats;  // of its remote calls
     virtual void on_request(Futures& fx, int source, std::uint64_t token, wire::Reader& r) = 0;
 };
 
@@ -214,8 +215,14 @@ class Futures {
     void receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
                       detail::BodySink* sink);
     ActiveMsgBase& body_msg() noexcept { return *body_am_; }
+    // Keeps `job` (a remote call, see detail::CallStats) for the communication thread to run
+    // at the end of the progress() call it is in; false when that cannot be (then queue it).
+    bool defer_to_comm_thread(detail::Job* job);
+    // Remote calls run by the communication thread so far (statistics).
+    std::uint64_t calls_on_comm_thread() const noexcept { return calls_on_comm_thread_; }
 
   private:
+    static bool run_deferred(void* self);
     enum Msg { request_msg, reply_msg, fetch_msg };
     void send_fetch(int owner, const detail::FetchHead& h);  // a fetch or a release
     template <class W, class Extra = Communicator::NoExtra>
@@ -236,6 +243,9 @@ class Futures {
     Threadpool& tp_;
     Communicator* comm_;
     int rank_ = 0, size_ = 1;
+    std::vector<detail::Job*> deferred_;  // communication thread only
+    bool running_deferred_ = false;
+    std::uint64_t calls_on_comm_thread_ = 0;
     ActiveMsg<view<char>>* ams_[3] = {nullptr, nullptr, nullptr};
     ActiveMsgBase* body_am_ = nullptr;  // futures.body: big arguments (see detail::Body)
     std::unique_ptr<std::atomic<detail::FnBase*>[]> fns_;
@@ -547,6 +557,7 @@ void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token,
     std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot, *c), ...); }, c->slots());
     r.expect_end();
     c->reply_to(ReplyTo{&fx, source, token, &name, opts.keep_result && !std::is_void_v<R>});
+    if (!opts.run_in_handler) c->set_stats(&stats);
     c->start(opts.run_in_handler);
 }
 

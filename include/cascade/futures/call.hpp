@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -185,9 +186,24 @@ class Call final : public State<R>, public Job, public BodySink {
         input_ready(nullptr);
     }
 
+    // Remote calls: runs are timed into `stats` (see CallStats).
+    void set_stats(CallStats* stats) noexcept { stats_ = stats; }
+
     void run_job() noexcept override {
         if (input_failed_.load(std::memory_order_acquire)) {
             this->set_error(input_error_);
+        } else if (stats_) {
+            const std::uint64_t waits = waits_on_this_thread();
+            const auto t0 = std::chrono::steady_clock::now();
+            try {
+                invoke(std::index_sequence_for<Ps...>{});
+            } catch (...) {
+                this->set_error(std::current_exception());
+            }
+            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count();
+            stats_->record(ns < CallStats::kShortNs && waits_on_this_thread() == waits);
         } else {
             try {
                 invoke(std::index_sequence_for<Ps...>{});
@@ -242,6 +258,8 @@ class Call final : public State<R>, public Job, public BodySink {
         if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
         if (inline_)
             run_job();
+        else if (stats_)
+            schedule_call(this, *stats_);
         else
             schedule(this);
     }
@@ -258,6 +276,7 @@ class Call final : public State<R>, public Job, public BodySink {
     }
 
     Fn fn_;
+    CallStats* stats_ = nullptr;
     std::uint64_t borrow_;
     std::tuple<Slot<Ps>...> slots_;
     std::array<Wake, N> wakes_;

@@ -273,5 +273,26 @@ void wait_ready(StateBase& s);
 // Queues a job on the current Futures context's pool (runs it inline without one).
 void schedule(Job* job);
 
+// How the latest runs of one remote function went. `streak` counts consecutive runs that
+// were short (under kShort) and never waited for a future. A call of a function with a
+// streak of kTrusted or more that arrives while the pool is idle runs on the communication
+// thread at the end of the progress() call that received it, outside any handler: a round
+// trip then costs no hand-off to a worker and back. A run that is long or waits resets the
+// streak, so the next calls go to workers again.
+struct CallStats {
+    static constexpr std::int64_t kShortNs = 10000;
+    static constexpr std::uint32_t kTrusted = 4;
+    std::atomic<std::uint32_t> streak{0};
+    void record(bool short_run) noexcept {
+        const std::uint32_t s = streak.load(std::memory_order_relaxed);
+        streak.store(short_run ? (s < kTrusted ? s + 1 : s) : 0, std::memory_order_relaxed);
+    }
+    bool trusted() const noexcept { return streak.load(std::memory_order_relaxed) >= kTrusted; }
+};
+// schedule() for a remote call, which may run on the communication thread (see CallStats).
+void schedule_call(Job* job, const CallStats& stats);
+// How many times the calling thread waited in wait_ready for a state not yet ready.
+std::uint64_t waits_on_this_thread() noexcept;
+
 }  // namespace detail
 }  // namespace cascade

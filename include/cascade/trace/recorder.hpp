@@ -2,6 +2,8 @@
 // CASCADE_DAG=<file.dot> is set (or after trace::configure), decided before pools start:
 //   - each worker records into its pool's Buffer (tasks, idle periods, steals), other threads
 //     (main, the one that drives MPI) into a Buffer of their own (sends, handlers, promises);
+//   - promise edges (fulfill_promise calls) are recorded only when the task graph is asked
+//     for (a DAG path);
 //   - names are resolved lazily: a task event keeps its Taskflow pointer and key; they
 //     become the set_name name when the Taskflow is destroyed or the trace is written;
 //   - at the end (Communicator destruction, or process exit without one) the events of every
@@ -30,11 +32,18 @@ struct Options {
 
 namespace detail {
 inline std::atomic<bool> g_recording{false};
-}
+inline std::atomic<bool> g_edges{false};
+}  // namespace detail
 
 // True when events are recorded. Cheap: one relaxed load.
 inline bool recording() noexcept {
     return detail::g_recording.load(std::memory_order_relaxed);
+}
+// True when promise edges are recorded too: only when the task graph is asked for
+// (CASCADE_DAG, Options::dag_path, on rank 0), since a 4-dependency task would otherwise
+// record four edges beside its own event.
+inline bool recording_edges() noexcept {
+    return detail::g_edges.load(std::memory_order_relaxed);
 }
 
 // Reads CASCADE_TRACE, CASCADE_DAG and CASCADE_TRACE_EVENTS once (later calls do nothing).
@@ -61,7 +70,7 @@ void register_kind(const TaskVTable* vt, PartsFn parts);
 void resolve_owner(const TaskVTable* vt, const void* owner);
 
 // fulfill_promise(k) on the calling thread: an edge from its current task (or handler) to
-// the task described by (vt, payload).
+// the task described by (vt, payload). Called only when recording_edges().
 void record_edge(const TaskVTable* vt, const void* payload, std::size_t bytes) noexcept;
 
 // ---- used by the exporter --------------------------------------------------------------------

@@ -1,0 +1,139 @@
+// Inbox: the tasks that threads outside a pool (the main thread seeding a graph, the thread
+// that runs message handlers) queue for one worker. Each such thread writes its own
+// single-producer lane: a queue of tasks and a tail index it alone advances with plain
+// stores, so a push takes no lock, no atomic read-modify-write and no fence, and never
+// touches the cache lines the worker uses for its own queue. The worker (or a thief, under
+// the worker's queue lock) moves published tasks into its ready queue in small batches. Lanes are
+// unbounded: segments of tasks linked by the producer, handed back to it for reuse once read.
+//
+// Lanes belong to threads, not to inboxes: a thread takes one of kLanes process-wide lane
+// numbers the first time it pushes from outside a pool and gives it back when it exits, so
+// a lane has one producer at a time. Threads beyond kLanes concurrent ones get none and use
+// the locked path of the ready queue.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+#include "cascade/core/task.hpp"
+
+namespace cascade::detail {
+
+class Inbox {
+  public:
+    static constexpr int kLanes = 4;
+    static constexpr std::uint64_t kSegment = 512;  // tasks per segment (32 KiB)
+    static constexpr std::uint64_t kPrefetch = 8;
+
+    Inbox() = default;
+    Inbox(const Inbox&) = delete;
+    Inbox& operator=(const Inbox&) = delete;
+    ~Inbox() {
+        for (Lane& l : lanes_) {
+            for (Segment* s = l.head_seg; s;) {
+                Segment* next = s->next.load(std::memory_order_relaxed);
+                std::free(s);
+                s = next;
+            }
+            std::free(l.spare.load(std::memory_order_relaxed));
+        }
+    }
+
+    // The calling thread's lane number, or -1 when all are taken (see top).
+    static int this_thread_lane() noexcept;
+
+    // Producer side, on `lane` (this_thread_lane() of the caller): appends t; false only when
+    // no memory could be had for a new segment. The task is visible to consumers once this
+    // returns; the caller orders the push before its check for sleeping workers
+    // (Notifier::publish_barrier).
+    bool push(int lane, const Task& t) noexcept {
+        Lane& l = lanes_[lane];
+        const std::uint64_t tail = l.tail.load(std::memory_order_relaxed);
+        const std::uint64_t i = tail % kSegment;
+        if (i == 0) [[unlikely]] {  // the first slot of a new segment
+            Segment* s = l.spare.exchange(nullptr, std::memory_order_acquire);
+            if (!s)
+                s = static_cast<Segment*>(std::aligned_alloc(alignof(Segment), sizeof(Segment)));
+            if (!s) return false;
+            s->next.store(nullptr, std::memory_order_relaxed);
+            if (l.tail_seg)
+                l.tail_seg->next.store(s, std::memory_order_relaxed);  // published by tail
+            else
+                l.head_seg = s;  // first use: published by tail
+            l.tail_seg = s;
+        }
+        // The slot's line was last read by the consumer's core: ask for lines a few pushes
+        // ahead, so that their transfers overlap instead of stalling each push.
+        if (i + kPrefetch < kSegment) __builtin_prefetch(&l.tail_seg->slots[i + kPrefetch], 1);
+        l.tail_seg->slots[i] = t;
+        l.tail.store(tail + 1, std::memory_order_release);
+        return true;
+    }
+
+    // Whether some lane holds published tasks (a hint: relaxed loads).
+    bool pending() const noexcept {
+        for (int i = 0; i < kLanes; ++i)
+            if (lanes_[i].tail.load(std::memory_order_relaxed) !=
+                heads_[i].load(std::memory_order_relaxed))
+                return true;
+        return false;
+    }
+    // Number of published tasks not yet taken.
+    std::size_t size() const noexcept {
+        std::size_t n = 0;
+        for (int i = 0; i < kLanes; ++i)
+            n += lanes_[i].tail.load(std::memory_order_seq_cst) -
+                 heads_[i].load(std::memory_order_seq_cst);
+        return n;
+    }
+
+    // Consumer side, called by one thread at a time (the owner of the ready queue's lock):
+    // hands up to `max` published tasks to sink(const Task&), oldest first in each lane.
+    // Returns the number of tasks moved.
+    template <class Sink>
+    std::size_t drain(Sink&& sink, std::size_t max) {
+        std::size_t moved = 0;
+        for (int i = 0; i < kLanes && moved < max; ++i) {
+            Lane& l = lanes_[i];
+            const std::uint64_t tail = l.tail.load(std::memory_order_acquire);
+            std::uint64_t head = heads_[i].load(std::memory_order_relaxed);
+            if (tail == head) continue;
+            const std::uint64_t end = std::min<std::uint64_t>(tail, head + (max - moved));
+            moved += end - head;
+            for (; head != end; ++head) {
+                std::uint64_t k = head % kSegment;
+                if (k == 0 && head != 0) {  // the previous segment is done: recycle it
+                    Segment* done = l.head_seg;
+                    l.head_seg = done->next.load(std::memory_order_relaxed);
+                    Segment* none = nullptr;
+                    if (!l.spare.compare_exchange_strong(none, done, std::memory_order_release,
+                                                         std::memory_order_relaxed))
+                        std::free(done);
+                }
+                sink(l.head_seg->slots[k]);
+            }
+            heads_[i].store(head, std::memory_order_release);
+        }
+        return moved;
+    }
+
+  private:
+    struct alignas(64) Segment {
+        Task slots[kSegment];
+        std::atomic<Segment*> next{nullptr};
+    };
+    struct alignas(64) Lane {
+        std::atomic<std::uint64_t> tail{0};    // written by the producer
+        Segment* tail_seg = nullptr;           // the producer's segment
+        Segment* head_seg = nullptr;           // the consumer's segment (set once by the producer)
+        std::atomic<Segment*> spare{nullptr};  // one emptied segment handed back for reuse
+    };
+    Lane lanes_[kLanes];
+    alignas(64) std::atomic<std::uint64_t> heads_[kLanes] = {};  // written by the consumer
+};
+
+}  // namespace cascade::detail
