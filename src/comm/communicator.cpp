@@ -8,9 +8,11 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cascade/core/errors.hpp"
 #include "cascade/trace/export.hpp"
+#include "cascade/trace/watchdog.hpp"
 
 #include "internal.hpp"
 
@@ -65,10 +67,21 @@ Communicator::~Communicator() {
                                 "join() finished"
                               : ": the Communicator is destroyed by an exception") +
                   "; the other ranks would wait for this one forever, so the job ends here");
-    // Complete what is in flight so MPI can shut down cleanly.
-    for (auto& s : sends_)
-        if (!s.reqs.empty())
-            MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
+    // Complete what is in flight so MPI can shut down cleanly (a peer that never receives it
+    // is the watchdog's).
+    const auto since = std::chrono::steady_clock::now();
+    for (auto& ps : sends_) {
+        int done = ps.reqs.empty();
+        while (!done) {
+            if (MPI_Testall(static_cast<int>(ps.reqs.size()), ps.reqs.data(), &done,
+                            MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+                break;
+            if (!done) {
+                check_stall("~Communicator, completing sends", since);
+                std::this_thread::yield();
+            }
+        }
+    }
     for (auto& r : large_recvs_)
         for (auto& q : r.reqs) {
             MPI_Cancel(&q);
@@ -226,8 +239,11 @@ void Communicator::attach(Threadpool& tp) {
 void Communicator::detach(Threadpool& tp) noexcept {
     if (tp_ != &tp) return;
     tp_ = nullptr;
-    // Destroyed while an exception unwinds: its join() never ran (or never finished).
-    if (std::uncaught_exceptions() > 0) abandoned_ = true;
+    // Destroyed while an exception unwinds, with work this rank never finished a join() for
+    // (or none at all yet): the other ranks may be waiting for it in theirs.
+    if (std::uncaught_exceptions() > 0 &&
+        (joins_done_ == 0 || joining_.load() || queued() != settled_q_ || processed_ != settled_p_))
+        abandoned_ = true;
 }
 
 void Communicator::sent_from_outside(const ActiveMsgBase& am) {
@@ -278,8 +294,75 @@ std::string Communicator::describe_state() const {
 void Communicator::abort_job(const std::string& what) {
     std::fprintf(stderr, "cascade: fatal: %s\n", what.c_str());
     std::fflush(stderr);
+    if (trace::recording() && comm_ != MPI_COMM_NULL) {
+        // What led here stays on disk: this rank's events, and those of every rank that
+        // answers in time (they write theirs when told, see on_ctrl).
+        write_trace_of_rank();
+        if (on_comm_thread()) tell_peers_of_abort();
+    }
     MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, 1);
     std::abort();
+}
+
+void Communicator::check_stall(const char* what, std::chrono::steady_clock::time_point since) {
+    const double limit = trace::watchdog_limit_from_env();
+    if (limit <= 0) return;
+    const double quiet =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+    if (quiet < limit) return;
+    abort_job("rank " + std::to_string(rank_) + ": watchdog: " + what + " made no progress for " +
+              std::to_string(static_cast<long>(quiet)) + " s (CASCADE_WATCHDOG=" +
+              std::to_string(static_cast<long>(limit)) + "); " + describe_state());
+}
+
+std::vector<std::string> Communicator::am_names() const {
+    std::vector<std::string> names;
+    for (auto& am : ams_)
+        names.push_back(am->name());
+    return names;
+}
+
+void Communicator::write_trace_of_rank() noexcept {
+    if (trace_written_) return;
+    trace_written_ = true;
+    try {
+        trace::write_rank(rank_, am_names());
+    } catch (...) {
+    }
+}
+
+// Sends ABORT to every other rank and waits (at most kAbortWait) for their ABORT_ACK, which
+// they send after writing their events.
+void Communicator::tell_peers_of_abort() noexcept {
+    constexpr auto kAbortWait = std::chrono::seconds(3);
+    std::vector<CtrlMsg> msgs(static_cast<std::size_t>(size_), CtrlMsg{ABORT, epoch_, 0, 0, 0});
+    std::vector<MPI_Request> reqs;
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        MPI_Request q;
+        if (MPI_Isend(&msgs[static_cast<std::size_t>(r)], sizeof(CtrlMsg), MPI_BYTE, r, TAG_CTRL,
+                      comm_, &q) == MPI_SUCCESS)
+            reqs.push_back(q);
+    }
+    int acks = 0;
+    const auto end = std::chrono::steady_clock::now() + kAbortWait;
+    while (acks < size_ - 1 && std::chrono::steady_clock::now() < end) {
+        const int slot = ctrl_head_;
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Test(&ctrl_req_[slot], &flag, &st) != MPI_SUCCESS) break;
+        if (!flag) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+        }
+        if (ctrl_buf_[slot].type == ABORT_ACK) ++acks;
+        post_ctrl_slot(slot);
+        ctrl_head_ = (ctrl_head_ + 1) % kCtrlSlots;
+    }
+    for (auto& q : reqs) {  // whatever was not delivered stays behind (MPI_Abort follows)
+        int done = 0;
+        MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+    }
 }
 
 // The distributed Threadpool constructor lives here, with the layer it depends on.

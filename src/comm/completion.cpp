@@ -48,6 +48,13 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
 void Communicator::on_ctrl(int source, const CtrlMsg& m) {
     if (trace::recording()) [[unlikely]]
         trace_ctrl(source, m, true);
+    if (m.type == ABORT) {  // rank `source` ends the job: leave this rank's events on disk
+        write_trace_of_rank();
+        CtrlMsg ack{ABORT_ACK, epoch_, 0, 0, 0};
+        MPI_Send(&ack, sizeof ack, MPI_BYTE, source, TAG_CTRL, comm_);
+        return;
+    }
+    if (m.type == ABORT_ACK) return;
     if (m.epoch != epoch_) {
         // A message of a later epoch (its sender finished this one first) is kept for then;
         // one of an earlier epoch cannot matter any more.
@@ -182,7 +189,12 @@ PollResult Communicator::poll(Threadpool& tp) {
         tp.fail(std::current_exception());
         r = PollResult::done;
     }
-    if (r == PollResult::done) joining_.store(false, std::memory_order_relaxed);
+    if (r == PollResult::done) {
+        joining_.store(false, std::memory_order_relaxed);
+        ++joins_done_;
+        settled_q_ = queued();
+        settled_p_ = processed_;
+    }
     return r;
 }
 
@@ -205,9 +217,13 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         // Only complete sends here: running handlers now would run messages of the next
         // epoch inside this one (ranks that finished first may have sent them already).
         reset_epoch();
+        const auto since = std::chrono::steady_clock::now();
         while (!sends_.empty()) {
             test_sends();
-            if (!sends_.empty()) std::this_thread::yield();
+            if (!sends_.empty()) {
+                check_stall("join(), completing the last sends of an epoch", since);
+                std::this_thread::yield();
+            }
         }
         return PollResult::done;
     }

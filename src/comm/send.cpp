@@ -3,6 +3,7 @@
 #include "cascade/comm/communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -173,9 +174,13 @@ void Communicator::flush_blocking() {
         return std::any_of(sends_.begin(), sends_.end(),
                            [&](const PendingSend& s) { return !s.large && s.serial < upto; });
     };
+    auto moved = std::chrono::steady_clock::now();
     while (pending()) {
-        progress();
-        if (pending()) std::this_thread::yield();
+        if (progress()) moved = std::chrono::steady_clock::now();
+        if (pending()) {
+            check_stall("flush_blocking (a blocking_send)", moved);
+            std::this_thread::yield();
+        }
     }
 }
 

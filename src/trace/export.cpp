@@ -4,7 +4,11 @@
 // both the flow arrows and the cross-rank promise edges.
 #include "cascade/trace/export.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -117,12 +121,15 @@ std::vector<char> serialize(const RankData& d) {
     return out;
 }
 
+// Parsing bytes that came over the network: every count is checked against the bytes left
+// before anything is allocated from it, and nothing may be left over.
 struct Reader {
     const char* p;
     const char* end;
+    std::size_t left() const { return static_cast<std::size_t>(end - p); }
     void get(void* dst, std::size_t n) {
-        if (static_cast<std::size_t>(end - p) < n) throw std::runtime_error("truncated trace data");
-        std::memcpy(dst, p, n);
+        if (left() < n) throw std::runtime_error("truncated trace data");
+        if (n) std::memcpy(dst, p, n);
         p += n;
     }
     std::uint64_t u64() {
@@ -130,31 +137,53 @@ struct Reader {
         get(&v, sizeof v);
         return v;
     }
-    std::string str() {
+    // A count of items of at least `min_bytes` each that must fit in what is left.
+    std::size_t count(std::size_t min_bytes) {
         const std::uint64_t n = u64();
+        if (n > left() / min_bytes) throw std::runtime_error("trace data: count past the end");
+        return static_cast<std::size_t>(n);
+    }
+    std::string str() {
+        const std::size_t n = count(1);
         std::string s(n, '\0');
         get(s.data(), n);
         return s;
     }
 };
 
+constexpr std::uint8_t kMaxKind = static_cast<std::uint8_t>(Kind::edge);  // the last kind
+
 RankData deserialize(const char* p, std::size_t n) {
     Reader r{p, p + n};
     RankData d;
-    d.rank = static_cast<int>(r.u64());
+    const std::uint64_t rank = r.u64();
+    if (rank >= (std::uint64_t(1) << 24)) throw std::runtime_error("trace data: bad rank");
+    d.rank = static_cast<int>(rank);
     d.offset = static_cast<std::int64_t>(r.u64());
-    d.strings.resize(r.u64());
+    // Times are nanoseconds: anything past 2^62 (146 years) is garbage, and bounding them
+    // keeps the sums and differences the writer takes inside 64 bits.
+    constexpr std::int64_t kMaxTime = std::int64_t(1) << 62;
+    auto time_ok = [&](std::int64_t t) { return t > -kMaxTime && t < kMaxTime; };
+    if (!time_ok(d.offset)) throw std::runtime_error("trace data: bad clock offset");
+    d.strings.resize(r.count(sizeof(std::uint64_t)));
     for (auto& s : d.strings)
         s = r.str();
-    const std::uint64_t nt = r.u64();
-    for (std::uint64_t t = 0; t < nt; ++t) {
+    const std::size_t nt = r.count(4 * sizeof(std::uint64_t));
+    for (std::size_t t = 0; t < nt; ++t) {
         d.threads.push_back(r.str());
         d.progress.push_back(r.u64());
         d.dropped.push_back(r.u64());
-        std::vector<Flat> evs(r.u64());
+        std::vector<Flat> evs(r.count(sizeof(Flat)));
         r.get(evs.data(), evs.size() * sizeof(Flat));
+        for (const Flat& f : evs) {
+            if (f.kind == 0 || f.kind > kMaxKind)
+                throw std::runtime_error("trace data: unknown event kind " +
+                                         std::to_string(f.kind));
+            if (!time_ok(f.t0) || !time_ok(f.t1)) throw std::runtime_error("trace data: bad time");
+        }
         d.events.push_back(std::move(evs));
     }
+    if (r.left() != 0) throw std::runtime_error("trace data: bytes left over");
     return d;
 }
 
@@ -471,16 +500,16 @@ class Writer {
             auto it = sends_.find({f.peer, d.rank, f.a});
             if (it == sends_.end()) return node(f.peer, "(unrecorded sender)", false);
             const Where w = it->second;
-            const RankData& s = ranks_[static_cast<std::size_t>(w.rank)];
+            const RankData& s = ranks_[pos_.at(w.rank)];
             return caller(s, w.thread, s.events[w.thread][w.index].c, am, depth + 1);
         }
         return node(d.rank, d.threads[t], false);
     }
 
     void build_graph() {
-        // Ranks are indexed by position below; make rank == position (they are 0..n-1).
+        // Where each rank's data is (one rank alone when a rank wrote its own events).
         for (std::size_t i = 0; i < ranks_.size(); ++i)
-            if (ranks_[i].rank != static_cast<int>(i)) throw std::runtime_error("missing rank");
+            if (!pos_.emplace(ranks_[i].rank, i).second) throw std::runtime_error("rank twice");
         for (auto& d : ranks_)
             for (auto& evs : d.events)
                 for (auto& f : evs)
@@ -497,6 +526,7 @@ class Writer {
     }
 
     std::vector<RankData> ranks_;
+    std::map<int, std::size_t> pos_;  // rank -> index in ranks_
     std::int64_t base_ = 0;
     bool first_ = true;
     std::uint64_t async_id_ = 0;
@@ -507,24 +537,48 @@ class Writer {
     std::map<std::tuple<std::size_t, std::size_t, std::string>, std::uint64_t> edges_;
 };
 
+// Writes a file whole or not at all: into a fresh temporary name beside it (created
+// exclusively, never through a symbolic link), then renamed over `path` (which replaces a
+// link at `path` instead of writing where it points). Returns false after printing why.
+bool write_file(const std::string& path, const char* what,
+                const std::function<void(std::FILE*)>& body) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    std::FILE* f = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
+    if (!f) {
+        std::cerr << "cascade: trace: cannot write " << what << " to '" << tmp
+                  << "': " << std::strerror(errno) << '\n';
+        if (fd >= 0) ::close(fd);
+        return false;
+    }
+    bool ok = true;
+    try {
+        body(f);
+    } catch (const std::exception& e) {
+        std::cerr << "cascade: trace: writing " << what << ": " << e.what() << '\n';
+        ok = false;
+    }
+    ok = std::fflush(f) == 0 && !std::ferror(f) && ok;
+    ok = std::fclose(f) == 0 && ok;
+    if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::cerr << "cascade: trace: cannot write " << what << " to '" << path
+                  << "': " << std::strerror(errno) << '\n';
+        ok = false;
+    } else if (!ok) {
+        std::cerr << "cascade: trace: cannot write " << what << " to '" << path << "'\n";
+    }
+    if (!ok) ::unlink(tmp.c_str());
+    return ok;
+}
+
 void write_files(std::vector<RankData> ranks) {
     const Options& o = options();
     if (o.trace_path.empty() && o.dag_path.empty()) return;
     Writer w(std::move(ranks));
-    auto write = [](const std::string& path, const char* what, auto&& body) {
-        std::FILE* f = std::fopen(path.c_str(), "w");
-        if (!f) {
-            std::cerr << "cascade: trace: cannot write " << what << " to '" << path
-                      << "': " << std::strerror(errno) << '\n';
-            return;
-        }
-        body(f);
-        std::fclose(f);
-    };
     if (!o.trace_path.empty())
-        write(o.trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
+        write_file(o.trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
     if (!o.dag_path.empty())
-        write(o.dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
+        write_file(o.dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
     std::cerr << "cascade: trace: " << w.event_count() << " events";
     if (!o.trace_path.empty()) std::cerr << " -> " << o.trace_path;
     if (!o.dag_path.empty()) std::cerr << ", graph -> " << o.dag_path;
@@ -534,6 +588,13 @@ void write_files(std::vector<RankData> ranks) {
                   << " events dropped (a thread's buffer was full); raise CASCADE_TRACE_EVENTS "
                      "(now "
                   << o.events_per_thread << " per thread)\n";
+}
+
+// Rank 0's trace path, known on every rank (sync_clocks): where a rank that ends the job
+// writes its own events (<path>.rank<N>.json).
+std::string& abort_base() {
+    static std::string* s = new std::string;
+    return *s;
 }
 
 }  // namespace
@@ -557,6 +618,17 @@ void sync_clocks(MPI_Comm comm) {
         detail::g_recording.store(true);
     }
     detail::g_edges.store((on & 2) != 0);
+    // Every rank learns rank 0's trace path: a rank that ends the job early writes its own
+    // events beside it.
+    {
+        std::string path = rank == 0 ? options().trace_path : std::string();
+        if (path.empty() && rank == 0) path = options().dag_path;
+        long long len = static_cast<long long>(path.size());
+        MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm);
+        path.resize(static_cast<std::size_t>(len));
+        if (len > 0) MPI_Bcast(path.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
+        abort_base() = path;
+    }
     // Offset to rank 0's clock, from the round trip with the smallest delay.
     if (rank == 0) {
         for (int r = 1; r < size; ++r)
@@ -613,6 +685,35 @@ void finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
     }
     write_files(std::move(all));
 }
+
+void write_rank(int rank, const std::vector<std::string>& am_names) noexcept {
+    if (!recording() || abort_base().empty()) return;
+    try {
+        std::vector<RankData> one;
+        one.push_back(collect(rank, &am_names));
+        std::string path = abort_base();
+        if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0)
+            path.resize(path.size() - 5);
+        path += ".rank" + std::to_string(rank) + ".json";
+        Writer w(std::move(one));
+        if (write_file(path, "this rank's events", [&](std::FILE* f) { w.write_json(f); }))
+            std::fprintf(stderr, "cascade: trace: rank %d: %zu events -> %s\n", rank,
+                         w.event_count(), path.c_str());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cascade: trace: rank %d: could not write its events: %s\n", rank,
+                     e.what());
+    }
+}
+
+namespace detail {
+void render_rank_blob(const char* data, std::size_t size, std::FILE* out) {
+    std::vector<RankData> one;
+    one.push_back(deserialize(data, size));
+    Writer w(std::move(one));
+    w.write_json(out);
+    w.write_dot(out);
+}
+}  // namespace detail
 
 void write_at_exit() {
     if (!recording() || written()) return;

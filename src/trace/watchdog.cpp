@@ -11,7 +11,7 @@ namespace cascade::trace {
 double watchdog_limit_from_env() {
     static const double limit = [] {
         const char* v = std::getenv("CASCADE_WATCHDOG");
-        if (!v || !*v) return 0.0;
+        if (!v || !*v) return kDefaultWatchdogSeconds;
         char* end = nullptr;
         const double s = std::strtod(v, &end);
         if (*end != '\0' || !std::isfinite(s) || s < 0)

@@ -176,6 +176,11 @@ class Communicator : public JoinHook {
         std::uint64_t seq = 0;  // frames queued to this destination so far (names them in traces)
     };
 
+    // The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
+    // thread, draining sends, the destructor): ends the job with `what` and this rank's state
+    // once nothing moved since `since` for longer than the watchdog limit (CASCADE_WATCHDOG).
+    void check_stall(const char* what, std::chrono::steady_clock::time_point since);
+
     // For tests of fail-stop: f runs at the start of every progress() on this rank (it may
     // throw, as a failing MPI call or allocation would). Null: none.
     void set_progress_fault_for_test(std::function<void()> f) { progress_fault_ = std::move(f); }
@@ -201,7 +206,8 @@ class Communicator : public JoinHook {
         std::int64_t t0 = 0;
         bool counted = true;  // a large AM (counts as processed once here), not a body
     };
-    enum Ctrl : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN };
+    // ABORT: the sender ends the job (a trace is recorded): write your events, then ABORT_ACK.
+    enum Ctrl : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN, ABORT, ABORT_ACK };
     struct CtrlMsg {
         std::uint32_t type;
         std::uint32_t epoch;
@@ -216,6 +222,9 @@ class Communicator : public JoinHook {
     void receive_big(int source, const detail::FrameRef& announce);
     bool test_big_recvs();
     PollResult poll_once(Threadpool& tp);
+    std::vector<std::string> am_names() const;
+    void write_trace_of_rank() noexcept;
+    void tell_peers_of_abort() noexcept;
     void sent_from_outside(const ActiveMsgBase& am);
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
@@ -287,8 +296,11 @@ class Communicator : public JoinHook {
     // join() runs (from its first poll until it returns): a send from a thread outside the
     // pool then could change the counts after completion was confirmed (checked mode says so).
     std::atomic<bool> joining_{false};
-    bool abandoned_ = false;         // the pool was destroyed by an exception, without join()
-    std::uint64_t send_serial_ = 1;  // next frame message's PendingSend::serial
+    bool abandoned_ = false;        // the pool was destroyed by an exception, work unfinished
+    bool trace_written_ = false;    // this rank's events were written on the way to an abort
+    std::uint64_t joins_done_ = 0;  // join()s that completed
+    std::uint64_t settled_q_ = 0, settled_p_ = 0;  // counts when the last one completed
+    std::uint64_t send_serial_ = 1;                // next frame message's PendingSend::serial
     Threadpool* tp_ = nullptr;
 
     std::atomic<std::uint64_t> queued_{0};
