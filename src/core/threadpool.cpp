@@ -389,6 +389,7 @@ void Threadpool::join() {
                                  "(CASCADE_WATCHDOG=%g)\n",
                                  rank_prefix().c_str(), opts_.name.c_str(), n_ - idle,
                                  watchdog.limit_seconds(), watchdog.limit_seconds());
+                    watchdog_report(watchdog.quiet_seconds(), watchdog.limit_seconds());
                     watchdog.restart();
                 } else {
                     watchdog_fire(watchdog.quiet_seconds(), watchdog.limit_seconds());
@@ -474,6 +475,16 @@ std::uint64_t Threadpool::tasks_stolen() const noexcept {
 // what this rank waits for and end the job (a stuck task may never return, so we cannot
 // unwind).
 void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
+    watchdog_report(quiet_seconds, limit_seconds);
+    const std::string who = rank_prefix();
+    // Give the other ranks (whose watchdogs fire about now) a moment to print theirs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (hook_) hook_->abort_job(who + "watchdog: join() made no progress; see above");
+    JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
+}
+
+// What this rank waits for (also printed with the warning about a long task).
+void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
     std::ostringstream os;
     const std::string who = rank_prefix();
     os << "cascade: watchdog: " << who << "Threadpool '" << opts_.name << "': join() saw no task "
@@ -507,10 +518,6 @@ void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
     const std::string report = os.str();
     std::fputs(report.c_str(), stderr);
     std::fflush(stderr);
-    // Give the other ranks (whose watchdogs fire about now) a moment to print theirs.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    if (hook_) hook_->abort_job(who + "watchdog: join() made no progress; see above");
-    JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
 }
 
 void JoinHook::abort_job(const std::string& what) {
