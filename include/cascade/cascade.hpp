@@ -9,4 +9,5 @@
 #include "cascade/core/taskflow.hpp"
 #include "cascade/core/threadpool.hpp"
 #include "cascade/futures/futures.hpp"
+#include "cascade/objects/objects.hpp"
 #include "cascade/trace/recorder.hpp"

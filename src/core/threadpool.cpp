@@ -107,7 +107,10 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
 }
 
 Threadpool::~Threadpool() {
-    if (running_.load() && !std::uncaught_exceptions()) {
+    // Join what was started since the last join() (a joined pool is not joined again: with a
+    // communicator that would be one more completion round, which all ranks would have to
+    // enter).
+    if (armed_ && running_.load() && !std::uncaught_exceptions()) {
         try {
             join();
         } catch (const std::exception& e) {
@@ -130,6 +133,7 @@ void Threadpool::stop_workers() noexcept {
 }
 
 void Threadpool::start() {
+    armed_ = true;
     if (running_.exchange(true)) return;
     stop_.store(false);
     idle_state_.store(0);
@@ -424,6 +428,7 @@ void Threadpool::join() {
     }
     // The workers stay: they back off and sleep until the next task or the destructor, so
     // that an iterative code joining every step does not pay for new threads each time.
+    armed_ = false;
 
     std::exception_ptr err;
     {

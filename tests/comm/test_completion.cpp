@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -117,6 +118,18 @@ TEST(Completion, AdversarialChainsNeverEndEarly) {
     }
     tp.join();
     EXPECT_EQ(failures, 0);
+}
+
+// The workers outlive join(), but destroying a pool that was joined (and not started again)
+// is local: it must not begin another completion round that the other ranks, busy
+// elsewhere, would never answer.
+TEST(Completion, DestroyingAJoinedPoolIsLocal) {
+    Communicator comm;
+    auto tp = std::make_unique<Threadpool>(1, &comm);
+    tp->join();
+    if (comm.comm_rank() == 0) tp.reset();
+    MPI_Barrier(MPI_COMM_WORLD);
+    tp.reset();
 }
 
 TEST(Completion, IdleRanksJoinPromptly) {

@@ -84,6 +84,8 @@ class Threadpool {
     ~Threadpool();
 
     // Starts the workers (if not started by the constructor). Tasks may be inserted before.
+    // After a join() the workers are still there; start() then only marks the pool as having
+    // work for the destructor to join (as the constructor's start does).
     void start();
     // Waits until all work is done and reports errors (see top). The workers stay, asleep
     // once idle: tasks queued after join() run at once, and a later join() waits for them.
@@ -173,6 +175,7 @@ class Threadpool {
     std::vector<std::thread> threads_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
+    bool armed_ = false;  // start() called since the last join(): the destructor joins
     std::atomic<std::uint32_t> join_word_{0};
     std::atomic<bool> joiner_sleeping_{false};
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};

@@ -85,9 +85,11 @@ class Inbox {
     // Number of published tasks not yet taken.
     std::size_t size() const noexcept {
         std::size_t n = 0;
-        for (int i = 0; i < kLanes; ++i)
-            n += lanes_[i].tail.load(std::memory_order_seq_cst) -
-                 heads_[i].load(std::memory_order_seq_cst);
+        for (int i = 0; i < kLanes; ++i) {
+            // Head first: it never passes a tail read after it.
+            const std::uint64_t head = heads_[i].load(std::memory_order_seq_cst);
+            n += lanes_[i].tail.load(std::memory_order_seq_cst) - head;
+        }
         return n;
     }
 

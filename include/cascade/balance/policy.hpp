@@ -1,0 +1,48 @@
+// BalancePolicy: how a rank decides which of its mobile objects to move where (the shape of
+// PREMA's ilb::scheduler). A Balancer calls it; a policy only decides, the objects layer keeps
+// every guarantee (ordering, exclusivity, exactly once, completion) whatever it asks.
+//
+//   struct Rotate : cascade::BalancePolicy {              // every object moves at every step
+//       const char* name() const override { return "rotate"; }
+//       void balance(cascade::Balancer& b) override {
+//           for (const auto& o : b.local_objects())
+//               if (!o.pinned) b.migrate(o.key, (b.rank() + 1) % b.size());
+//       }
+//   };
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "cascade/objects/mobile_ptr.hpp"
+
+namespace cascade {
+
+class Balancer;
+
+class BalancePolicy {
+  public:
+    virtual ~BalancePolicy() = default;
+    /// For diagnostics and CASCADE_BALANCE.
+    virtual const char* name() const = 0;
+    /// The periodic balancing step (PREMA's dist_balance): on a worker of this rank, at most
+    /// one at a time, every BalanceOptions::period_s while handlers run here. May read the
+    /// loads, migrate local objects and send policy messages.
+    virtual void balance(Balancer& b) = 0;
+    /// A handler ran on `key` for `seconds` (PREMA's notify): the object's load changed.
+    virtual void notify(Balancer& b, const ObjectKey& key, double seconds) {
+        (void)b, (void)key, (void)seconds;
+    }
+    /// A message another rank's policy sent with Balancer::send (communication thread).
+    virtual void on_message(Balancer& b, int source, const char* data, std::size_t size) {
+        (void)b, (void)source, (void)data, (void)size;
+    }
+};
+
+/// Policies that ship with Cascade, by name: "none" (never moves anything) and "rotate"
+/// (every unpinned object moves to the next rank at every step: tests pack, unpack and
+/// ordering under constant migration). Throws UsageError for another name.
+std::unique_ptr<BalancePolicy> make_policy(const std::string& name);
+
+}  // namespace cascade

@@ -1,0 +1,113 @@
+// What one rank keeps about mobile objects: the type-erased operations of each object type,
+// the record of an object that lives here (its access state, its queue of requests, the
+// per-sender ordering state and its load), and the directory entry every rank keeps for
+// the objects it knows (last known location and version, its own sequence counter).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "cascade/comm/serialization.hpp"
+#include "cascade/objects/detail/invocation.hpp"
+#include "cascade/objects/mobile_ptr.hpp"
+
+namespace cascade::detail {
+
+// Per object type: how to pack, unpack and free it (through its codec).
+struct ObjectType {
+    std::uint32_t hash = 0;
+    const char* name = "";  // interned: valid for the whole process
+    void (*destroy)(void*) = nullptr;
+    std::size_t (*size)(const void*) = nullptr;
+    char* (*pack)(const void*, char*) = nullptr;
+    void* (*unpack)(wire::Reader&) = nullptr;
+    std::function<double(const void*)> load;  // user load function (Objects::set_load)
+    const char* migrate_label = "";           // task names: "migrate(<type>", "destroy(<type>"
+    const char* destroy_label = "";
+    const char* pin_label = "";
+};
+
+// Names that tasks carry: they are read when the trace is written, after the Objects is
+// gone, so they live as long as the process.
+const char* intern(const std::string& s);
+
+template <class T>
+std::string type_name() {
+    // "... [with T = Name]" (GCC, Clang) -> "Name"
+    std::string s = __PRETTY_FUNCTION__;
+    auto b = s.find("T = ");
+    if (b == std::string::npos) return "object";
+    b += 4;
+    auto e = s.find_first_of(";]", b);
+    return s.substr(b, e - b);
+}
+
+template <class T>
+ObjectType make_object_type() {
+    ObjectType t;
+    t.name = intern(type_name<T>());
+    t.migrate_label = intern("migrate(" + type_name<T>());
+    t.destroy_label = intern("destroy(" + type_name<T>());
+    t.pin_label = intern("pin(" + type_name<T>());
+    t.hash = wire::hash_name(wire::type_names<T>());
+    t.destroy = [](void* p) { delete static_cast<T*>(p); };
+    t.size = [](const void* p) { return wire::size_of(*static_cast<const T*>(p)); };
+    t.pack = [](const void* p, char* out) {
+        wire::Writer w(out);
+        w.put(*static_cast<const T*>(p));
+        return w.position();
+    };
+    t.unpack = [](wire::Reader& r) -> void* {
+        auto* p = new T();
+        try {
+            r.read_into(*p);
+        } catch (...) {
+            delete p;
+            throw;
+        }
+        return p;
+    };
+    return t;
+}
+
+// An object living on this rank.
+struct Record {
+    ObjectKey key;
+    const ObjectType* type = nullptr;
+    void* obj = nullptr;
+    std::uint64_t version = 0;  // migrations so far
+    int running_shared = 0;
+    bool running_exclusive = false;
+    bool migrating = false;         // a migration runs: start nothing more
+    bool pinned = false;            // balancing policies leave it where it is (travels with it)
+    std::deque<Invocation*> ready;  // in order, waiting for access
+    // Arrived ahead of an earlier request from the same sender: (sender, seq) -> request.
+    std::map<std::pair<int, std::uint64_t>, Invocation*> held;
+    std::vector<std::pair<int, std::uint64_t>> expected;  // next seq per sender
+    double busy_s = 0;                                    // measured handler time (load)
+    std::uint64_t handled = 0;                            // handlers run
+    std::uint64_t& next_expected(int sender) {
+        for (auto& e : expected)
+            if (e.first == sender) return e.second;
+        expected.emplace_back(sender, 0);
+        return expected.back().second;
+    }
+};
+
+// What this rank knows of one object.
+struct Entry {
+    int loc = -1;                      // last known location (the home's is authoritative)
+    std::uint64_t ver = 0;             // the object's version at that location
+    std::unique_ptr<Record> rec;       // set while the object lives here
+    std::uint64_t next_seq = 0;        // sequence number of this rank's next request to it
+    std::vector<Invocation*> waiting;  // arrived before the object (it is on its way here)
+    bool destroyed = false;
+    int destroyed_on = -1;
+};
+
+}  // namespace cascade::detail

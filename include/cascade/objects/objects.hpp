@@ -1,0 +1,409 @@
+// Objects: the mobile-object layer of a pool (PREMA's mobile object layer). Data lives in
+// objects that can move between ranks; handlers run where the object is.
+//
+//   cascade::Objects objs(tp, comm);                          // same point on every rank
+//   auto add = objs.make_handler<Counter>([](Counter& c, long& n) { c.value += n; }, {.name =
+//   "add"}); cascade::mobile_ptr<Counter> p = objs.create<Counter>();  // lives here first
+//   add->invoke(p, 5L);                                       // any rank, any thread
+//   objs.migrate(p, 1);                                       // from any rank
+//   tp.join();                                                // every invoke has run
+//
+// Handlers (make_handler) and object types are registered in the same order on every rank.
+// A request goes to the object's last known location on the sending rank (its home rank if
+// it knows nothing better); a rank that no longer holds the object forwards it, at most
+// twice before sending it through the home rank, which always knows where the object is;
+// the rank that runs a forwarded request tells the sender where the object is (a lazy
+// update), so its next requests go straight there. Requests from one rank to one object run
+// in the order they were issued, also across migrations (sequence numbers per sender travel
+// with the object, as do the requests queued on it). See docs/objects.md.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/communicator.hpp"
+#include "cascade/core/errors.hpp"
+#include "cascade/core/threadpool.hpp"
+#include "cascade/futures/futures.hpp"
+#include "cascade/objects/access.hpp"
+#include "cascade/objects/detail/record.hpp"
+#include "cascade/objects/handler.hpp"
+#include "cascade/objects/mobile_ptr.hpp"
+
+namespace cascade {
+
+/// Load of one object living on this rank.
+struct ObjectLoad {
+    ObjectKey key;
+    const char* type = "";
+    double load = 0;            ///< the user load function's value, else busy_s
+    double busy_s = 0;          ///< measured time of the handlers run on it (everywhere)
+    std::size_t pending = 0;    ///< requests queued on it here
+    bool pinned = false;        ///< Objects::pin: balancing leaves it here
+    std::uint64_t handled = 0;  ///< handlers run on it (everywhere)
+};
+
+/// Told after each handler that ran on this rank (the balancing layer's view of load).
+class ObjectsObserver {
+  public:
+    virtual ~ObjectsObserver() = default;
+    /// On the worker that ran the handler, after the object is free again.
+    virtual void after_handler(const ObjectKey& key, double seconds) = 0;
+};
+
+/// Counters of this rank (read after join(), or any time for a rough view).
+struct ObjectsStats {
+    std::uint64_t handlers_run = 0;          ///< handlers run here
+    std::uint64_t forwards = 0;              ///< requests this rank forwarded
+    std::uint64_t lazy_updates = 0;          ///< location updates this rank sent to senders
+    std::uint64_t migrations_out = 0;        ///< objects that left this rank
+    std::uint64_t migrations_in = 0;         ///< objects that arrived here
+    std::uint64_t parked = 0;                ///< requests that arrived before their object
+    std::uint64_t max_hops = 0;              ///< most forwards of a request run here
+    std::uint64_t max_hops_before_home = 0;  ///< most forwards before one went to the home
+    std::array<std::uint64_t, 8> by_hops{};  ///< requests run here by forwards (7: 7 or more)
+};
+
+class Objects {
+  public:
+    /// Forwards made from stale locations before a request is sent to the object's home.
+    static constexpr int kMaxHopsBeforeHome = 2;
+
+    Objects(Threadpool& tp, Communicator& comm);
+    Objects(const Objects&) = delete;
+    Objects& operator=(const Objects&) = delete;
+    ~Objects();
+
+    /// Registers a handler for objects of type T: f(T& obj, Ps&... args) -> R (or const T&
+    /// for shared access). Same order on every rank. The Objects owns the handler.
+    template <class T, class F>
+    auto make_handler(F&& f, HandlerOptions opts = {});
+
+    /// Registers T as a mobile object type (make_handler<T> and create<T> do it too). Types
+    /// that migrate to a rank must be registered there: register them on every rank.
+    template <class T>
+    void register_type();
+
+    /// Creates a T here from args; this rank is its home.
+    template <class T, class... A>
+    mobile_ptr<T> create(A&&... args);
+
+    /// Moves *p to rank dest, with the requests queued on it, after the requests this rank
+    /// issued to it before (ordered like an exclusive handler). From any rank; to the rank
+    /// that holds it: nothing happens.
+    template <class T>
+    void migrate(mobile_ptr<T> p, int dest);
+
+    /// Deletes *p where it lives, after the requests this rank issued to it before. Later
+    /// requests to it fail the job, naming handler, object and ranks.
+    template <class T>
+    void destroy(mobile_ptr<T> p);
+
+    /// Keeps *p where it is from now on as far as balancing policies are concerned
+    /// (rebalance requests skip it; migrate still moves it). Ordered like migrate.
+    template <class T>
+    void pin(mobile_ptr<T> p) {
+        submit_op(p.key(), detail::OpKind::pin, -1);
+    }
+    /// A migration asked by a balancing policy: like migrate, but nothing happens if the
+    /// object is pinned when the request reaches it.
+    void rebalance(const ObjectKey& k, int dest) { submit_op(k, detail::OpKind::rebalance, dest); }
+    /// Tells `obs` about every handler run here (null: nobody). Set before work starts.
+    void set_observer(ObjectsObserver* obs) noexcept { observer_.store(obs); }
+
+    /// The load of a T: f(obj) instead of the measured handler time (for the load queries
+    /// below and the balancing layer). f may run while handlers run on the object.
+    template <class T>
+    void set_load(std::function<double(const T&)> f);
+
+    /// True if the object lives on this rank now.
+    bool is_local(const ObjectKey& k) const;
+    template <class T>
+    bool is_local(mobile_ptr<T> p) const {
+        return is_local(p.key());
+    }
+    /// Load of each object living here, and their sum (this rank's load).
+    std::vector<ObjectLoad> local_objects() const;
+    double rank_load() const;
+    /// The local object behind p (null if it does not live here). Only for inspection
+    /// while no handler runs on it (e.g. after join()).
+    template <class T>
+    T* local(mobile_ptr<T> p) const {
+        return static_cast<T*>(local_object(p.key()));
+    }
+
+    ObjectsStats stats() const;
+    /// Forwards the request whose handler runs on the calling thread took (0: it went
+    /// straight to the object's rank). For diagnostics and benchmarks.
+    static int current_hops() noexcept;
+    int rank() const noexcept { return rank_; }
+    int size() const noexcept { return size_; }
+    Threadpool& pool() noexcept { return tp_; }
+    Communicator& comm() noexcept { return comm_; }
+
+    void submit_op(const ObjectKey& k, detail::OpKind kind, int arg);
+
+    // ---- used by Handler ----------------------------------------------------------------
+    void submit(detail::InvokeHead h, const detail::ArgWriter& w);
+    void send_reply(int dest, std::uint64_t token, bool failed, const char* data, std::size_t n);
+    std::string describe(const detail::HandlerBase& h, const ObjectKey& k) const;
+
+  private:
+    struct Shard;
+    struct Pending {  // a request that may start now
+        detail::Record* rec;
+        detail::Invocation* inv;
+    };
+    struct ObjTask;
+
+    void register_type_erased(detail::ObjectType t);
+    detail::HandlerBase* add_handler(std::unique_ptr<detail::HandlerBase> h);
+    ObjectKey create_erased(std::uint32_t type, void* obj);
+    void* local_object(const ObjectKey& k) const;
+    Shard& shard(const ObjectKey& k) const;
+    const detail::ObjectType* type_of(std::uint32_t hash) const;
+
+    // Routing and ordering (shard locked where noted).
+    void receive(detail::Invocation* inv);
+    void deliver_locked(detail::Entry& e, detail::Invocation* inv, std::vector<Pending>& out);
+    void dispatch_locked(detail::Record& r, std::vector<Pending>& out);
+    void start(std::vector<Pending>& out);
+    void forward(detail::Invocation* inv, int dest, bool to_home);
+    void send_invocation(int dest, const detail::InvokeHead& h, const char* args, std::size_t n,
+                         bool forwarded);
+    void send_update(int dest, const ObjectKey& k, int loc, std::uint64_t ver, bool to_home);
+    void on_update(const ObjectKey& k, int loc, std::uint64_t ver);
+    [[noreturn]] void error_destroyed(const detail::Invocation& inv, int destroyed_on) const;
+
+    // Running requests (pool tasks).
+    void execute(detail::Record* r, detail::Invocation* inv);
+    void finish(detail::Record* r, bool exclusive, double seconds);
+    void do_migrate(detail::Record* r, detail::Invocation* inv);
+    void do_destroy(detail::Record* r, detail::Invocation* inv);
+    void install(const char* data, std::size_t size, int source);
+    void on_invoke_frame(const char* data, std::size_t size);
+    void on_reply(int source, std::uint64_t token, std::uint8_t failed, const char* data,
+                  std::size_t size);
+    bool exclusive(const detail::Invocation& inv) const;
+    const char* label_of(const detail::Record& r, const detail::Invocation& inv) const;
+    std::string what_of(const detail::Invocation& inv) const;
+    void count_delivery(const detail::Invocation& inv);
+
+    Threadpool& tp_;
+    Communicator& comm_;
+    int rank_ = 0, size_ = 1;
+    std::unique_ptr<Futures> own_futures_;  // when no Futures of this pool exists: for get()
+    ActiveMsg<view<char>>* invoke_am_ = nullptr;
+    ActiveMsg<view<char>>* forward_am_ = nullptr;
+    ActiveMsg<ObjectKey, std::int32_t, std::uint64_t>* lazy_update_am_ = nullptr;
+    ActiveMsg<ObjectKey, std::int32_t, std::uint64_t>* home_update_am_ = nullptr;
+    ActiveMsg<std::int32_t, std::uint64_t, std::uint8_t, view<char>>* reply_am_ = nullptr;
+    ActiveMsg<view<char>>* migrate_am_ = nullptr;
+    LargeActiveMsg<char, std::int32_t, std::uint64_t, std::uint64_t>* migrate_large_am_ = nullptr;
+    ActiveMsg<ObjectKey, std::int32_t>* destroyed_am_ = nullptr;
+
+    static constexpr std::uint32_t kMaxHandlers = 4096;
+    mutable std::mutex registry_mutex_;
+    std::vector<std::unique_ptr<detail::HandlerBase>> owned_handlers_;
+    std::unique_ptr<std::atomic<detail::HandlerBase*>[]> handlers_;  // by id, read lock-free
+    std::atomic<std::uint32_t> n_handlers_{0};
+    std::unordered_map<std::uint32_t, std::unique_ptr<detail::ObjectType>> types_;
+    std::atomic<std::uint64_t> next_id_{1};
+
+    static constexpr int kShards = 64;
+    std::unique_ptr<Shard[]> shards_;
+
+    std::mutex large_mutex_;  // big migrations being received: (source, token) -> buffer
+    std::map<std::pair<int, std::uint64_t>, std::unique_ptr<detail::Bytes>> arriving_;
+    // Big migrations being sent, by serial (their message's token: unique per sender, unlike
+    // a buffer's address, which the next migration may reuse before the receiver is done).
+    std::map<std::uint64_t, std::unique_ptr<detail::Bytes>> sending_;
+    std::uint64_t next_serial_ = 1;  // under large_mutex_
+    // Packing buffers kept for the next migration: fresh megabytes cost page faults that
+    // dwarf the copy (a 1 MiB object moved 5x slower than with recycled buffers).
+    std::unique_ptr<detail::Bytes> take_buffer(std::size_t bytes);
+    void give_buffer(std::unique_ptr<detail::Bytes> b) noexcept;
+    std::mutex spare_mutex_;
+    std::vector<std::unique_ptr<detail::Bytes>> spare_;
+
+    struct Counters {
+        std::atomic<std::uint64_t> handlers_run{0}, forwards{0}, lazy_updates{0}, migrations_out{0},
+            migrations_in{0}, parked{0}, max_hops{0}, max_hops_before_home{0};
+        std::array<std::atomic<std::uint64_t>, 8> by_hops{};
+    };
+    mutable Counters counters_;
+    std::atomic<ObjectsObserver*> observer_{nullptr};
+};
+
+// ---- templates -------------------------------------------------------------------------------
+
+namespace detail {
+template <class T, class Tuple>
+struct handler_from;
+template <class T, class A0, class... As>
+struct handler_from<T, std::tuple<A0, As...>> {
+    static_assert(std::is_same_v<std::remove_cvref_t<A0>, T>,
+                  "make_handler<T>: the first parameter must be T& (or const T&)");
+    template <class F>
+    using result = std::invoke_result_t<F&, T&, std::remove_cvref_t<As>&...>;
+    template <class F>
+    using type = Handler<T, result<F>, std::remove_cvref_t<As>...>;
+    template <class F>
+    using fn = std::function<result<F>(T&, std::remove_cvref_t<As>&...)>;
+};
+}  // namespace detail
+
+template <class T>
+void Objects::register_type() {
+    static_assert(wire::require<T>, "a mobile object type must be able to travel");
+    register_type_erased(detail::make_object_type<T>());
+}
+
+template <class T, class F>
+auto Objects::make_handler(F&& f, HandlerOptions opts) {
+    using Fn = std::decay_t<F>;
+    using From = detail::handler_from<T, typename detail::callable_args<Fn>::declared>;
+    using H = typename From::template type<Fn>;
+    using R = typename From::template result<Fn>;
+    static_assert(wire::require<detail::value_t<R>>,
+                  "call(): the handler's result must be able to travel");
+    register_type<T>();
+    auto h = std::make_unique<H>(*this, typename From::template fn<Fn>(std::forward<F>(f)));
+    h->name = std::move(opts.name);
+    h->access = opts.access;
+    h->run_in_handler = opts.run_in_handler;
+    h->type_hash = wire::hash_name(wire::type_names<T>());
+    h->sig = wire::hash_name(wire::type_names<H>()) ^ wire::hash_name(h->name) ^
+             (opts.access == Access::shared ? 0x5bd1e995u : 0u);
+    return static_cast<H*>(add_handler(std::move(h)));
+}
+
+template <class T, class... A>
+mobile_ptr<T> Objects::create(A&&... args) {
+    register_type<T>();
+    T* obj = new T(std::forward<A>(args)...);
+    return mobile_ptr<T>(create_erased(wire::hash_name(wire::type_names<T>()), obj));
+}
+
+template <class T>
+void Objects::migrate(mobile_ptr<T> p, int dest) {
+    if (dest < 0 || dest >= size_)
+        throw UsageError("objects: migrate of object " + to_string(p.key()) + " to rank " +
+                         std::to_string(dest) + ", outside [0, " + std::to_string(size_) + ")");
+    detail::InvokeHead h;
+    h.key = p.key();
+    h.kind = detail::OpKind::migrate;
+    h.arg = dest;
+    submit(h, detail::ArgWriter{});
+}
+
+template <class T>
+void Objects::destroy(mobile_ptr<T> p) {
+    detail::InvokeHead h;
+    h.key = p.key();
+    h.kind = detail::OpKind::destroy;
+    submit(h, detail::ArgWriter{});
+}
+
+template <class T>
+void Objects::set_load(std::function<double(const T&)> f) {
+    register_type<T>();
+    std::lock_guard<std::mutex> g(registry_mutex_);
+    auto& t = *types_.at(wire::hash_name(wire::type_names<T>()));
+    t.load = [f = std::move(f)](const void* p) { return f(*static_cast<const T*>(p)); };
+}
+
+template <class T, class R, class... Ps>
+void Handler<T, R, Ps...>::invoke(mobile_ptr<T> p, const Ps&... ps) {
+    if (!p) throw UsageError("objects: handler '" + name + "' invoked on a null mobile_ptr");
+    detail::InvokeHead h;
+    h.key = p.key();
+    h.handler = id;
+    h.sig = sig;
+    const std::tuple<const Ps&...> args(ps...);
+    objs_.submit(h, detail::arg_writer(args));
+}
+
+template <class T, class R, class... Ps>
+future<R> Handler<T, R, Ps...>::call(mobile_ptr<T> p, const Ps&... ps) {
+    if (!p) throw UsageError("objects: handler '" + name + "' called on a null mobile_ptr");
+    auto* st = new detail::State<R>();
+    detail::Ref<detail::State<R>> ref(st);
+    detail::InvokeHead h;
+    h.key = p.key();
+    h.handler = id;
+    h.sig = sig;
+    h.token = reinterpret_cast<std::uintptr_t>(st);
+    const std::tuple<const Ps&...> args(ps...);
+    st->retain();  // carried by the request, released by the reply
+    try {
+        objs_.submit(h, detail::arg_writer(args));
+    } catch (...) {
+        st->release();
+        throw;
+    }
+    return future<R>(std::move(ref));
+}
+
+template <class T, class R, class... Ps>
+void Handler<T, R, Ps...>::run(Objects& objs, void* obj, const ObjectKey& key,
+                               detail::Invocation& inv) {
+    wire::Reader r(inv.args.data(), inv.args.size());
+    auto args = wire::decode<Ps...>(r);
+    T& o = *static_cast<T*>(obj);
+    auto apply = [&]() -> R {
+        return std::apply([&](Ps&... a) -> R { return f_(o, a...); }, args);
+    };
+    if (inv.h.token == 0) {
+        apply();
+        return;
+    }
+    const bool here = inv.h.sender == objs.rank();
+    auto* st = reinterpret_cast<detail::State<R>*>(static_cast<std::uintptr_t>(inv.h.token));
+    try {
+        if constexpr (std::is_void_v<R>) {
+            apply();
+            if (here) {
+                st->set_value();
+                st->release();
+            } else {
+                objs.send_reply(inv.h.sender, inv.h.token, false, nullptr, 0);
+            }
+        } else {
+            R res = apply();
+            if (here) {
+                st->set_value(std::move(res));
+                st->release();
+            } else {
+                std::vector<char> buf(wire::size_of(res) + 8);
+                wire::Writer w(buf.data());
+                w.put(res);
+                objs.send_reply(inv.h.sender, inv.h.token, false, buf.data(),
+                                static_cast<std::size_t>(w.position() - buf.data()));
+            }
+        }
+    } catch (...) {
+        const std::string msg = "objects: handler " + objs.describe(*this, key) + " on rank " +
+                                std::to_string(objs.rank()) +
+                                " threw: " + detail::describe_error(std::current_exception());
+        if (here) {
+            st->set_error(std::make_exception_ptr(RemoteError(objs.rank(), msg)));
+            st->release();
+        } else {
+            objs.send_reply(inv.h.sender, inv.h.token, true, msg.data(), msg.size());
+        }
+    }
+}
+
+}  // namespace cascade

@@ -1,0 +1,446 @@
+// Mobile objects across ranks (run at 1-8 ranks): handlers run where the object lives,
+// per-sender ordering through migrations (the ordering storm), exclusive vs shared access,
+// migration with queued requests, migrate during call, lazy updates (0 hops afterwards),
+// mobile_ptr inside active messages and other objects, objects with vector members.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <atomic>
+#include <cascade/cascade.hpp>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace cascade;
+
+namespace {
+
+struct Counter {
+    long value = 0;
+};
+
+// Checks the order of the requests it receives from each sender.
+struct Tally {
+    std::vector<std::int64_t> last;  // per sender: last sequence number seen
+    std::int64_t count = 0;
+    std::int64_t disorder = 0;
+    std::vector<double> payload;  // travels with the object; checked after migrations
+    std::string name;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(last, count, disorder, payload, name);
+    }
+};
+
+Tally make_tally(int ranks, int id) {
+    Tally t;
+    t.last.assign(ranks, -1);
+    t.name = "tally " + std::to_string(id);
+    for (int i = 0; i < 1000; ++i)
+        t.payload.push_back(id + 0.25 * i);
+    return t;
+}
+bool payload_ok(const Tally& t, int id) {
+    if (t.payload.size() != 1000 || t.name != "tally " + std::to_string(id)) return false;
+    for (int i = 0; i < 1000; ++i)
+        if (t.payload[i] != id + 0.25 * i) return false;
+    return true;
+}
+
+long allreduce_sum(long x) {
+    long y = 0;
+    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return y;
+}
+long allreduce_max(long x) {
+    long y = 0;
+    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return y;
+}
+
+// An object holding global pointers to others.
+struct Node {
+    std::vector<mobile_ptr<Counter>> neighbours;
+    std::string label;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(neighbours, label);
+    }
+};
+// A big object (8 MiB): migrates as a large active message.
+struct Big {
+    std::vector<double> v;
+    std::string s;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(v, s);
+    }
+};
+
+template <class T>
+mobile_ptr<T> ptr(int home, std::uint64_t id) {
+    return mobile_ptr<T>(ObjectKey{home, 0, id});
+}
+
+}  // namespace
+
+TEST(ObjectsMpi, HandlersRunWhereTheObjectLives) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::atomic<int> wrong_rank{0};
+    auto add = objs.make_handler<Counter>(
+        [&](Counter& c, int& home, long& k) {
+            if (home != me) ++wrong_rank;
+            c.value += k;
+        },
+        {.name = "add"});
+    auto get = objs.make_handler<Counter>([](const Counter& c) { return c.value; },
+                                          {.access = Access::shared, .name = "get"});
+    auto p = objs.create<Counter>();
+    EXPECT_EQ(p.home(), me);
+    EXPECT_TRUE(objs.is_local(p));
+    MPI_Barrier(MPI_COMM_WORLD);  // every object exists before anyone invokes it
+    for (int r = 0; r < n; ++r)
+        for (long k = 1; k <= 10; ++k)
+            add->invoke(ptr<Counter>(r, p.id()), r, k);
+    // A call issued after the invokes runs after them (same sender, same object).
+    std::vector<future<long>> fs;
+    for (int r = 0; r < n; ++r)
+        fs.push_back(get->call(ptr<Counter>(r, p.id())));
+    for (auto& f : fs) {
+        const long v = f.get();
+        EXPECT_GE(v, 55);
+        EXPECT_LE(v, 55L * n);
+    }
+    tp.join();
+    EXPECT_EQ(wrong_rank.load(), 0);
+    EXPECT_EQ(objs.local(p)->value, 55L * n);
+    EXPECT_EQ(objs.local_objects().size(), 1u);
+}
+
+// A handler run inside the message handler (run_in_handler) keeps the same guarantees.
+TEST(ObjectsMpi, RunInHandlerKeepsOrderAndExclusivity) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto bump = objs.make_handler<Tally>(
+        [](Tally& t, int& sender, std::int64_t& seq) {
+            if (seq != t.last[sender] + 1) ++t.disorder;
+            t.last[sender] = seq;
+            ++t.count;
+        },
+        {.name = "bump_inline", .run_in_handler = true});
+    auto p = objs.create<Tally>(make_tally(n, me));
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 0; r < n; ++r)
+        for (std::int64_t i = 0; i < 1000; ++i)
+            bump->invoke(ptr<Tally>(r, p.id()), me, i);
+    if (me == 0 && n > 1) objs.migrate(p, 1);
+    tp.join();
+    long count = 0, disorder = 0;
+    for (int r = 0; r < n; ++r)
+        if (Tally* t = objs.local(ptr<Tally>(r, p.id()))) {
+            count += t->count;
+            disorder += t->disorder;
+        }
+    EXPECT_EQ(allreduce_sum(count), 1000L * n * n);
+    EXPECT_EQ(allreduce_sum(disorder), 0);
+}
+
+// 4 senders (ranks 0-3, or fewer ranks) x 100000 invokes to objects that one rank keeps
+// migrating every ~100 us: every request runs exactly once, in its sender's order, and no
+// request takes more than two forwards before it is sent through the home rank.
+TEST(ObjectsMpi, OrderingStormUnderMigrations) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int senders = std::min(n, 4);
+    const long per_sender = 100000;
+    const int per_rank = 2;  // objects created by each rank
+    auto bump = objs.make_handler<Tally>(
+        [](Tally& t, int& sender, std::int64_t& seq) {
+            if (seq != t.last[sender] + 1) ++t.disorder;
+            t.last[sender] = seq;
+            ++t.count;
+        },
+        {.name = "bump"});
+    std::vector<mobile_ptr<Tally>> mine;
+    for (int i = 0; i < per_rank; ++i)
+        mine.push_back(objs.create<Tally>(make_tally(n, me * per_rank + i)));
+    std::vector<mobile_ptr<Tally>> all;
+    for (int r = 0; r < n; ++r)
+        for (int i = 0; i < per_rank; ++i)
+            all.push_back(ptr<Tally>(r, mine[i].id()));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    std::atomic<bool> sending_done{me >= senders};
+    long migrations = 0;
+    if (me < senders) {
+        tp.insert([&] {
+            std::vector<std::int64_t> seq(all.size(), 0);
+            std::mt19937 rng(me);
+            for (long i = 0; i < per_sender; ++i) {
+                const std::size_t o = rng() % all.size();
+                bump->invoke(all[o], me, seq[o]++);
+            }
+            sending_done = true;
+        });
+    }
+    // The mover: while this rank's sender runs, one migration every ~100 us.
+    std::function<void()> mover;
+    std::mt19937 mrng(1000 + me);
+    mover = [&] {
+        if (sending_done) return;
+        objs.migrate(all[mrng() % all.size()], int(mrng() % n));
+        ++migrations;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        tp.insert([&] { mover(); });
+    };
+    if (me == 0 && n > 1) tp.insert([&] { mover(); });
+    tp.join();
+
+    long count = 0, disorder = 0, good_payload = 0, local = 0;
+    for (auto& p : all) {
+        if (Tally* t = objs.local(p)) {
+            ++local;
+            count += t->count;
+            disorder += t->disorder;
+            good_payload += payload_ok(*t, int(p.home() * per_rank + p.id() - 1));
+        }
+    }
+    const auto st = objs.stats();
+    EXPECT_EQ(allreduce_sum(local), long(all.size()));  // each object lives in one place
+    EXPECT_EQ(allreduce_sum(good_payload), long(all.size()));
+    EXPECT_EQ(allreduce_sum(count), senders * per_sender);  // exactly once
+    EXPECT_EQ(allreduce_sum(disorder), 0);                  // per-sender order
+    EXPECT_EQ(allreduce_sum(long(st.handlers_run)), senders * per_sender);
+    EXPECT_LE(allreduce_max(long(st.max_hops_before_home)), Objects::kMaxHopsBeforeHome);
+    const long moved = allreduce_sum(migrations);
+    const long forwards = allreduce_sum(long(st.forwards));
+    const long updates = allreduce_sum(long(st.lazy_updates));
+    const long max_hops = allreduce_max(long(st.max_hops));
+    if (me == 0)
+        std::printf("storm: %ld migrations, %ld forwards, %ld lazy updates, max hops %ld\n", moved,
+                    forwards, updates, max_hops);
+    if (n > 1) {
+        EXPECT_GT(moved, 0);
+    }
+}
+
+// After a forwarded request, the rank that ran it tells the sender where the object is:
+// the sender's next request goes straight there (0 hops).
+TEST(ObjectsMpi, LazyUpdateMakesTheNextRequestDirect) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto where = objs.make_handler<Counter>([&](Counter&) { return me; }, {.name = "where"});
+    auto go = comm.make_active_msg([&](mobile_ptr<Counter>& p) {
+        tp.insert([&, p] {
+            EXPECT_EQ(where->call(p).get(), 1);  // via the home: forwarded once
+            EXPECT_EQ(where->call(p).get(), 1);  // straight to rank 1
+        });
+    });
+    if (n >= 3 && me == 0) {
+        auto p = objs.create<Counter>();
+        objs.migrate(p, 1);
+        EXPECT_EQ(where->call(p).get(), 1);  // after the migration (same sender: ordered)
+        go->send(2, p);
+    }
+    tp.join();
+    const auto st = objs.stats();
+    if (n >= 3) {
+        EXPECT_EQ(allreduce_sum(long(st.by_hops[1])), 1);  // rank 2's first call
+        long more = 0;
+        for (int h = 2; h < 8; ++h)
+            more += long(st.by_hops[h]);
+        EXPECT_EQ(allreduce_sum(more), 0);
+        EXPECT_EQ(allreduce_sum(long(st.lazy_updates)), 1);
+    }
+}
+
+TEST(ObjectsMpi, SharedHandlersOverlapExclusiveOnesNever) {
+    Communicator comm;
+    Threadpool tp(4, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank();
+    struct Probe {
+        int x = 0;
+    };
+    std::atomic<int> in_shared{0}, in_exclusive{0}, max_shared{0}, violations{0};
+    auto read = objs.make_handler<Probe>(
+        [&](const Probe&) {
+            const int s = ++in_shared;
+            if (in_exclusive.load()) ++violations;
+            int m = max_shared.load();
+            while (s > m && !max_shared.compare_exchange_weak(m, s)) {
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            --in_shared;
+        },
+        {.access = Access::shared, .name = "read"});
+    auto write = objs.make_handler<Probe>(
+        [&](Probe& p) {
+            if (++in_exclusive != 1 || in_shared.load() != 0) ++violations;
+            ++p.x;
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            --in_exclusive;
+        },
+        {.name = "write"});
+    auto p = objs.create<Probe>();
+    for (int round = 0; round < 5; ++round) {
+        for (int i = 0; i < 8; ++i)
+            read->invoke(p);
+        write->invoke(p);
+        write->invoke(p);
+    }
+    tp.join();
+    EXPECT_EQ(violations.load(), 0) << "rank " << me;
+    EXPECT_GE(max_shared.load(), 2) << "shared handlers never overlapped";
+    EXPECT_EQ(objs.local(p)->x, 10);
+}
+
+// Requests queued behind a slow handler travel with the object; a migration to the rank
+// that holds the object does nothing.
+TEST(ObjectsMpi, MigrationCarriesQueuedRequests) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::atomic<int> ran_elsewhere{0};
+    auto slow = objs.make_handler<Tally>(
+        [&](Tally& t, std::int64_t& seq) {
+            if (seq != t.last[0] + 1) ++t.disorder;
+            t.last[0] = seq;
+            ++t.count;
+            if (me != 0) ++ran_elsewhere;
+            if (seq == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        },
+        {.name = "slow"});
+    if (me == 0) {
+        auto p = objs.create<Tally>(make_tally(1, 0));
+        objs.migrate(p, 0);  // already here: nothing happens
+        for (std::int64_t i = 0; i < 50; ++i)
+            slow->invoke(p, i);  // the first one sleeps: the rest queue up
+        objs.migrate(p, n - 1);
+        for (std::int64_t i = 50; i < 100; ++i)
+            slow->invoke(p, i);
+        objs.migrate(p, n > 1 ? 1 : 0);
+    }
+    tp.join();
+    long count = 0, disorder = 0;
+    auto p = ptr<Tally>(0, 1);
+    if (Tally* t = objs.local(p)) {
+        count = t->count;
+        disorder = t->disorder;
+        EXPECT_TRUE(payload_ok(*t, 0));
+    }
+    EXPECT_EQ(allreduce_sum(count), 100);
+    EXPECT_EQ(allreduce_sum(disorder), 0);
+    const auto st = objs.stats();
+    EXPECT_EQ(allreduce_sum(long(st.migrations_out)), n == 1 ? 0 : n == 2 ? 1 : 2);
+}
+
+// A call whose object migrates while the call waits still gets its answer.
+TEST(ObjectsMpi, MigrateDuringCall) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto square = objs.make_handler<Counter>(
+        [&](Counter& c, long& x) {
+            ++c.value;
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            return x * x;
+        },
+        {.name = "square"});
+    if (me == 0) objs.create<Counter>();
+    MPI_Barrier(MPI_COMM_WORLD);
+    auto p = ptr<Counter>(0, 1);
+    std::vector<future<long>> fs;
+    for (long i = 0; i < 20; ++i) {
+        fs.push_back(square->call(p, i + 100 * me));
+        if (me == 0) objs.migrate(p, int(i % n));
+    }
+    for (long i = 0; i < 20; ++i)
+        EXPECT_EQ(fs[i].get(), (i + 100 * me) * (i + 100 * me));
+    tp.join();
+    long count = 0;
+    if (auto* c = objs.local(p)) count = c->value;
+    EXPECT_EQ(allreduce_sum(count), 20L * n);
+}
+
+// mobile_ptr inside an active message and inside another object (which migrates).
+TEST(ObjectsMpi, MobilePtrInsideMessagesAndObjects) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto add =
+        objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; }, {.name = "add"});
+    auto poke = objs.make_handler<Node>(
+        [&](Node& nd, long& k) {
+            for (auto& q : nd.neighbours)
+                add->invoke(q, k);
+        },
+        {.name = "poke"});
+    auto c = objs.create<Counter>();
+    auto nd = objs.create<Node>();
+    MPI_Barrier(MPI_COMM_WORLD);
+    auto am = comm.make_active_msg([&](mobile_ptr<Counter>& q, long& k) { add->invoke(q, k); });
+    if (me == 0) {
+        Node* local = objs.local(nd);
+        for (int r = 0; r < n; ++r)
+            local->neighbours.push_back(ptr<Counter>(r, c.id()));
+        local->label = "hub";
+        poke->invoke(nd, 1L);
+        objs.migrate(nd, n - 1);
+        poke->invoke(nd, 10L);
+        for (int r = 0; r < n; ++r)
+            am->send(r, ptr<Counter>((r + 1) % n, c.id()), 100L);
+    }
+    tp.join();
+    EXPECT_EQ(objs.local(c)->value, 111);
+    auto hub = ptr<Node>(0, nd.id());
+    if (Node* h = objs.local(hub)) {
+        EXPECT_EQ(h->label, "hub");
+        EXPECT_EQ(h->neighbours.size(), std::size_t(n));
+        EXPECT_EQ(me, n - 1);
+    }
+}
+
+// Objects bigger than one small message migrate as large active messages.
+TEST(ObjectsMpi, BigObjectsMigrate) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto check = objs.make_handler<Big>(
+        [](Big& b) {
+            bool ok = b.v.size() == (1u << 20) && b.s == "big";
+            for (std::size_t i = 0; ok && i < b.v.size(); i += 4097)
+                ok = b.v[i] == double(i);
+            return ok;
+        },
+        {.name = "check"});
+    if (me == 0) {
+        Big b;
+        b.v.resize(1u << 20);
+        for (std::size_t i = 0; i < b.v.size(); ++i)
+            b.v[i] = double(i);
+        b.s = "big";
+        auto p = objs.create<Big>(std::move(b));
+        for (int r = 0; r < n; ++r) {
+            objs.migrate(p, (r + 1) % n);
+            EXPECT_TRUE(check->call(p).get()) << "after the move to rank " << (r + 1) % n;
+        }
+    }
+    tp.join();
+}
