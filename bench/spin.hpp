@@ -1,9 +1,9 @@
 // Busy work for benchmarks, shared by the suites: no clock call inside the loop.
 #pragma once
 
-#include <time.h>
-
 #include <cstdint>
+
+#include "common/stats.hpp"
 
 namespace cascade_bench {
 
@@ -21,13 +21,6 @@ inline thread_local std::uint64_t spin_chain = 1;
         asm volatile("" : "+r"(x)::"memory");
     }
     spin_chain = x;
-}
-
-// CPU time of the calling thread, in seconds (time lost to other processes does not count).
-inline double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 }  // namespace cascade_bench

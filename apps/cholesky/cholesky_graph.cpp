@@ -1,6 +1,8 @@
 #include "cholesky_graph.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "priorities.hpp"
 
@@ -28,13 +30,15 @@ std::vector<int> CholeskyGraph::readers(int i, int k) const {
 }
 
 CholeskyGraph::CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a,
-                             const BlockCyclic& dist, KernelClock& clock, PriorityKind priorities)
+                             const BlockCyclic& dist, KernelClock& clock, PriorityKind priorities,
+                             double fake_gflops)
     : tp_(tp),
       a_(a),
       dist_(dist),
       clock_(clock),
       me_(comm.comm_rank()),
       readers_(static_cast<std::size_t>(a.layout().nt) * (a.layout().nt + 1) / 2),
+      fake_gflops_(fake_gflops),
       potrf_(&tp, "potrf"),
       trsm_(&tp, "trsm"),
       update_(&tp, "update") {
@@ -68,8 +72,9 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a,
     // ---- potrf(k): factor the diagonal tile, then release the panel's trsm(i,k) ----
     potrf_
         .set_task([this, &L](int k) {
-            clock_.time(tp_.current_thread(), Kernel::potrf,
-                        [&] { potrf_tile(L.rows(k), a_.tile(k, k), a_.ld(k)); });
+            const double n = L.rows(k);
+            kernel(Kernel::potrf, n * n * n / 3,
+                   [&] { potrf_tile(L.rows(k), a_.tile(k, k), a_.ld(k)); });
         })
         .set_fulfill([this](int k) { potrf_done(k); })
         .set_indegree([](int) { return 1; })
@@ -81,7 +86,8 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a,
     trsm_
         .set_task([this, &L](Key2 key) {
             const auto [i, k] = key;
-            clock_.time(tp_.current_thread(), Kernel::trsm, [&] {
+            const double m = L.rows(i), n = L.rows(k);
+            kernel(Kernel::trsm, m * n * n, [&] {
                 trsm_tile(L.rows(i), L.rows(k), a_.read(k, k), a_.ld(k), a_.tile(i, k), a_.ld(i));
             });
         })
@@ -101,13 +107,14 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a,
     update_
         .set_task([this, &L](Key3 key) {
             const auto [i, j, k] = key;
+            const double mi = L.rows(i), mj = L.rows(j), mk = L.rows(k);
             if (i == j) {
-                clock_.time(tp_.current_thread(), Kernel::syrk, [&] {
+                kernel(Kernel::syrk, mi * mi * mk, [&] {
                     syrk_tile(L.rows(i), L.rows(k), a_.read(i, k), a_.ld(i), a_.tile(i, i),
                               a_.ld(i));
                 });
             } else {
-                clock_.time(tp_.current_thread(), Kernel::gemm, [&] {
+                kernel(Kernel::gemm, 2 * mi * mj * mk, [&] {
                     gemm_tile(L.rows(i), L.rows(j), L.rows(k), a_.read(i, k), a_.ld(i),
                               a_.read(j, k), a_.ld(j), a_.tile(i, j), a_.ld(i));
                 });
@@ -138,19 +145,32 @@ CholeskyGraph::CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a,
         });
 }
 
+template <class F>
+void CholeskyGraph::kernel(Kernel k, double flops, F&& f) {
+    if (fake_gflops_ > 0)
+        clock_.time(tp_.current_thread(), k, [&] {
+            std::this_thread::sleep_for(
+                std::chrono::duration<double>(flops / (fake_gflops_ * 1e9)));
+        });
+    else
+        clock_.time(tp_.current_thread(), k, std::forward<F>(f));
+}
+
 void CholeskyGraph::potrf_done(int k) {
-    for (int r : readers_[index(k, k)]) {
+    const auto& who = readers_[index(k, k)];
+    for (int r : who)
         send_diag_->send_large(r, view<double>(a_.tile(k, k), tile_size(k, k)), k);
-        ++tiles_sent_;
-    }
+    tiles_sent_ += static_cast<long long>(who.size());
+    if (who.size() >= 2) multi_reader_sends_ += static_cast<long long>(who.size());
     release_trsm(k);
 }
 
 void CholeskyGraph::trsm_done(int i, int k) {
-    for (int r : readers_[index(i, k)]) {
+    const auto& who = readers_[index(i, k)];
+    for (int r : who)
         send_panel_->send_large(r, view<double>(a_.tile(i, k), tile_size(i, k)), i, k);
-        ++tiles_sent_;
-    }
+    tiles_sent_ += static_cast<long long>(who.size());
+    if (who.size() >= 2) multi_reader_sends_ += static_cast<long long>(who.size());
     release_updates(i, k);
 }
 

@@ -13,7 +13,9 @@
 // Communication: when a factor tile is final (L_kk after potrf(k), L_ik after trsm(i,k)), its
 // owner sends it once to every other rank that runs a task reading it, in one large active
 // message straight into that rank's preallocated copy of the tile; the handler there
-// fulfills the promises of all its tasks that read the tile. So a tile crosses to a rank at
+// fulfills the promises of all its tasks that read the tile. The sends to the readers are a
+// loop in the task: the Communicator's broadcast detection turns it into one tree (unless
+// detection is off). So a tile crosses to a rank at
 // most once, whatever the number of tasks there that use it. Priorities follow the critical
 // path (priorities.hpp) and are a function of the key, so every rank computes its own.
 #pragma once
@@ -39,8 +41,10 @@ class CholeskyGraph {
 
     // Registers the graph's active messages on `comm` (every rank must build its graph in
     // the same order) and allocates the copies of the remote tiles this rank will read.
+    // fake_gflops > 0: kernels sleep flops / fake_gflops instead of computing (the factor is
+    // then meaningless), so that many ranks on few cores stand for one core each.
     CholeskyGraph(Threadpool& tp, Communicator& comm, TileMatrix& a, const BlockCyclic& dist,
-                  KernelClock& clock, PriorityKind priorities);
+                  KernelClock& clock, PriorityKind priorities, double fake_gflops = 0);
 
     // Releases the first task (on the owner of tile (0,0)); the factorization is done on
     // every rank when tp.join() returns.
@@ -57,6 +61,9 @@ class CholeskyGraph {
     long long local_task_count() const;
     // Tiles this rank sent to other ranks (each at most once per destination).
     long long tiles_sent() const { return tiles_sent_; }
+    // Of those, the ones that went to a tile read by two ranks or more: the sends the
+    // Communicator's broadcast detection can merge into trees.
+    long long multi_reader_sends() const { return multi_reader_sends_; }
 
   private:
     // What the owner of a final factor tile does: send it to the ranks that read it, then
@@ -65,6 +72,8 @@ class CholeskyGraph {
     void trsm_done(int i, int k);
     void release_trsm(int k);            // trsm(i,k) of local tiles (i,k), i > k
     void release_updates(int i, int k);  // local updates reading L_ik
+    template <class F>
+    void kernel(Kernel k, double flops, F&& f);
 
     // The ranks whose tasks read L_ik (i >= k), from the layout alone.
     std::vector<int> readers(int i, int k) const;
@@ -82,6 +91,8 @@ class CholeskyGraph {
     const int me_;
     std::vector<std::vector<int>> readers_;  // per local final tile (i,k): remote readers
     std::atomic<long long> tiles_sent_{0};
+    std::atomic<long long> multi_reader_sends_{0};
+    double fake_gflops_ = 0;
     Taskflow<int> potrf_;
     Taskflow<Key2> trsm_;
     Taskflow<Key3> update_;

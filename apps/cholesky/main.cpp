@@ -28,10 +28,11 @@
 #include <vector>
 
 #include "../common/blas.hpp"
-#include "../common/result_line.hpp"
 #include "cascade/cascade.hpp"
 #include "check.hpp"
 #include "cholesky_graph.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 #include "distribution.hpp"
 #include "kernels.hpp"
 #include "tile_matrix.hpp"
@@ -53,8 +54,10 @@ struct Options {
     std::uint64_t seed = 2024;
     std::string priority = "critical-path";
     int verbose = 0;
-    double peak_gflops = 0;   // > 0: also report the speed as a fraction of this
-    bool indefinite = false;  // testing: the error path when a task fails
+    double peak_gflops = 0;    // > 0: also report the speed as a fraction of this
+    bool indefinite = false;   // testing: the error path when a task fails
+    std::string trees = "on";  // broadcast detection: a tile to k ranks leaves once per tree
+    double fake_gflops = 0;    // > 0: kernels sleep flops / rate (GFlop/s) instead
 };
 
 struct RunResult {
@@ -62,18 +65,16 @@ struct RunResult {
     double kernel_seconds = 0;  // tiled runs: summed over ranks and threads
     double residual = -1;       // < 0: not checked
     long long tiles_sent = 0;   // tiled runs: summed over ranks
+    // Broadcasts (summed over ranks): sends merged into trees / sends of tiles with >= 2
+    // remote readers; messages the tiles' owners sent.
+    double detected_fraction = 0;
+    long long broadcasts = 0, root_messages = 0;
 };
 
+using cascade_bench::median;
+using cascade_bench::thread_cpu_seconds;
 double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-// CPU time of the calling thread.
-double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+    return cascade_bench::now_seconds();
 }
 
 double sum_all(double x, MPI_Comm comm) {
@@ -95,11 +96,14 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, int rank, bool 
 
     // One BLAS thread per task: the parallelism comes from the task graph.
     blas_set_threads(1);
-    cascade::Communicator comm(MPI_COMM_WORLD);
+    cascade::CommunicatorOptions copts;
+    copts.broadcast_detection = opt.trees == "on" ? 1 : 0;
+    cascade::Communicator comm(MPI_COMM_WORLD, copts);
     cascade::Threadpool tp(opt.threads, &comm, opt.verbose > 1 ? 1 : 0, "cholesky");
     KernelClock clock(opt.threads);
     CholeskyGraph graph(tp, comm, a, dist, clock,
-                        opt.priority == "none" ? PriorityKind::none : PriorityKind::critical_path);
+                        opt.priority == "none" ? PriorityKind::none : PriorityKind::critical_path,
+                        opt.fake_gflops);
 
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = now(), cpu0 = thread_cpu_seconds();
@@ -112,6 +116,14 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, int rank, bool 
     r.kernel_seconds = sum_all(clock.seconds(), MPI_COMM_WORLD);
     r.tiles_sent =
         static_cast<long long>(sum_all(static_cast<double>(graph.tiles_sent()), MPI_COMM_WORLD));
+    const cascade::BroadcastCounters bc = comm.broadcasts().counters();
+    const double multi = sum_all(static_cast<double>(graph.multi_reader_sends()), MPI_COMM_WORLD);
+    const double merged = sum_all(static_cast<double>(bc.detected_sends), MPI_COMM_WORLD);
+    r.detected_fraction = multi > 0 ? merged / multi : 1.0;
+    r.broadcasts =
+        static_cast<long long>(sum_all(static_cast<double>(bc.detected), MPI_COMM_WORLD));
+    r.root_messages =
+        static_cast<long long>(sum_all(static_cast<double>(bc.root_messages), MPI_COMM_WORLD));
 
     const long long ran = static_cast<long long>(tp.tasks_run());
     if (ran != graph.local_task_count())
@@ -225,6 +237,16 @@ int run(int argc, char** argv, int rank, int ranks) {
     app.add_flag("--indefinite", opt.indefinite,
                  "Testing: make the matrix indefinite, so a potrf task fails and the run "
                  "reports which one");
+    app.add_option("--trees", opt.trees,
+                   "Broadcast detection: a tile read by several ranks leaves its owner once, "
+                   "as a tree (off: once per reader)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
+    app.add_option("--fake-kernels", opt.fake_gflops,
+                   "Kernels sleep flops/RATE seconds (RATE in GFlop/s per worker) instead of "
+                   "computing, so that many ranks on few cores each stand for a core and the "
+                   "network decides; the factor is not computed (no --check)")
+        ->check(CLI::PositiveNumber);
     app.add_flag("-v,--verbose", opt.verbose,
                  "Per-kernel and per-thread statistics (-vv: runtime logs)");
     int pr = 0, pc = 0;
@@ -237,6 +259,9 @@ int run(int argc, char** argv, int rank, int ranks) {
         } else {
             parse_grid(opt.grid, ranks, pr, pc);
         }
+        if (opt.fake_gflops > 0 && (opt.check || opt.reference))
+            throw CLI::ValidationError("--fake-kernels",
+                                       "computes nothing: not with --check or --reference");
         if (opt.reference && ranks != 1)
             throw CLI::ValidationError("--reference",
                                        "runs on one rank, not " + std::to_string(ranks));
@@ -279,9 +304,11 @@ int run(int argc, char** argv, int rank, int ranks) {
             std::printf("run %d/%d: %.4f s, %.2f GFlop/s", rep + 1, opt.repeat, r.seconds,
                         gflop / r.seconds);
             if (!opt.reference)
-                std::printf(", efficiency %.1f%%, %lld tiles sent",
-                            100.0 * r.kernel_seconds / (ranks * opt.threads * r.seconds),
-                            r.tiles_sent);
+                std::printf(
+                    ", efficiency %.1f%%, %lld tiles sent (%lld trees, %lld root "
+                    "messages, %.0f%% of multi-reader sends in trees)",
+                    100.0 * r.kernel_seconds / (ranks * opt.threads * r.seconds), r.tiles_sent,
+                    r.broadcasts, r.root_messages, 100.0 * r.detected_fraction);
             std::printf(", %s\n", format_residual(r.residual).c_str());
         }
     } catch (const std::exception& e) {
@@ -316,7 +343,7 @@ int run(int argc, char** argv, int rank, int ranks) {
         std::printf("cholesky: %.2f GFlop/s is %.1f%% of the measured dgemm peak (%.1f GFlop/s)\n",
                     gflop / med, 100.0 * gflop / med / opt.peak_gflops, opt.peak_gflops);
 
-    ResultLine line;
+    cascade_bench::Record line;
     line.add("app", "cholesky")
         .add("system", opt.reference ? "openblas" : "cascade")
         .add("n", opt.n);
@@ -329,13 +356,18 @@ int run(int argc, char** argv, int rank, int ranks) {
         .add("threads", opt.threads)
         .add("seconds", med)
         .add("gflops", gflop / med);
-    if (!opt.reference) line.add("efficiency", med_eff);
+    if (!opt.reference) {
+        line.add("efficiency", med_eff);
+        line.add("trees", opt.trees);
+        line.add("detected_fraction", runs.back().detected_fraction);
+        line.add("fake_gflops", opt.fake_gflops);
+    }
     line.add("runs", seconds);
     if (worst_residual < 0)
         line.add_null("residual");
     else
         line.add("residual", worst_residual);
-    line.print();
+    line.print_result();
 
     if (!ok) {
         std::fprintf(stderr,

@@ -4,24 +4,9 @@
 #include <cstring>
 #include <new>
 
+#include "common/matrix.hpp"
+
 namespace cascade::apps {
-
-namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) noexcept {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-// Uniform in [-1, 1), a pure function of (seed, row, col) with row >= col.
-double entry(std::uint64_t seed, std::uint64_t row, std::uint64_t col) noexcept {
-    const std::uint64_t h = splitmix64(splitmix64(seed) ^ (row << 32 | col));
-    return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
-}
-
-}  // namespace
 
 void TileMatrix::FreeDeleter::operator()(double* p) const noexcept {
     std::free(p);
@@ -64,12 +49,8 @@ void TileMatrix::fill_random_spd(std::uint64_t seed) {
             const int r0 = layout_.first_row(i), c0 = layout_.first_row(j);
             for (int c = 0; c < n; ++c) {
                 for (int r = 0; r < m; ++r) {
-                    const int gr = r0 + r, gc = c0 + c;
-                    const int hi = gr >= gc ? gr : gc, lo = gr >= gc ? gc : gr;
-                    double v =
-                        entry(seed, static_cast<std::uint64_t>(hi), static_cast<std::uint64_t>(lo));
-                    if (gr == gc) v += layout_.n;
-                    t[r + static_cast<std::size_t>(c) * ld] = v;
+                    t[r + static_cast<std::size_t>(c) * ld] =
+                        cascade_bench::spd_entry(seed, layout_.n, r0 + r, c0 + c);
                 }
             }
         }

@@ -7,7 +7,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "../common/result_line.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 
 namespace {
 long fib_seq(int n) {
@@ -64,20 +65,20 @@ int main(int argc, char** argv) {
     tp.join();
     if (comm.comm_rank() == 0) {
         std::printf("fib(%d) = %ld, cut-off %d, %d rank(s) x %d thread(s): %.4f s, %s\n", n,
-                    fib_exact(n), cutoff, comm.comm_size(), threads, cascade::apps::median(runs),
+                    fib_exact(n), cutoff, comm.comm_size(), threads, cascade_bench::median(runs),
                     failed ? "FAILED" : "ok");
-        cascade::apps::ResultLine()
+        cascade_bench::Record()
             .add("app", "fib")
             .add("system", "cascade")
             .add("n", n)
             .add("cutoff", cutoff)
             .add("ranks", comm.comm_size())
             .add("threads", threads)
-            .add("seconds", cascade::apps::median(runs))
+            .add("seconds", cascade_bench::median(runs))
             .add("runs", runs)
             .add("remote_calls", static_cast<long long>(fx.remote_calls()))
             .add("ok", failed ? "no" : "yes")
-            .print();
+            .print_result();
     }
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "../common/blas.hpp"
-#include "../common/result_line.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 
 using Tile = std::vector<double>;  // nb x nb, column major
 
@@ -175,13 +176,13 @@ int main(int argc, char** argv) {
     }
     tp.join();
     if (comm.comm_rank() == 0) {
-        const double t = cascade::apps::median(runs);
+        const double t = cascade_bench::median(runs);
         std::printf(
             "LU %d x %d, tiles of %d, %d rank(s) x %d thread(s): %.4f s (%.2f GF/s), "
             "residual %.2e, %s\n",
             n, n, nb, ranks, threads, t, 2.0 / 3.0 * n * double(n) * n / t * 1e-9, residual,
             failed ? "FAILED" : "ok");
-        cascade::apps::ResultLine()
+        cascade_bench::Record()
             .add("app", "lu")
             .add("system", "cascade")
             .add("n", n)
@@ -193,7 +194,7 @@ int main(int argc, char** argv) {
             .add("runs", runs)
             .add("residual", residual)
             .add("ok", failed ? "no" : "yes")
-            .print();
+            .print_result();
     }
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -9,7 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "../common/result_line.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"Quicksort with cascade futures"};
@@ -73,19 +74,19 @@ int main(int argc, char** argv) {
     tp.join();
     if (comm.comm_rank() == 0) {
         std::printf("qsort of %ld doubles, cut-off %ld, %d rank(s) x %d thread(s): %.4f s, %s\n", n,
-                    cutoff, comm.comm_size(), threads, cascade::apps::median(runs),
+                    cutoff, comm.comm_size(), threads, cascade_bench::median(runs),
                     failed ? "FAILED" : "ok");
-        cascade::apps::ResultLine()
+        cascade_bench::Record()
             .add("app", "qsort")
             .add("system", "cascade")
             .add("n", static_cast<long long>(n))
             .add("cutoff", static_cast<long long>(cutoff))
             .add("ranks", comm.comm_size())
             .add("threads", threads)
-            .add("seconds", cascade::apps::median(runs))
+            .add("seconds", cascade_bench::median(runs))
             .add("runs", runs)
             .add("ok", failed ? "no" : "yes")
-            .print();
+            .print_result();
     }
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

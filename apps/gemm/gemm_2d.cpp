@@ -8,7 +8,7 @@
 namespace cascade::apps::gemm {
 
 Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::uint64_t seed,
-               int send_window)
+               int send_window, bool trees)
     : t_(t),
       grid_(grid),
       me_(comm.comm_rank()),
@@ -21,7 +21,8 @@ Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::u
       b_in_(t),
       a_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
       b_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
-      window_(comm.comm_size(), send_window) {
+      window_(comm.comm_size(), send_window),
+      trees_(trees) {
     if (grid.ranks() != comm.comm_size())
         throw cascade::UsageError("gemm 2d: grid " + grid.describe() + " has " +
                                   std::to_string(grid.ranks()) + " ranks, the job has " +
@@ -96,21 +97,33 @@ void Gemm2D::start() {
         if (k % grid_.Q() == q_)
             for (int i : rows_) {
                 double* a = a_own_.get(i, k);
-                for (int dest : row_peers_)
-                    window_.push(dest, [this, a, i, k, dest] {
-                        a_am_->send_large(dest, cascade::view<double>(a, t_.elements(i, k)), i, k,
-                                          dest);
+                if (trees_ && row_peers_.size() >= 2)  // one tree; its window slot is ours
+                    window_.push(me_, [this, a, i, k] {
+                        a_am_->send_large(row_peers_, cascade::view<double>(a, t_.elements(i, k)),
+                                          i, k, me_);
                     });
+                else
+                    for (int dest : row_peers_)
+                        window_.push(dest, [this, a, i, k, dest] {
+                            a_am_->send_large(dest, cascade::view<double>(a, t_.elements(i, k)), i,
+                                              k, dest);
+                        });
                 a_ready(i, k);
             }
         if (k % grid_.P() == p_)
             for (int j : cols_) {
                 double* b = b_own_.get(k, j);
-                for (int dest : col_peers_)
-                    window_.push(dest, [this, b, k, j, dest] {
-                        b_am_->send_large(dest, cascade::view<double>(b, t_.elements(k, j)), k, j,
-                                          dest);
+                if (trees_ && col_peers_.size() >= 2)
+                    window_.push(me_, [this, b, k, j] {
+                        b_am_->send_large(col_peers_, cascade::view<double>(b, t_.elements(k, j)),
+                                          k, j, me_);
                     });
+                else
+                    for (int dest : col_peers_)
+                        window_.push(dest, [this, b, k, j, dest] {
+                            b_am_->send_large(dest, cascade::view<double>(b, t_.elements(k, j)), k,
+                                              j, dest);
+                        });
                 b_ready(k, j);
             }
     }

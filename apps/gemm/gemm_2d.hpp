@@ -24,8 +24,10 @@ class Gemm2D final : public GemmAlgorithm {
     // Allocates and fills this rank's tiles of A and B (from `seed`), the buffers for the
     // tiles it will receive, and registers the active messages (collective: every rank).
     // At most `send_window` tiles are in flight to one peer (0: no limit; see SendWindow).
+    // trees: a tile goes to its row (A) or column (B) of the grid as one broadcast tree, at
+    // most `send_window` trees in flight from this rank; otherwise once to each peer.
     Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::uint64_t seed,
-           int send_window);
+           int send_window, bool trees = true);
 
     std::string describe() const override;
     void begin_run(cascade::Threadpool& tp, BlasClock& clock) override;
@@ -58,6 +60,7 @@ class Gemm2D final : public GemmAlgorithm {
     TileAm* a_am_ = nullptr;
     TileAm* b_am_ = nullptr;
     SendWindow window_;
+    bool trees_ = true;
 
     // This run's graph.
     cascade::Threadpool* tp_ = nullptr;

@@ -27,15 +27,17 @@
 #include <vector>
 
 #include "../common/blas.hpp"
-#include "../common/result_line.hpp"
 #include "cascade/cascade.hpp"
 #include "check.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 #include "distribution.hpp"
 #include "gemm_2d.hpp"
 #include "gemm_dns.hpp"
 
 using namespace cascade::apps;
 using namespace cascade::apps::gemm;
+using cascade_bench::median;
 
 namespace {
 
@@ -52,6 +54,7 @@ struct Options {
     std::uint64_t seed = 2024;
     bool verbose = false;
     int send_window = 4;
+    std::string trees = "on";
 };
 
 struct Run {
@@ -146,7 +149,8 @@ std::unique_ptr<GemmAlgorithm> make_algorithm(const Options& opt, cascade::Commu
                                           std::to_string(ranks));
             grid = *g;
         }
-        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed, opt.send_window);
+        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed, opt.send_window,
+                                        opt.trees == "on");
     }
     if (!opt.grid.empty())
         throw cascade::UsageError("--grid applies to --variant 2d only (3d uses a P x P x P cube)");
@@ -186,6 +190,11 @@ int run(int argc, char** argv, int rank, int ranks) {
                    "Tiles in flight to one peer at a time, the rest queued in the order they are "
                    "needed (0: all at once)")
         ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--trees", opt.trees,
+                   "2d: each tile goes to its grid row or column as one broadcast tree (off: "
+                   "once per peer)")
+        ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
     app.add_flag("-v,--verbose", opt.verbose, "Per-rank time, BLAS time and task counts");
     try {
@@ -246,7 +255,7 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (residual)
         std::printf("residual ||C - A B||_F / ||A B||_F = %.3e (%s)\n", *residual,
                     ok ? "OK" : "FAILED");
-    ResultLine line;
+    cascade_bench::Record line;
     line.add("app", "gemm")
         .add("system", "cascade")
         .add("variant", opt.variant)
@@ -262,7 +271,7 @@ int run(int argc, char** argv, int rank, int ranks) {
         line.add("residual", *residual);
     else
         line.add_null("residual");
-    line.print();
+    line.print_result();
     if (!ok) {
         std::fprintf(stderr,
                      "gemm: FAILED: relative error %.3e is not below %.0e (variant %s n=%d nb=%d "

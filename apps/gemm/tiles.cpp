@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "common/matrix.hpp"
+
 namespace cascade::apps::gemm {
 
 void TileSet::Free::operator()(double* p) const noexcept {
@@ -22,23 +24,9 @@ double* TileSet::allocate(int i, int j) {
     return slot.get();
 }
 
-namespace {
-std::uint64_t mix64(std::uint64_t x) noexcept {  // splitmix64 finalizer
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-}  // namespace
-
 double random_entry(std::uint64_t seed, Operand m, int row, int col) noexcept {
-    const std::uint64_t key = (static_cast<std::uint64_t>(m) << 62) ^
-                              (static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 31) ^
-                              static_cast<std::uint32_t>(col);
-    const std::uint64_t h = mix64(seed * 0x9e3779b97f4a7c15ULL ^ mix64(key));
-    return static_cast<double>(h >> 11) * 0x1p-52 - 1.0;  // 53 random bits -> [-1, 1)
+    return m == Operand::A ? cascade_bench::gemm_a(seed, row, col)
+                           : cascade_bench::gemm_b(seed, row, col);
 }
 
 void fill_tile(const Tiling& t, std::uint64_t seed, Operand m, int i, int j, double* tile) {

@@ -1,6 +1,7 @@
 // Shared pieces of the baseline programs (ScaLAPACK, StarPU-MPI, OpenBLAS): command-line
-// options, the deterministic matrix generator, timing, the grid, the RESULT line and the GEMM
-// check. Header-only so each baseline stays one small program.
+// options, the grid, the RESULT line and the GEMM check; the matrix generator, statistics and
+// record writer are the ones of bench/common, shared with Cascade's apps. Header-only so each
+// baseline stays one small program.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/matrix.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
@@ -153,40 +158,12 @@ inline bool resolve_grid(Options& o, int ranks, int rank, const char* prog) {
     return true;
 }
 
-// ---- matrices -------------------------------------------------------------------------------
+// ---- matrices (the generator shared with Cascade's apps) ------------------------------------
 
-inline std::uint64_t splitmix64(std::uint64_t x) noexcept {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-// Uniform in [-1, 1), a pure function of (seed, row, col): any rank can generate any entry.
-inline double uniform_entry(std::uint64_t seed, std::uint64_t row, std::uint64_t col) noexcept {
-    const std::uint64_t h = splitmix64(splitmix64(seed) ^ (row << 32 | col));
-    return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
-}
-
-// The SPD test matrix: a_ij = a_ji uniform in [-1, 1), a_ii = n + uniform (diagonally dominant).
-inline double spd_entry(std::uint64_t seed, int n, int i, int j) noexcept {
-    const int hi = std::max(i, j), lo = std::min(i, j);
-    double v = uniform_entry(seed, static_cast<std::uint64_t>(hi), static_cast<std::uint64_t>(lo));
-    return i == j ? v + n : v;
-}
-
-// GEMM operands: A and B with independent uniform entries; x the check vector.
-constexpr std::uint64_t kSeedB = 0x5bd1e995, kSeedX = 0x27d4eb2f;
-inline double gemm_a(std::uint64_t seed, int i, int j) noexcept {
-    return uniform_entry(seed, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
-}
-inline double gemm_b(std::uint64_t seed, int i, int j) noexcept {
-    return uniform_entry(seed ^ kSeedB, static_cast<std::uint64_t>(i),
-                         static_cast<std::uint64_t>(j));
-}
-inline double check_x(std::uint64_t seed, int i) noexcept {
-    return uniform_entry(seed ^ kSeedX, static_cast<std::uint64_t>(i), 0);
-}
+using cascade_bench::check_x;
+using cascade_bench::gemm_a;
+using cascade_bench::gemm_b;
+using cascade_bench::spd_entry;
 
 // GEMM check, independent of any BLAS: compare y = C x (C gathered as partial products from
 // its owners) with A (B x) evaluated from the generator. The relative residual
@@ -223,17 +200,8 @@ inline double gemm_check_residual(std::uint64_t seed, int n, const std::vector<d
 
 // ---- timing and results ---------------------------------------------------------------------
 
-inline double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-inline double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
+using cascade_bench::median;
+using cascade_bench::now_seconds;
 
 inline double cholesky_gflop(int n) {
     return static_cast<double>(n) * n * n / 3.0 * 1e-9;
@@ -250,31 +218,20 @@ inline void print_result(const char* app, const char* system, int n, int nb, int
                          const Options& o, const std::vector<double>& runs, double gflop,
                          double residual) {
     const double sec = median(runs);
-    std::string line = "RESULT {\"app\":\"" + std::string(app) + "\",\"system\":\"" + system +
-                       "\",\"n\":" + std::to_string(n) +
-                       ",\"nb\":" + (nb < 0 ? std::string("null") : std::to_string(nb)) +
-                       ",\"ranks\":" + std::to_string(ranks) +
-                       ",\"threads\":" + std::to_string(threads);
-    char buf[64];
-    if (o.P > 0) line += ",\"grid\":\"" + std::to_string(o.P) + "x" + std::to_string(o.Q) + "\"";
-    std::snprintf(buf, sizeof buf, "%.6g", sec);
-    line += std::string(",\"seconds\":") + buf;
-    std::snprintf(buf, sizeof buf, "%.6g", sec > 0 ? gflop / sec : 0.0);
-    line += std::string(",\"gflops\":") + buf + ",\"runs\":[";
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-        std::snprintf(buf, sizeof buf, "%s%.6g", i ? "," : "", runs[i]);
-        line += buf;
-    }
-    line += "],\"residual\":";
-    if (residual < 0) {
-        line += "null";
-    } else {
-        std::snprintf(buf, sizeof buf, "%.3e", residual);
-        line += buf;
-    }
-    line += "}";
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
+    cascade_bench::Record r;
+    r.add("app", app).add("system", system).add("n", n);
+    if (nb < 0)
+        r.add_null("nb");
+    else
+        r.add("nb", nb);
+    r.add("ranks", ranks).add("threads", threads);
+    if (o.P > 0) r.add("grid", std::to_string(o.P) + "x" + std::to_string(o.Q));
+    r.add("seconds", sec).add("gflops", sec > 0 ? gflop / sec : 0.0).add("runs", runs);
+    if (residual < 0)
+        r.add_null("residual");
+    else
+        r.add("residual", residual, "%.3e");
+    r.print_result();
 }
 
 // Human-readable check verdict; returns whether it passed.

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     std::vector<double> runs;
     for (int r = 0; r < o.repeat; ++r) {
         if (potrf) fill_spd(n, o.seed, a);
-        const double t0 = now();
+        const double t0 = now_seconds();
         if (potrf) {
             const int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, a.data(), n);
             if (info != 0) {
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
             cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n,
                         b.data(), n, 0.0, c.data(), n);
         }
-        const double t = now() - t0;
+        const double t = now_seconds() - t0;
         runs.push_back(t);
         std::printf("run %d: %.4f s, %.1f GFlop/s\n", r, t, gflop / t);
         std::fflush(stdout);

@@ -81,10 +81,10 @@ int main(int argc, char** argv) {
         const int one = 1;
         int info = 0;
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = now();
+        const double t0 = now_seconds();
         pdpotrf_("L", &o.n, a.data(), &one, &one, m.desc, &info, 1);
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t = now() - t0;
+        const double t = now_seconds() - t0;
         if (info != 0) {
             if (rank == 0)
                 std::fprintf(stderr, "scalapack_cholesky: error: pdpotrf info %d (%s)\n", info,

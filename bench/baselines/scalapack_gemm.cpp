@@ -63,11 +63,11 @@ int main(int argc, char** argv) {
     const double one_d = 1, zero_d = 0;
     for (int r = 0; r < o.repeat; ++r) {
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = now();
+        const double t0 = now_seconds();
         pdgemm_("N", "N", &o.n, &o.n, &o.n, &one_d, a.data(), &one, &one, m.desc, b.data(), &one,
                 &one, m.desc, &zero_d, c.data(), &one, &one, m.desc, 1, 1);
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t = now() - t0;
+        const double t = now_seconds() - t0;
         runs.push_back(t);
         if (rank == 0) {
             std::printf("run %d: %.4f s, %.1f GFlop/s\n", r, t, gemm_gflop(o.n) / t);

@@ -183,11 +183,11 @@ int main(int argc, char** argv) {
             a.fill([&](int i, int j) { return spd_entry(seed, n, i, j); });
             starpu_mpi_cache_flush_all_data(MPI_COMM_WORLD);
             starpu_mpi_barrier(MPI_COMM_WORLD);
-            const double t0 = now();
+            const double t0 = now_seconds();
             insert_cholesky(a);
             starpu_mpi_wait_for_all(MPI_COMM_WORLD);
             starpu_mpi_barrier(MPI_COMM_WORLD);
-            const double t = now() - t0;
+            const double t = now_seconds() - t0;
             int bad = failed_potrf.load();
             MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             if (bad != 0) {

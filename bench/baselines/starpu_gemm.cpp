@@ -87,11 +87,11 @@ int main(int argc, char** argv) {
             c.fill([](int, int) { return 0.0; });
             starpu_mpi_cache_flush_all_data(MPI_COMM_WORLD);
             starpu_mpi_barrier(MPI_COMM_WORLD);
-            const double t0 = now();
+            const double t0 = now_seconds();
             insert_gemm(a, b, c);
             starpu_mpi_wait_for_all(MPI_COMM_WORLD);
             starpu_mpi_barrier(MPI_COMM_WORLD);
-            const double t = now() - t0;
+            const double t = now_seconds() - t0;
             runs.push_back(t);
             if (rank == 0) {
                 std::printf("run %d: %.4f s, %.1f GFlop/s\n", r, t, gemm_gflop(o.n) / t);

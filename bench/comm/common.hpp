@@ -1,5 +1,5 @@
 // Shared pieces of the communication benchmarks: clocks, statistics, a tiny command line,
-// one-line JSON output (rank 0 prints, the runner collects), and a spin loop without clock
+// one-line JSON records (rank 0 prints, the runner collects), and a spin loop without clock
 // calls (calibrated on the thread CPU clock) for the distributed dependency benchmark.
 #pragma once
 
@@ -18,14 +18,16 @@
 #include <string>
 #include <vector>
 
-#include "../spin.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
+#include "spin.hpp"
 
 namespace commbench {
 
 using Clock = std::chrono::steady_clock;
 
 inline double now_s() {
-    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    return cascade_bench::now_seconds();
 }
 
 inline double thread_cpu_s() {
@@ -55,24 +57,11 @@ struct ThreadUsage {
     }
 };
 
-// q-quantile (0..1) with linear interpolation; 0 for an empty sample.
-inline double quantile(std::vector<double> v, double q) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(pos);
-    const std::size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-inline double median(const std::vector<double>& v) {
-    return quantile(v, 0.5);
-}
-inline double vmin(const std::vector<double>& v) {
-    return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
-}
-inline double vmax(const std::vector<double>& v) {
-    return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
-}
+using cascade_bench::median;
+using cascade_bench::quantile;
+using cascade_bench::Record;
+using cascade_bench::vmax;
+using cascade_bench::vmin;
 
 // --key value pairs; every key must be known to the program (checked by get*).
 class Args {
@@ -126,50 +115,6 @@ class Args {
   private:
     std::map<std::string, std::string> kv_;
     std::vector<std::string> used_;
-};
-
-// One JSON object on one line.
-class Record {
-  public:
-    Record& add(const std::string& k, const std::string& v) {
-        sep();
-        s_ += "\"" + k + "\":\"" + v + "\"";
-        return *this;
-    }
-    Record& add(const std::string& k, const char* v) { return add(k, std::string(v)); }
-    Record& add(const std::string& k, double v) {
-        sep();
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.6g", v);
-        s_ += "\"" + k + "\":" + buf;
-        return *this;
-    }
-    Record& add(const std::string& k, long v) {
-        sep();
-        s_ += "\"" + k + "\":" + std::to_string(v);
-        return *this;
-    }
-    Record& add(const std::string& k, int v) { return add(k, static_cast<long>(v)); }
-    Record& add(const std::string& k, std::uint64_t v) {
-        sep();
-        s_ += "\"" + k + "\":" + std::to_string(v);
-        return *this;
-    }
-    Record& flag(const std::string& k, bool v) {
-        sep();
-        s_ += "\"" + k + "\":" + (v ? "true" : "false");
-        return *this;
-    }
-    void print() const {
-        std::printf("{%s}\n", s_.c_str());
-        std::fflush(stdout);
-    }
-
-  private:
-    void sep() {
-        if (!s_.empty()) s_ += ",";
-    }
-    std::string s_;
 };
 
 inline double allreduce(double x, MPI_Op op) {

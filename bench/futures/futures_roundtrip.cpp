@@ -19,15 +19,15 @@
 #include <string>
 #include <vector>
 
+#include "common/record.hpp"
+#include "common/stats.hpp"
+
 namespace {
 using clk = std::chrono::steady_clock;
 double us_since(clk::time_point t0) {
     return std::chrono::duration<double, std::micro>(clk::now() - t0).count();
 }
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
-}
+using cascade_bench::median;
 // Median over `batches` of the mean time per iteration of f (microseconds).
 template <class F>
 double timed(int iters, int batches, F&& f) {
@@ -84,10 +84,15 @@ int main(int argc, char** argv) {
         timed(iters / 10, 1, ping);
         const double rt = timed(iters / batches, batches, ping);
         if (rank == 0)
-            std::printf(
-                "{\"bench\":\"roundtrip\",\"system\":\"mpi\",\"variant\":\"ping-pong\","
-                "\"ranks\":2,\"threads\":0,\"bytes\":8,\"latency_us\":%.3f}\n",
-                rt);
+            cascade_bench::Record()
+                .add("bench", "roundtrip")
+                .add("system", "mpi")
+                .add("variant", "ping-pong")
+                .add("ranks", 2)
+                .add("threads", 0)
+                .add("bytes", 8)
+                .add("latency_us", rt, "%.3f")
+                .print();
         for (long n : sizes) {
             if (rt_only) break;
             std::vector<double> buf(static_cast<std::size_t>(n), 1.0), dst(buf.size());
@@ -109,10 +114,16 @@ int main(int argc, char** argv) {
                 asm volatile("" ::: "memory");
             });
             if (rank == 0)
-                std::printf(
-                    "{\"bench\":\"issue\",\"system\":\"mpi\",\"ranks\":2,\"threads\":0,"
-                    "\"elements\":%ld,\"issue_us\":%.3f,\"memcpy_us\":%.3f,\"mpi_us\":%.3f}\n",
-                    n, memcpy_us + mpi_us, memcpy_us, mpi_us);
+                cascade_bench::Record()
+                    .add("bench", "issue")
+                    .add("system", "mpi")
+                    .add("ranks", 2)
+                    .add("threads", 0)
+                    .add("elements", n)
+                    .add("issue_us", memcpy_us + mpi_us, "%.3f")
+                    .add("memcpy_us", memcpy_us, "%.3f")
+                    .add("mpi_us", mpi_us, "%.3f")
+                    .print();
         }
     }
     std::fflush(stdout);
@@ -138,11 +149,16 @@ int main(int argc, char** argv) {
                 auto call = [&] { bad += cascade::async(1, *v.f, x).get() != x; };
                 timed(iters / 10, 1, call);
                 const double rt = timed(iters / batches, batches, call);
-                std::printf(
-                    "{\"bench\":\"roundtrip\",\"system\":\"cascade\",\"variant\":\"%s\","
-                    "\"ranks\":2,\"threads\":1,\"bytes\":8,\"latency_us\":%.3f,"
-                    "\"errors\":%ld}\n",
-                    v.name, rt, bad);
+                cascade_bench::Record()
+                    .add("bench", "roundtrip")
+                    .add("system", "cascade")
+                    .add("variant", v.name)
+                    .add("ranks", 2)
+                    .add("threads", 1)
+                    .add("bytes", 8)
+                    .add("latency_us", rt, "%.3f")
+                    .add("errors", bad)
+                    .print();
             }
             for (long n : sizes) {
                 if (rt_only) break;
@@ -161,10 +177,16 @@ int main(int argc, char** argv) {
                         call.push_back(tc);
                     }
                 }
-                std::printf(
-                    "{\"bench\":\"issue\",\"system\":\"cascade\",\"ranks\":2,\"threads\":1,"
-                    "\"elements\":%ld,\"issue_us\":%.3f,\"call_us\":%.3f,\"errors\":%ld}\n",
-                    n, median(issue), median(call), bad);
+                cascade_bench::Record()
+                    .add("bench", "issue")
+                    .add("system", "cascade")
+                    .add("ranks", 2)
+                    .add("threads", 1)
+                    .add("elements", n)
+                    .add("issue_us", median(issue), "%.3f")
+                    .add("call_us", median(call), "%.3f")
+                    .add("errors", bad)
+                    .print();
             }
         }
         tp.join();

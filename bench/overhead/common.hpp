@@ -1,6 +1,6 @@
 // Shared pieces of the overhead micro-benchmarks (TaskTorrent paper, section III-A): a spin
 // loop that does not read the clock, its calibration, a monitor of CPU load from other
-// processes, the repeat policy, the command line, and JSON output.
+// processes, the repeat policy, the command line, and the JSON record.
 #pragma once
 
 #include <sys/resource.h>
@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "../spin.hpp"
+#include "common/record.hpp"
+#include "common/stats.hpp"
+#include "spin.hpp"
 
 namespace bench {
 
@@ -33,7 +35,7 @@ using cascade_bench::thread_cpu_seconds;
 // Loop iterations per microsecond on one thread. Trials are timed with this thread's CPU
 // clock, so time spent descheduled (other processes on a busy machine) does not count; the
 // median of many short trials is kept.
-inline double median(std::vector<double> v);
+using cascade_bench::median;
 inline double calibrate_iters_per_us() {
     std::uint64_t iters = 1 << 12;
     for (;;) {  // grow until one trial takes >= 2 ms
@@ -49,13 +51,6 @@ inline double calibrate_iters_per_us() {
         trials.push_back(thread_cpu_seconds() - t0);
     }
     return static_cast<double>(iters) / (median(trials) * 1e6);
-}
-
-inline double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // CPU used by other processes while we measure, in CPUs (0 .. number of cores): busy time of
@@ -184,6 +179,11 @@ inline Config parse_args(int argc, char** argv) {
     return c;
 }
 
+// The answer to --calibrate-only.
+inline void print_calibration(const Config& c) {
+    cascade_bench::Record().add("calibration", true).add("iters_per_us", c.iters_per_us).print();
+}
+
 inline std::uint64_t spin_iters(const Config& c) {
     return static_cast<std::uint64_t>(c.iters_per_us * c.spin_us + 0.5);
 }
@@ -237,7 +237,7 @@ Samples measure(const Config& c, F&& once) {
     return s;
 }
 
-// Prints one measurement as a JSON object on one line, from the clean repeats when there are
+// One measurement as a JSON record, from the clean repeats when there are
 // at least 3 of them, else from all repeats ("noisy": true):
 //   seconds: median wall time of the timed region;
 //   efficiency, overhead_ns: medians over the repeats, each using the spin time measured
@@ -245,9 +245,8 @@ Samples measure(const Config& c, F&& once) {
 //   *_best: the repeat with the highest efficiency (the lowest overhead);
 //   cpu_efficiency, cpu_overhead_ns: process CPU time in place of T x wall: what the runtime
 //     costs in CPU (idle threads that spin count, time lost to other processes does not).
-// `extra` is appended inside the object (",\"key\":value..." or empty).
-inline void print_result(const char* system, const Config& c, const Samples& s,
-                         const std::string& extra = "") {
+// The caller may add fields of its own, then prints the record.
+inline cascade_bench::Record result_record(const char* system, const Config& c, const Samples& s) {
     const bool noisy = s.clean.size() < 3;
     const std::vector<Timed>& times = noisy ? s.all : s.clean;
     const double n = static_cast<double>(n_tasks(c));
@@ -279,21 +278,34 @@ inline void print_result(const char* system, const Config& c, const Samples& s,
             cpus.push_back(t.cpu);
         cpu_seconds = median(cpus);
     }
-    std::printf(
-        "{\"bench\":\"%s\",\"system\":\"%s\",\"threads\":%d,\"spin_us\":%g,\"deps\":%d,"
-        "\"insertion\":\"%s\",\"n_tasks\":%ld,\"seconds\":%.6f,\"seconds_min\":%.6f,"
-        "\"seconds_max\":%.6f,\"repeats\":%d,\"clean\":%d,\"attempts\":%d,\"noisy\":%s,"
-        "\"foreign_cpus\":%.3f,\"efficiency\":%.5f,\"overhead_ns\":%.2f,"
-        "\"efficiency_best\":%.5f,\"overhead_ns_best\":%.2f,\"efficiency_nominal\":%.5f,"
-        "\"overhead_ns_nominal\":%.2f,\"spin_us_actual\":%.4f,\"cpu_seconds\":%.6f,"
-        "\"cpu_efficiency\":%.5f,\"cpu_overhead_ns\":%.2f,\"iters_per_us\":%.3f%s}\n",
-        c.bench.c_str(), system, c.threads, c.spin_us, c.deps, c.insertion.c_str(), n_tasks(c),
-        wall, tmin, tmax, static_cast<int>(times.size()), static_cast<int>(s.clean.size()),
-        static_cast<int>(s.all.size()), noisy ? "true" : "false", median(s.foreign), median(effs),
-        median(ovhs), effs[best], ovhs[best], c.spin_us > 0 ? nominal_work / (T * wall) : 0.0,
-        (T * wall - nominal_work) / n * 1e9, median(spins), cpu_seconds, median(cpu_effs),
-        median(cpu_ovhs), c.iters_per_us, extra.c_str());
-    std::fflush(stdout);
+    cascade_bench::Record r;
+    r.add("bench", c.bench)
+        .add("system", system)
+        .add("threads", c.threads)
+        .add("spin_us", c.spin_us)
+        .add("deps", c.deps)
+        .add("insertion", c.insertion)
+        .add("n_tasks", n_tasks(c))
+        .add("seconds", wall)
+        .add("seconds_min", tmin)
+        .add("seconds_max", tmax)
+        .add("repeats", static_cast<int>(times.size()))
+        .add("clean", static_cast<int>(s.clean.size()))
+        .add("attempts", static_cast<int>(s.all.size()))
+        .add("noisy", noisy)
+        .add("foreign_cpus", median(s.foreign))
+        .add("efficiency", median(effs))
+        .add("overhead_ns", median(ovhs))
+        .add("efficiency_best", effs[best])
+        .add("overhead_ns_best", ovhs[best])
+        .add("efficiency_nominal", c.spin_us > 0 ? nominal_work / (T * wall) : 0.0)
+        .add("overhead_ns_nominal", (T * wall - nominal_work) / n * 1e9)
+        .add("spin_us_actual", median(spins))
+        .add("cpu_seconds", cpu_seconds)
+        .add("cpu_efficiency", median(cpu_effs))
+        .add("cpu_overhead_ns", median(cpu_ovhs))
+        .add("iters_per_us", c.iters_per_us);
+    return r;
 }
 
 }  // namespace bench

@@ -132,14 +132,15 @@ void run_idle(const Config& c) {
         std::this_thread::yield();
     const double after = cpu_percent_over(1.0);
     tp.join();
-    std::printf(
-        "{\"bench\":\"idle\",\"system\":\"cascade\",\"threads\":%d,\"phase\":\"fresh\","
-        "\"seconds\":1,\"cpu_percent\":%.2f}\n",
-        c.threads, fresh);
-    std::printf(
-        "{\"bench\":\"idle\",\"system\":\"cascade\",\"threads\":%d,\"phase\":\"after_work\","
-        "\"seconds\":1,\"cpu_percent\":%.2f}\n",
-        c.threads, after);
+    for (const auto& [phase, percent] : {std::pair{"fresh", fresh}, std::pair{"after_work", after}})
+        cascade_bench::Record()
+            .add("bench", "idle")
+            .add("system", "cascade")
+            .add("threads", c.threads)
+            .add("phase", phase)
+            .add("seconds", 1)
+            .add("cpu_percent", percent)
+            .print();
 }
 
 }  // namespace
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
     try {
         Config c = bench::parse_args(argc, argv);
         if (c.calibrate_only) {
-            std::printf("{\"calibration\":true,\"iters_per_us\":%.4f}\n", c.iters_per_us);
+            bench::print_calibration(c);
             return 0;
         }
         if (c.bench == "idle") {
@@ -163,12 +164,12 @@ int main(int argc, char** argv) {
         if (c.bench == "raw") {
             c.bench = "nodeps";
             c.insertion = "none";
-            bench::print_result("raw", c, s);
+            bench::result_record("raw", c, s).print();
         } else {
             const double stolen =
                 g_tasks_run ? static_cast<double>(g_tasks_stolen) / static_cast<double>(g_tasks_run)
                             : 0.0;
-            bench::print_result("cascade", c, s, ",\"stolen_fraction\":" + std::to_string(stolen));
+            bench::result_record("cascade", c, s).add("stolen_fraction", stolen).print();
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "overhead_cascade: %s\n", e.what());

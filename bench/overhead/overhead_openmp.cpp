@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     try {
         Config c = bench::parse_args(argc, argv);
         if (c.calibrate_only) {
-            std::printf("{\"calibration\":true,\"iters_per_us\":%.4f}\n", c.iters_per_us);
+            bench::print_calibration(c);
             return 0;
         }
         if (c.bench != "nodeps" && c.bench != "deps")
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
         omp_set_num_threads(c.threads);
         const bench::Samples s =
             bench::measure(c, [&c] { return c.bench == "nodeps" ? run_nodeps(c) : run_deps(c); });
-        bench::print_result("openmp", c, s);
+        bench::result_record("openmp", c, s).print();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "overhead_openmp: %s\n", e.what());
         return 1;

@@ -10,9 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "cascade/comm/detail/trace_gather.hpp"
+#include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/trace/export.hpp"
-#include "cascade/trace/watchdog.hpp"
 
 #include "internal.hpp"
 
@@ -47,8 +48,12 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     open_.assign(static_cast<std::size_t>(size_), 0);
     deferred_.resize(static_cast<std::size_t>(size_));
     tls_comm_thread = this;
-    trace::sync_clocks(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
+    detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
+    bcast_ = detail::make_broadcasts(*this);
+    const char* env = std::getenv("CASCADE_BCAST");
+    bcast_->set_detection(opts_.broadcast_detection >= 0 ? opts_.broadcast_detection != 0
+                                                         : !(env && std::strcmp(env, "0") == 0));
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
         cnt_p_.assign(size_, 0);
@@ -58,7 +63,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
 }
 
 Communicator::~Communicator() {
-    if (tp_) tp_->set_join_hook(nullptr);
+    if (tp_) unhook(*tp_);
     // An exception unwound past this rank's pool (or is unwinding now): the other ranks wait
     // in join() for this one, and MPI_Finalize would wait for them. End the job instead.
     if (size_ > 1 && (abandoned_ || std::uncaught_exceptions() > 0))
@@ -119,7 +124,7 @@ Communicator::~Communicator() {
             std::vector<std::string> names;
             for (auto& am : ams_)
                 names.push_back(am->name());
-            trace::finish(comm_, names);
+            detail::trace_finish(comm_, names);
         } catch (const std::exception& e) {
             std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
         }
@@ -186,6 +191,7 @@ void Communicator::post_ctrl_slot(int slot) {
 }
 
 bool Communicator::progress() {
+    detail::run_task_epilogue();  // sends a handler held back (broadcast detection) leave first
     const bool was = on_comm_thread();
     tls_comm_thread = this;
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
@@ -228,12 +234,11 @@ void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exce
                       which + ", from rank " + std::to_string(source) +
                       ") threw: " + detail::describe_error(e);
     if (size_ > 1 || !tp_) abort_job(msg);
-    tp_->fail(std::make_exception_ptr(std::runtime_error(msg)));
+    fail(*tp_, std::make_exception_ptr(std::runtime_error(msg)));
 }
 
 void Communicator::attach(Threadpool& tp) {
-    tp_ = &tp;
-    tp.set_join_hook(this);
+    tp_ = &tp;  // the pool's constructor made this its hook
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {
@@ -253,7 +258,7 @@ void Communicator::sent_from_outside(const ActiveMsgBase& am) {
         "counts only messages sent by tasks, handlers and the thread in join() (a later one "
         "could arrive after every rank agreed that all was done): send from a task, or before "
         "join() / after it returns";
-    tp_->fail(std::make_exception_ptr(UsageError(msg)));
+    fail(*tp_, std::make_exception_ptr(UsageError(msg)));
     throw UsageError(msg);
 }
 
@@ -305,7 +310,7 @@ void Communicator::abort_job(const std::string& what) {
 }
 
 void Communicator::check_stall(const char* what, std::chrono::steady_clock::time_point since) {
-    const double limit = trace::watchdog_limit_from_env();
+    const double limit = detail::watchdog_limit_from_env();
     if (limit <= 0) return;
     const double quiet =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -363,15 +368,6 @@ void Communicator::tell_peers_of_abort() noexcept {
         int done = 0;
         MPI_Test(&q, &done, MPI_STATUS_IGNORE);
     }
-}
-
-// The distributed Threadpool constructor lives here, with the layer it depends on.
-Threadpool::Threadpool(int n_threads, Communicator* comm, int verb, std::string name, bool start)
-    : Threadpool(n_threads,
-                 ThreadpoolOptions{
-                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = false}) {
-    if (comm) comm->attach(*this);
-    if (start) this->start();
 }
 
 }  // namespace cascade

@@ -186,7 +186,7 @@ PollResult Communicator::poll(Threadpool& tp) {
         r = poll_once(tp);
     } catch (...) {
         if (size_ > 1) progress_failed("the progress engine (in join())", std::current_exception());
-        tp.fail(std::current_exception());
+        fail(tp, std::current_exception());
         r = PollResult::done;
     }
     if (r == PollResult::done) {

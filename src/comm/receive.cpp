@@ -14,10 +14,12 @@ namespace cascade {
 using namespace comm_detail;
 
 void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                                 std::size_t chunk, std::vector<char> args) {
-    // Both come from the sender's header: bounded before anything is posted.
-    if (chunk == 0 || chunk > kDefaultChunk)
-        throw WireError("body chunk of " + std::to_string(chunk) + " bytes (expected 1 to " +
+                                 std::size_t chunk, std::vector<char> args, int tag) {
+    // Both come from the sender's header: bounded before anything is posted (0: the default
+    // chunk, as on the sending side).
+    if (chunk == 0) chunk = kDefaultChunk;
+    if (chunk > kDefaultChunk)
+        throw WireError("body chunk of " + std::to_string(chunk) + " bytes (at most " +
                         std::to_string(kDefaultChunk) + ")");
     if (bytes > kMaxBody)
         throw WireError("body of " + std::to_string(bytes) + " bytes (at most " +
@@ -29,17 +31,17 @@ void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std:
     for (std::size_t off = 0; off < bytes; off += chunk) {
         const int n = static_cast<int>(std::min(chunk, bytes - off));
         MPI_Request req;
-        check_mpi(
-            MPI_Irecv(static_cast<char*>(dest) + off, n, MPI_BYTE, source, TAG_BODY, comm_, &req),
-            "MPI_Irecv");
+        check_mpi(MPI_Irecv(static_cast<char*>(dest) + off, n, MPI_BYTE, source,
+                            tag < 0 ? TAG_BODY : tag, comm_, &req),
+                  "MPI_Irecv");
         r.reqs.push_back(req);
     }
     large_recvs_.push_back(std::move(r));
 }
 
 void Communicator::receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                                std::size_t chunk, std::vector<char> args) {
-    receive_large(source, am, dest, bytes, chunk, std::move(args));
+                                std::size_t chunk, std::vector<char> args, int tag) {
+    receive_large(source, am, dest, bytes, chunk, std::move(args), tag);
     large_recvs_.back().counted = false;
 }
 

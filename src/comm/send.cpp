@@ -33,8 +33,24 @@ void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, 
 
 void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
                                std::size_t chunk, std::vector<char> args) {
+    attach_body(o, am, body, bytes, chunk, std::move(args), -1);
+}
+
+void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                               std::size_t chunk, std::vector<char> args, int tag) {
     o.larges.push_back(
-        LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk});
+        LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk, tag});
+}
+
+int Communicator::new_body_tag() noexcept {
+    return kFirstBodyTag +
+           static_cast<int>(body_tags_.fetch_add(1, std::memory_order_relaxed) % kBodyTags);
+}
+
+void Communicator::send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                                 std::size_t chunk, std::vector<char> args, int tag) {
+    post_large(dest, LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args),
+                               chunk == 0 ? kDefaultChunk : chunk, tag});
 }
 
 void Communicator::flush() {
@@ -81,23 +97,26 @@ void Communicator::flush() {
                    spare_bufs_.size() < kMaxSpareBuffers) {
             spare_bufs_.push_back(std::move(buf));
         }
-        for (auto& l : larges) {
-            PendingSend ps;
-            const std::size_t chunk = l.chunk;
-            for (std::size_t off = 0; off < l.bytes; off += chunk) {
-                const int n = static_cast<int>(std::min(chunk, l.bytes - off));
-                MPI_Request req;
-                check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, TAG_BODY, comm_, &req),
-                          "MPI_Isend");
-                ps.reqs.push_back(req);
-            }
-            ps.large = std::make_unique<LargeSend>(std::move(l));
-            ps.dest = d;
-            if (trace::recording()) ps.t0 = trace::stamp();
-            ++pending_large_sends_;
-            sends_.push_back(std::move(ps));
-        }
+        for (auto& l : larges)
+            post_large(d, std::move(l));
     }
+}
+
+void Communicator::post_large(int d, LargeSend l) {
+    PendingSend ps;
+    const std::size_t chunk = l.chunk;
+    const int tag = l.tag < 0 ? TAG_BODY : l.tag;
+    for (std::size_t off = 0; off < l.bytes; off += chunk) {
+        const int n = static_cast<int>(std::min(chunk, l.bytes - off));
+        MPI_Request req;
+        check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, tag, comm_, &req), "MPI_Isend");
+        ps.reqs.push_back(req);
+    }
+    ps.large = std::make_unique<LargeSend>(std::move(l));
+    ps.dest = d;
+    if (trace::recording()) ps.t0 = trace::stamp();
+    ++pending_large_sends_;
+    sends_.push_back(std::move(ps));
 }
 
 void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end) {

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "cascade/core/detail/inbox.hpp"
+#include "cascade/core/detail/task_epilogue.hpp"
+#include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
-#include "cascade/trace/recorder.hpp"
-#include "cascade/trace/watchdog.hpp"
 
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -97,13 +97,25 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
     if (n_threads < 1)
         throw UsageError("Threadpool '" + opts_.name + "': n_threads must be >= 1, got " +
                          std::to_string(n_threads));
-    trace::init_from_env();
-    if (trace::recording()) {
-        trace_ = std::make_unique<trace::Buffer*[]>(static_cast<std::size_t>(n_));
+    setup_observer();
+    if ((observer_ = observer())) {
+        observed_ = std::make_unique<void*[]>(static_cast<std::size_t>(n_));
         for (int i = 0; i < n_; ++i)
-            trace_[i] = trace::new_buffer(opts_.name + " worker " + std::to_string(i));
+            observed_[i] =
+                observer_->on_worker_created(opts_.name + " worker " + std::to_string(i), i);
     }
     if (opts_.start) start();
+}
+
+Threadpool::Threadpool(int n_threads, JoinHook* hook, int verb, std::string name, bool start)
+    : Threadpool(n_threads,
+                 ThreadpoolOptions{
+                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = false}) {
+    if (hook) {
+        hook_ = hook;
+        hook->attach(*this);
+    }
+    if (start) this->start();
 }
 
 Threadpool::~Threadpool() {
@@ -205,13 +217,8 @@ bool Threadpool::find_task(int me, Task& out) {
         if (victim >= n_) victim -= n_;
         if (queues_[victim].steal(out)) {
             ++stats_[me].stolen;
-            if (trace_) [[unlikely]] {
-                if (trace::Event* e = trace_[me]->reserve(trace::Kind::steal)) {
-                    e->t0 = trace::stamp();
-                    e->peer = victim;
-                    trace_[me]->commit();
-                }
-            }
+            if (observer_) [[unlikely]]
+                observer_->on_steal(observed_[me], victim);
             return true;
         }
     }
@@ -221,6 +228,7 @@ bool Threadpool::find_task(int me, Task& out) {
 bool Threadpool::run_one_task() {
     const int me = current_thread();
     if (me < 0) return false;
+    detail::run_task_epilogue();  // what the waiting task held back must not wait with it
     Task t;
     if (!find_task(me, t)) return false;
     execute(t, me);
@@ -249,11 +257,11 @@ void Threadpool::execute(Task& t, int me) {
         t.discard();
         return;
     }
-    if (trace_) [[unlikely]] {  // the only cost of tracing when it is off
-        trace::Buffer& b = *trace_[me];
-        const std::uint64_t outer = b.begin_task(t);
+    if (observer_) [[unlikely]] {  // the only cost of observation when it is off
+        void* w = observed_[me];
+        const std::uint64_t begin = observer_->on_task_begin(w, t);
         run_guarded(t, me);
-        b.end_task(outer);
+        observer_->on_task_end(w, begin);
     } else {
         run_guarded(t, me);
     }
@@ -265,6 +273,7 @@ void Threadpool::execute(Task& t, int me) {
 void Threadpool::run_guarded(Task& t, int me) {
     try {
         t.run();
+        detail::run_task_epilogue();
     } catch (const std::exception& e) {
         fail(std::make_exception_ptr(TaskError(t.describe(), me, std::current_exception(), e.what(),
                                                hook_ ? hook_->rank() : -1)));
@@ -302,8 +311,9 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me};
-    trace::Buffer* tb = trace_ ? trace_[me] : nullptr;
-    if (tb) trace::set_this_thread(tb);
+    Observer* const obs = observer_;
+    void* const ow = obs ? observed_[me] : nullptr;
+    if (obs) obs->on_worker_start(ow);
     Task t;
     for (;;) {
         if (find_task(me, t)) {
@@ -311,7 +321,7 @@ void Threadpool::worker_loop(int me) {
             continue;
         }
         become_idle();
-        const std::int64_t idle_since = tb ? trace::stamp() : 0;
+        const std::int64_t idle_since = obs ? obs->now() : 0;
         bool found = false;
         const auto idle_start = std::chrono::steady_clock::now();
         // Messages our last task queued wait for the thread that drives MPI, which may share
@@ -333,7 +343,7 @@ void Threadpool::worker_loop(int me) {
             }
         }
         if (found) {
-            if (tb) tb->slice(trace::Kind::idle, idle_since);
+            if (obs) obs->on_idle(ow, idle_since);
             execute(t, me);
             continue;
         }
@@ -341,20 +351,20 @@ void Threadpool::worker_loop(int me) {
         if (stop_.load(std::memory_order_seq_cst)) {
             notifier_.cancel_wait(me);
             become_active();
-            if (tb) tb->slice(trace::Kind::idle, idle_since);
+            if (obs) obs->on_idle(ow, idle_since);
             break;
         }
         if (has_work_for(me)) {
             notifier_.cancel_wait(me);
             become_active();
-            if (tb) tb->slice(trace::Kind::idle, idle_since);
+            if (obs) obs->on_idle(ow, idle_since);
             continue;
         }
         notifier_.commit_wait(me, epoch, kSleepTimeoutUs);
         become_active();
-        if (tb) tb->slice(trace::Kind::idle, idle_since);
+        if (obs) obs->on_idle(ow, idle_since);
     }
-    if (tb) trace::set_this_thread(nullptr);
+    if (obs) obs->on_worker_stop(ow);
     tls_worker = {};
 }
 
@@ -369,7 +379,7 @@ void Threadpool::join() {
     TimerSlack slack(hook_ != nullptr);
     long nap_us = kFirstNapUs;
     auto last_activity = std::chrono::steady_clock::now();
-    trace::Watchdog watchdog(tasks_run());
+    detail::Watchdog watchdog(tasks_run());
     int busy_warnings = 0;  // consecutive "busy worker" warnings (reset when something moves)
     std::uint64_t runs_seen = 0;
     for (;;) {
@@ -476,53 +486,12 @@ std::uint64_t Threadpool::tasks_stolen() const noexcept {
     return s;
 }
 
-// The watchdog: nothing ran and no message moved for the limit while join() waited. Print
-// what this rank waits for and end the job (a stuck task may never return, so we cannot
-// unwind).
-void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
-    watchdog_report(quiet_seconds, limit_seconds);
-    const std::string who = rank_prefix();
-    // Give the other ranks (whose watchdogs fire about now) a moment to print theirs.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    if (hook_) hook_->abort_job(who + "watchdog: join() made no progress; see above");
-    JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
+void JoinHook::fail(Threadpool& tp, std::exception_ptr e) noexcept {
+    tp.fail(std::move(e));
 }
 
-// What this rank waits for (also printed with the warning about a long task).
-void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
-    std::ostringstream os;
-    const std::string who = rank_prefix();
-    os << "cascade: watchdog: " << who << "Threadpool '" << opts_.name << "': join() saw no task "
-       << "run and no message move for " << quiet_seconds
-       << " s (CASCADE_WATCHDOG=" << limit_seconds << ")\n";
-    const std::uint64_t s = idle_state_.load();
-    const int idle = static_cast<int>(static_cast<std::uint32_t>(s));
-    os << "cascade: watchdog: " << who << "workers busy: " << (n_ - idle) << " of " << n_;
-    if (idle < n_) os << " (a task that does not return, e.g. waiting for something?)";
-    os << "; ready tasks queued: ";
-    std::size_t queued = 0;
-    for (int w = 0; w < n_; ++w)
-        queued += queues_[w].size();
-    os << queued << "\n";
-    std::size_t total = 0;
-    std::vector<std::string> names;
-    {
-        std::lock_guard<std::mutex> g(taskflows_mutex_);
-        for (auto* tf : taskflows_)
-            total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
-    }
-    os << "cascade: watchdog: " << who << total << " task(s) waiting for promises";
-    if (!names.empty()) os << "; first " << names.size() << ": ";
-    for (std::size_t i = 0; i < names.size(); ++i)
-        os << (i ? ", " : "") << names[i];
-    os << "\n";
-    if (hook_) {
-        const std::string state = hook_->describe_state();
-        if (!state.empty()) os << "cascade: watchdog: " << who << state << "\n";
-    }
-    const std::string report = os.str();
-    std::fputs(report.c_str(), stderr);
-    std::fflush(stderr);
+void JoinHook::unhook(Threadpool& tp) noexcept {
+    tp.hook_ = nullptr;
 }
 
 void JoinHook::abort_job(const std::string& what) {

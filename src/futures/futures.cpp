@@ -165,8 +165,8 @@ namespace {
 // Gives an exported state's value to a proxy here (no copy), once it is there.
 struct LocalShare final : detail::Callback {
     detail::StateBase* proxy;  // one reference
-    Futures::ShareExported share;
-    LocalShare(detail::StateBase* p, Futures::ShareExported f) : proxy(p), share(f) {}
+    detail::ShareValueFn share;
+    LocalShare(detail::StateBase* p, detail::ShareValueFn f) : proxy(p), share(f) {}
     void fire(detail::StateBase& s) noexcept override {
         share(s, *proxy);
         proxy->release();
@@ -177,10 +177,10 @@ struct LocalShare final : detail::Callback {
 // Sends an exported state's value to the rank that fetched it, once it is there.
 struct FetchReply final : detail::Callback {
     Futures* fx;
-    Futures::SendExported send;
+    detail::SendValueFn send;
     int dest;
     std::uint64_t token;
-    FetchReply(Futures* f, Futures::SendExported s, int d, std::uint64_t t)
+    FetchReply(Futures* f, detail::SendValueFn s, int d, std::uint64_t t)
         : fx(f), send(s), dest(d), token(t) {}
     void fire(detail::StateBase& s) noexcept override {
         send(*fx, s, dest, token);

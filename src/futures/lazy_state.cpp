@@ -1,4 +1,4 @@
-#include "cascade/futures/lazy_state.hpp"
+#include "cascade/futures/detail/lazy_state.hpp"
 
 #include "cascade/futures/async.hpp"
 

@@ -1,4 +1,4 @@
-#include "cascade/futures/state.hpp"
+#include "cascade/futures/detail/state.hpp"
 
 #include <climits>
 

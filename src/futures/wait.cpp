@@ -10,7 +10,7 @@
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
 #include "cascade/futures/async.hpp"
-#include "cascade/futures/state.hpp"
+#include "cascade/futures/detail/state.hpp"
 
 namespace cascade::detail {
 

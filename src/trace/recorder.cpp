@@ -83,6 +83,49 @@ std::size_t parse_count(const char* v, std::size_t dflt) {
     return static_cast<std::size_t>(n);
 }
 
+// The trace as the core's Observer (core/observer.hpp): pools and taskflows report to it
+// while recording is on. A worker is identified by its Buffer.
+class Recorder final : public Observer {
+  public:
+    void* on_worker_created(const std::string& label, int) override { return new_buffer(label); }
+    void on_worker_start(void* w) noexcept override { set_this_thread(static_cast<Buffer*>(w)); }
+    void on_worker_stop(void*) noexcept override { set_this_thread(nullptr); }
+    std::uint64_t on_task_begin(void* w, const Task& t) noexcept override {
+        return static_cast<Buffer*>(w)->begin_task(t);
+    }
+    void on_task_end(void* w, std::uint64_t outer) noexcept override {
+        static_cast<Buffer*>(w)->end_task(outer);
+    }
+    void on_steal(void* w, int victim) noexcept override {
+        Buffer* b = static_cast<Buffer*>(w);
+        if (Event* e = b->reserve(Kind::steal)) {
+            e->t0 = stamp();
+            e->peer = victim;
+            b->commit();
+        }
+    }
+    std::int64_t now() noexcept override { return stamp(); }
+    void on_idle(void* w, std::int64_t since) noexcept override {
+        static_cast<Buffer*>(w)->slice(Kind::idle, since);
+    }
+    void on_taskflow_created(const TaskVTable* vt, PartsFn parts) override {
+        register_kind(vt, parts);
+    }
+    void on_taskflow_destroyed(const TaskVTable* vt, const void* owner) override {
+        resolve_owner(vt, owner);
+    }
+    void on_promise(const TaskVTable* vt, const void* payload,
+                    std::size_t bytes) noexcept override {
+        record_edge(vt, payload, bytes);
+    }
+    void edges(bool on) noexcept { set_wants_promises(on); }
+};
+
+Recorder& recorder() {
+    static Recorder* r = new Recorder;  // never destroyed: threads may report during exit
+    return *r;
+}
+
 void apply(State& s, Options o) {
     s.opts = std::move(o);
     const bool on = !s.opts.trace_path.empty() || !s.opts.dag_path.empty();
@@ -92,11 +135,26 @@ void apply(State& s, Options o) {
         s.ns0 = now_ns();
     }
     s.initialized = true;
-    detail::g_edges.store(!s.opts.dag_path.empty(), std::memory_order_seq_cst);
-    detail::g_recording.store(on, std::memory_order_seq_cst);
+    set_recording_edges(!s.opts.dag_path.empty());
+    set_recording(on);
 }
 
 }  // namespace
+
+void set_recording_edges(bool on) noexcept {
+    detail::g_edges.store(on, std::memory_order_seq_cst);
+    recorder().edges(on);
+}
+
+void set_recording(bool on) noexcept {
+    detail::g_recording.store(on, std::memory_order_seq_cst);
+    set_observer(on ? &recorder() : nullptr);
+}
+
+bool detail::install_setup() noexcept {
+    set_observer_setup(&init_from_env);
+    return true;
+}
 
 void init_from_env() {
     State& s = state();

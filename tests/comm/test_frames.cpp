@@ -1,12 +1,12 @@
 // Frame parsing (cascade/comm/detail/frames.hpp) and reply tokens
-// (cascade/futures/reply_tokens.hpp): malformed input is refused, never trusted.
+// (cascade/futures/detail/reply_tokens.hpp): malformed input is refused, never trusted.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "cascade/comm/detail/frames.hpp"
-#include "cascade/futures/reply_tokens.hpp"
+#include "cascade/futures/detail/reply_tokens.hpp"
 
 using namespace cascade;
 using detail::Frame;

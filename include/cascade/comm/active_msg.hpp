@@ -6,29 +6,37 @@
 // and may be called from tasks, from handlers and from the main thread, to any rank
 // including itself. Handlers run on the thread that drives communication (the one in
 // Threadpool::join(), or the caller of Communicator::progress()).
+// send() and send_large() also take a list of destinations: one broadcast, routed as a tree
+// through the recipients (see docs/broadcast.md).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "cascade/comm/detail/callable.hpp"
 #include "cascade/comm/serialization.hpp"
 #include "cascade/comm/view.hpp"
+#include "cascade/core/detail/task_epilogue.hpp"
 
 namespace cascade {
 
 class Communicator;
 
+/// What every active message has: an id (its registration order, the same on every rank),
+/// a signature (a hash of its argument types, checked on arrival) and a name.
 class ActiveMsgBase {
   public:
     virtual ~ActiveMsgBase() = default;
     std::uint32_t id() const noexcept { return id_; }
     std::uint32_t signature() const noexcept { return sig_; }
+    /// The name given at registration (diagnostics, traces).
     const std::string& name() const noexcept { return name_; }
-    // Argument types as the compiler spells them, for diagnostics.
+    /// Argument types as the compiler spells them, for diagnostics.
     virtual std::string_view types() const = 0;
     // Runs the handler for one received frame (small AMs) or starts receiving the body
     // (large AMs). Throws WireError on malformed input.
@@ -37,39 +45,54 @@ class ActiveMsgBase {
     // Large AMs: the body arrived (receiver) / may be reused (sender); args as serialized.
     virtual void on_body_arrived(const char*, std::size_t) {}
     virtual void on_body_sent(const char*, std::size_t) {}
+    // Large AMs received through a broadcast: where the body goes (where_to), the size of its
+    // elements, and that Cascade no longer reads the buffer (on_forwarded).
+    virtual void* body_where(const char*, std::size_t) { return nullptr; }
+    virtual void on_tree_body_arrived(const char*, std::size_t) {}  // on_arrival only
+    virtual std::size_t body_element_size() const noexcept { return 1; }
+    virtual void on_body_released(const char*, std::size_t) {}
+
+    // Broadcast detection for this AM (on by default when the Communicator's is on): its
+    // sends made by one task or handler are held until it ends and those with the same
+    // arguments leave as one broadcast. Off for messages that must leave at once (a task that
+    // sends and then waits for a reply without running other tasks).
+    void set_broadcast_detection(bool on) noexcept { detect_ = on; }
+    bool broadcast_detection() const noexcept { return detect_; }
 
   protected:
     friend class Communicator;
     Communicator* comm_ = nullptr;
     std::uint32_t id_ = 0;
     std::uint32_t sig_ = 0;
+    bool detect_ = true;
     std::string name_;
 };
 
 namespace detail {
-template <class T>
-using arg_t = std::remove_cv_t<std::remove_reference_t<T>>;
-
-// Argument types of a (non-generic) callable.
-template <class F>
-struct callable_args : callable_args<decltype(&F::operator())> {};
-template <class R, class... A>
-struct callable_args<R (*)(A...)> {
-    using tuple = std::tuple<arg_t<A>...>;  // parameter values
-    using declared = std::tuple<A...>;      // parameters as declared (references kept)
+// Depth of handlers running on this thread. Sends a handler makes are held back (broadcast
+// detection) until the outermost one returns; then they leave.
+inline thread_local int tls_handler_depth = 0;
+struct HandlerScope {
+    HandlerScope() noexcept { ++tls_handler_depth; }
+    ~HandlerScope() {
+        if (--tls_handler_depth == 0) run_task_epilogue();
+    }
+    HandlerScope(const HandlerScope&) = delete;
+    HandlerScope& operator=(const HandlerScope&) = delete;
 };
-template <class R, class... A>
-struct callable_args<R(A...)> : callable_args<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct callable_args<R (C::*)(A...)> : callable_args<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct callable_args<R (C::*)(A...) const> : callable_args<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct callable_args<R (C::*)(A...) noexcept> : callable_args<R (*)(A...)> {};
-template <class C, class R, class... A>
-struct callable_args<R (C::*)(A...) const noexcept> : callable_args<R (*)(A...)> {};
+
 }  // namespace detail
 
+/// A function registered on every rank that another rank runs by sending it arguments
+/// (see the top of this file). Made by Communicator::make_active_msg.
+///
+/// ```cpp
+/// std::vector<double> got;
+/// auto* put = comm.make_active_msg(
+///     [&](int& from, cascade::view<double>& v) { got.assign(v.begin(), v.end()); }, "put");
+/// std::vector<double> mine(100, 1.0);
+/// put->send(0, comm.comm_rank(), cascade::view<double>(mine.data(), mine.size()));
+/// ```
 template <class... Ps>
 class ActiveMsg : public ActiveMsgBase {
     // Arguments: anything the wire format carries (see serialization.hpp and codec.hpp); a
@@ -77,67 +100,35 @@ class ActiveMsg : public ActiveMsgBase {
     static_assert((wire::require<Ps> && ...), "ActiveMsg: an argument type cannot travel");
 
   public:
+    /// (Communicator::make_active_msg makes them.)
     explicit ActiveMsg(std::function<void(Ps&...)> f) : f_(std::move(f)) {}
 
-    // Queues the message; returns at once (the arguments are copied).
+    /// Queues the message for rank `dest` (any rank, this one included); returns at once
+    /// (the arguments are copied). Thread-safe.
     void send(int dest, const Ps&... ps);
-    // Sends and, when called from the communication thread, waits until the send completed
-    // (receiving and running handlers meanwhile, so sends to itself cannot deadlock). Messages
-    // from the rank whose handler is calling it wait until that handler returns: one rank's
-    // messages always run in the order they were sent.
+    // Every rank in dests (which may include this one, and must not repeat a rank) runs the
+    // handler once with these arguments: one broadcast tree. A std::vector<int> converts.
+    void send(std::span<const int> dests, const Ps&... ps);
+    // The same with one priority per destination: higher priorities receive earlier.
+    void send(std::span<const int> dests, std::span<const double> priorities, const Ps&... ps);
+    // send(dest) without broadcast detection.
+    void send_now(int dest, const Ps&... ps);
+    /// Sends and, when called from the communication thread, waits until the send completed
+    /// (receiving and running handlers meanwhile, so sends to itself cannot deadlock).
+    /// Messages from the rank whose handler is calling it wait until that handler returns:
+    /// one rank's messages always run in the order they were sent.
     void blocking_send(int dest, const Ps&... ps);
 
     std::string_view types() const override { return wire::type_names<Ps...>(); }
     void on_frame(int, const char* data, std::size_t size) override {
         wire::Reader r(data, size);
         auto args = wire::decode_all<Ps...>(r);
+        detail::HandlerScope scope;
         std::apply(f_, args);
     }
 
   private:
     std::function<void(Ps&...)> f_;
-};
-
-// A large active message ships one view<T> body straight from the sender's memory into a
-// buffer chosen by the receiver, plus small arguments Ps...:
-//   where_to(ps...) -> T*   on the receiver, where the body goes (no intermediate copy)
-//   on_arrival(ps...)       on the receiver once the body is there
-//   on_sent(ps...)          on the sender once its body buffer may be reused
-template <class T, class... Ps>
-class LargeActiveMsg : public ActiveMsgBase {
-    static_assert(std::is_trivially_copyable_v<T>,
-                  "large AM body elements must be trivially copyable");
-    static_assert((wire::require<Ps> && ...), "LargeActiveMsg: an argument type cannot travel");
-
-  public:
-    LargeActiveMsg(std::function<void(Ps&...)> on_arrival, std::function<T*(Ps&...)> where_to,
-                   std::function<void(Ps&...)> on_sent)
-        : on_arrival_(std::move(on_arrival)),
-          where_to_(std::move(where_to)),
-          on_sent_(std::move(on_sent)) {}
-
-    void send_large(int dest, view<T> body, const Ps&... ps);
-
-    std::string_view types() const override { return wire::type_names<T, Ps...>(); }
-    void on_frame(int source, const char* data, std::size_t size) override;
-
-    bool is_large() const noexcept override { return true; }
-    void on_body_arrived(const char* args, std::size_t size) override {
-        wire::Reader r(args, size);
-        auto t = wire::decode_all<Ps...>(r);
-        std::apply(on_arrival_, t);
-    }
-    void on_body_sent(const char* args, std::size_t size) override {
-        if (!on_sent_) return;
-        wire::Reader r(args, size);
-        auto t = wire::decode_all<Ps...>(r);
-        std::apply(on_sent_, t);
-    }
-
-  private:
-    std::function<void(Ps&...)> on_arrival_;
-    std::function<T*(Ps&...)> where_to_;
-    std::function<void(Ps&...)> on_sent_;
 };
 
 }  // namespace cascade

@@ -20,7 +20,10 @@
 #include <vector>
 
 #include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/broadcasts.hpp"
+#include "cascade/comm/detail/bytes.hpp"
 #include "cascade/comm/detail/frames.hpp"
+#include "cascade/comm/large_active_msg.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
@@ -28,125 +31,96 @@
 
 namespace cascade {
 
-namespace detail {
-// Allocator whose resize() leaves new elements uninitialized: message buffers are written
-// right after they grow, so zero-filling them first (a pass over megabytes for big
-// arguments) is wasted.
-template <class T>
-struct UninitAllocator : std::allocator<T> {
-    using value_type = T;
-    template <class U>
-    struct rebind {
-        using other = UninitAllocator<U>;
-    };
-    UninitAllocator() = default;
-    template <class U>
-    UninitAllocator(const UninitAllocator<U>&) noexcept {}
-    template <class U>
-    void construct(U* p) noexcept {
-        ::new (static_cast<void*>(p)) U;
-    }
-    template <class U, class... A>
-    void construct(U* p, A&&... a) {
-        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
-    }
-    friend bool operator==(const UninitAllocator&, const UninitAllocator&) noexcept { return true; }
-};
-using Bytes = std::vector<char, UninitAllocator<char>>;
-}  // namespace detail
-
+/// Settings of a Communicator.
 struct CommunicatorOptions {
     int verb = 0;
-    // Send the small messages queued for one destination as one MPI message.
+    /// Send the small messages queued for one destination as one MPI message.
     bool aggregate = true;
-    // MPI thread level requested if the Communicator initializes MPI itself.
+    /// MPI thread level requested if the Communicator initializes MPI itself.
     int thread_level = MPI_THREAD_FUNNELED;
+    // Broadcast detection (see Broadcasts): -1 from CASCADE_BCAST (on unless "0"), 0 off, 1 on.
+    int broadcast_detection = -1;
 };
 
+/// The distributed layer of one process (see the top of this file). Create it before the
+/// pool that uses it, and destroy it after: `Threadpool tp(n, &comm)` makes the pool's
+/// join() drive MPI and wait until every rank is done.
+///
+/// ```cpp
+/// cascade::Communicator comm;                  // initializes MPI if needed
+/// cascade::Threadpool tp(2, &comm);
+/// cascade::Taskflow<int> tf(&tp, "t");
+/// auto am = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "wake");
+/// tf.set_task([](int k) { std::printf("task %d\n", k); });
+/// const int next = (comm.comm_rank() + 1) % comm.comm_size();
+/// am->send(next, comm.comm_rank());            // runs task <my rank> on the next rank
+/// tp.join();                                   // returns once every rank is done
+/// ```
 class Communicator : public JoinHook {
   public:
+    /// Wraps a private duplicate of `comm` (initializing MPI first if nobody did).
     explicit Communicator(MPI_Comm comm = MPI_COMM_WORLD, CommunicatorOptions opts = {});
+    /// TaskTorrent's signature.
     Communicator(MPI_Comm comm, int verb) : Communicator(comm, CommunicatorOptions{.verb = verb}) {}
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;
+    /// Collective: all ranks destroy their Communicator (the trace is gathered here).
     ~Communicator() override;
 
+    /// This rank, the number of ranks, the host's name, the (duplicated) MPI communicator.
     int comm_rank() const noexcept { return rank_; }
     int comm_size() const noexcept { return size_; }
     std::string processor_name() const;
     MPI_Comm mpi_comm() const noexcept { return comm_; }
 
-    // Registers an active message running f (any callable taking Ps&...). Must be called in
-    // the same order on every rank. The Communicator owns the returned object.
+    /// Registers an active message running f (any non-generic callable taking its
+    /// arguments by reference, Ps&...). Must be called in the same order on every rank.
+    /// The Communicator owns the returned object.
     template <class F>
     auto make_active_msg(F&& f, std::string name = "");
     template <class... Ps>
     ActiveMsg<Ps...>* make_active_msg(std::function<void(Ps&...)> f, std::string name = "");
 
-    // Registers a large active message (see LargeActiveMsg).
+    /// Registers a large active message (see LargeActiveMsg): on_arrival(ps...) and
+    /// where_to(ps...) -> T* on the receiver, on_sent(ps...) on the sender.
     template <class FArrival, class FWhere, class FSent>
     auto make_large_active_msg(FArrival&& on_arrival, FWhere&& where_to, FSent&& on_sent,
                                std::string name = "");
 
-    // Moves messages: sends what is queued, receives and runs handlers, completes transfers,
-    // then (when no handler is running on this thread) calls the after-progress function.
-    // Returns true if anything happened. Must be called by the thread that talks to MPI.
+    /// Moves messages: sends what is queued, receives and runs handlers, completes transfers,
+    /// then (when no handler is running on this thread) calls the after-progress function.
+    /// Returns true if anything happened. Must be called by the thread that talks to MPI.
     bool progress();
-    // Work a higher layer left for the end of progress(), outside any handler: `fn(ctx)`
-    // runs there and returns whether it did anything. One per communicator (null: none).
+    /// Work a higher layer left for the end of progress(), outside any handler: `fn(ctx)`
+    /// runs there and returns whether it did anything. One per communicator (null: none).
     using AfterProgress = bool (*)(void* ctx);
     void set_after_progress(AfterProgress fn, void* ctx) noexcept {
         after_progress_ = fn;
         after_ctx_ = ctx;
     }
     AfterProgress after_progress() const noexcept { return after_progress_; }
-    // True on the communication thread while it is inside progress().
+    /// True on the communication thread while it is inside progress().
     bool in_progress() const noexcept { return progress_depth_ > 0 && on_comm_thread(); }
-    // True when nothing is queued, in flight, or being received by this rank.
+    /// True when nothing is queued, in flight, or being received by this rank.
     bool is_done() const;
 
+    // Broadcasts: detection switch, shape settings, counters (see cascade/comm/broadcasts.hpp).
+    Broadcasts& broadcasts() noexcept { return *bcast_; }
+    const Broadcasts& broadcasts() const noexcept { return *bcast_; }
+
+    /// Aggregation of small messages per destination (CommunicatorOptions::aggregate).
     void set_aggregation(bool on) noexcept { opts_.aggregate = on; }
     bool aggregation() const noexcept { return opts_.aggregate; }
 
-    // AM counts (user messages only): queued here / processed here.
+    /// AM counts (user messages only): queued here / processed here; MPI messages sent.
     std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
     std::uint64_t processed() const noexcept { return processed_; }
     std::uint64_t mpi_messages_sent() const noexcept { return mpi_sends_; }
 
-    // ---- used by ActiveMsg / LargeActiveMsg / Threadpool ----------------------------------
-    struct Outbox;
-    struct NoExtra {
-        void operator()(Outbox&) const noexcept {}
-    };
-    // Appends one frame for `am` to dest's outbox; `write` serializes at most max_bytes and
-    // returns the end; `extra` runs under the same lock (keeps large bodies in header order).
-    template <class Write, class Extra = NoExtra>
-    void enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
-                 Extra&& extra = {});
-    void enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
-                       std::vector<char> args);
-    void receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                       std::size_t chunk, std::vector<char> args);
-    // Bodies attached to an ordinary active message (a frame whose handler wants more than
-    // fits a message, e.g. the big arguments of an async call): the sender queues them from
-    // the enqueue's `extra` with attach_body, the receiving handler posts their receives with
-    // receive_body, in the same order. `am` is a large AM whose on_sent / on_arrival run when
-    // the body may be reused / has arrived; the bodies do not count as messages of their own.
-    static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
-                            std::size_t chunk, std::vector<char> args);
-    void receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
-                      std::size_t chunk, std::vector<char> args);
-    void attach(Threadpool& tp);
-    void detach(Threadpool& tp) noexcept override;
-    PollResult poll(Threadpool& tp) override;
-    bool wants_progress() const override;
-    int rank() const noexcept override { return rank_; }
-    std::string describe_state() const override;
-    [[noreturn]] void abort_job(const std::string& what) override;
-    // Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
-    // receiver follows the sender's value). Settable for tests of the chunked path, from any
-    // thread: each large send keeps the value it was queued with. 0 restores the default;
-    // values above 1 GiB are clamped to it (MPI counts are ints).
+    /// Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
+    /// receiver follows the sender's value). Settable for tests of the chunked path, from any
+    /// thread: each large send keeps the value it was queued with. 0 restores the default;
+    /// values above 1 GiB are clamped to it (MPI counts are ints).
     void set_large_chunk(std::size_t bytes) noexcept {
         large_chunk_.store(bytes == 0 || bytes > kDefaultChunk ? kDefaultChunk : bytes,
                            std::memory_order_relaxed);
@@ -154,10 +128,65 @@ class Communicator : public JoinHook {
     std::size_t large_chunk() const noexcept {
         return large_chunk_.load(std::memory_order_relaxed);
     }
-    // Flushes the queued messages and waits until MPI has them, bodies of large messages
-    // excepted (communication thread).
+    /// Flushes the queued messages and waits until MPI has them, bodies of large messages
+    /// excepted (communication thread).
     void flush_blocking();
+    /// Whether the calling thread is the one that talks to MPI.
     bool on_comm_thread() const noexcept;
+
+    // ---- the JoinHook a pool calls (Threadpool tp(n, &comm)) -------------------------------
+    /// One poll of join()'s loop: progress, then the completion protocol (public for
+    /// diagnostics that drive it in a tight loop).
+    PollResult poll(Threadpool& tp) override;
+    bool wants_progress() const override;
+    int rank() const noexcept override { return rank_; }
+    /// What this rank waits for (messages in flight, completion state), for the watchdog.
+    std::string describe_state() const override;
+    /// Prints `what` and ends the whole job (MPI_Abort).
+    [[noreturn]] void abort_job(const std::string& what) override;
+
+    // ---- for layers built on active messages (futures, and ActiveMsg itself) ---------------
+    struct Outbox;
+    struct NoExtra {
+        void operator()(Outbox&) const noexcept {}
+    };
+    /// Appends one frame for `am` to dest's outbox; `write(char* out)` serializes at most
+    /// max_bytes and returns the end; `extra(outbox)` runs under the same lock (keeps large
+    /// bodies in header order). Thread-safe.
+    template <class Write, class Extra = NoExtra>
+    void enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
+                 Extra&& extra = {});
+    /// Bodies attached to an ordinary active message (a frame whose handler wants more than
+    /// fits a message, e.g. the big arguments of an async call): the sender queues them from
+    /// the enqueue's `extra` with attach_body, the receiving handler posts their receives with
+    /// receive_body, in the same order. `am` is a large AM whose on_sent / on_arrival run when
+    /// the body may be reused / has arrived; the bodies do not count as messages of their own.
+    static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                            std::size_t chunk, std::vector<char> args);
+    /// tag < 0: the ordered body tag; otherwise a tag from new_body_tag() (bodies of
+    /// broadcasts, matched by tag instead of by order, so an inner node may queue them as
+    /// pieces arrive).
+    void receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
+                      std::size_t chunk, std::vector<char> args, int tag = -1);
+    static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                            std::size_t chunk, std::vector<char> args, int tag);
+    /// Posts a body send at once (communication thread), on a tag from new_body_tag().
+    void send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                       std::size_t chunk, std::vector<char> args, int tag);
+    int new_body_tag() noexcept;
+    /// A large message to one rank (what LargeActiveMsg::send_large queues).
+    void enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
+                       std::vector<char> args);
+    /// The active message registered with this id here, or null.
+    ActiveMsgBase* find_am(std::uint32_t id) const noexcept {
+        return id < ams_.size() ? ams_[id].get() : nullptr;
+    }
+    Threadpool* pool() const noexcept { return tp_; }
+    /// Broadcast detection: where to write the arguments of a send held back, or null.
+    char* held_send(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
+        if (!am.broadcast_detection() || !bcast_->detection()) return nullptr;
+        return bcast_->defer_begin(am, dest, max_bytes);
+    }
 
     static constexpr std::size_t kDefaultChunk = std::size_t(1) << 30;
 
@@ -167,6 +196,7 @@ class Communicator : public JoinHook {
         std::size_t bytes;
         std::vector<char> args;
         std::size_t chunk;  // the one written in the header: the receiver posts by it
+        int tag = -1;       // < 0: the ordered body tag
     };
     struct alignas(64) Outbox {
         Spinlock lock;
@@ -186,6 +216,14 @@ class Communicator : public JoinHook {
     void set_progress_fault_for_test(std::function<void()> f) { progress_fault_ = std::move(f); }
 
   private:
+    template <class T, class... Ps>
+    friend class LargeActiveMsg;
+    // The pool's constructor attaches it; its destructor detaches it (JoinHook).
+    void attach(Threadpool& tp) override;
+    void detach(Threadpool& tp) noexcept override;
+    void receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
+                       std::size_t chunk, std::vector<char> args, int tag = -1);
+
     using Frame = detail::Frame;  // header of one message inside an MPI buffer (frames.hpp)
     struct PendingSend {
         detail::Bytes buf;
@@ -219,6 +257,7 @@ class Communicator : public JoinHook {
     void post_am_slot(int parity, int slot);
     void post_ctrl_slot(int slot);
     void send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end);
+    void post_large(int dest, LargeSend l);
     void receive_big(int source, const detail::FrameRef& announce);
     bool test_big_recvs();
     PollResult poll_once(Threadpool& tp);
@@ -281,6 +320,12 @@ class Communicator : public JoinHook {
     };
     std::vector<BigRecv> big_recvs_;
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
+    // Tags of bodies matched by tag (broadcasts): [kFirstBodyTag, kFirstBodyTag + kBodyTags),
+    // below the trace's tag and the 32767 every MPI allows; one per body stream, reused after
+    // kBodyTags streams.
+    static constexpr int kFirstBodyTag = 64, kBodyTags = 29936;
+    std::atomic<unsigned> body_tags_{0};
+    std::unique_ptr<Broadcasts> bcast_;
     // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
     // a get() on this thread) must not see the next message of the rank whose message it
     // runs, or that rank's messages would run out of order and its large bodies would be
@@ -327,140 +372,7 @@ class Communicator : public JoinHook {
     std::vector<std::uint64_t> confirmed_;  // latest tag confirmed by each rank
 };
 
-// ---- templates -----------------------------------------------------------------------------
-
-template <class... Ps>
-ActiveMsg<Ps...>* Communicator::make_active_msg(std::function<void(Ps&...)> f, std::string name) {
-    return static_cast<ActiveMsg<Ps...>*>(
-        register_am(std::make_unique<ActiveMsg<Ps...>>(std::move(f)), std::move(name)));
-}
-
-namespace detail {
-template <class Tuple>
-struct am_from_tuple;
-template <class... Ps>
-struct am_from_tuple<std::tuple<Ps...>> {
-    using type = ActiveMsg<Ps...>;
-    using fn = std::function<void(Ps&...)>;
-};
-template <class T, class Tuple>
-struct large_am_from_tuple;
-template <class T, class... Ps>
-struct large_am_from_tuple<T, std::tuple<Ps...>> {
-    using type = LargeActiveMsg<T, Ps...>;
-    using fn = std::function<void(Ps&...)>;
-    using where = std::function<T*(Ps&...)>;
-};
-}  // namespace detail
-
-template <class F>
-auto Communicator::make_active_msg(F&& f, std::string name) {
-    using Tr = detail::am_from_tuple<typename detail::callable_args<std::decay_t<F>>::tuple>;
-    return static_cast<typename Tr::type*>(register_am(
-        std::make_unique<typename Tr::type>(typename Tr::fn(std::forward<F>(f))), std::move(name)));
-}
-
-template <class FArrival, class FWhere, class FSent>
-auto Communicator::make_large_active_msg(FArrival&& on_arrival, FWhere&& where_to, FSent&& on_sent,
-                                         std::string name) {
-    using Args = typename detail::callable_args<std::decay_t<FArrival>>::tuple;
-    using Ptr = std::invoke_result_t<decltype(std::apply<FWhere&, Args&>), FWhere&, Args&>;
-    using T = std::remove_pointer_t<Ptr>;
-    using Tr = detail::large_am_from_tuple<T, Args>;
-    return static_cast<typename Tr::type*>(register_am(
-        std::make_unique<typename Tr::type>(typename Tr::fn(std::forward<FArrival>(on_arrival)),
-                                            typename Tr::where(std::forward<FWhere>(where_to)),
-                                            typename Tr::fn(std::forward<FSent>(on_sent))),
-        std::move(name)));
-}
-
-template <class Write, class Extra>
-void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
-                           Extra&& extra) {
-    if (dest < 0 || dest >= size_)
-        throw UsageError("active message '" + am.name() + "': destination rank " +
-                         std::to_string(dest) + " outside [0, " + std::to_string(size_) + ")");
-    if (max_bytes > (std::size_t(1) << 30))
-        throw UsageError("active message '" + am.name() + "': " + std::to_string(max_bytes) +
-                         " bytes of arguments; use a large active message for big payloads");
-    if (joining_.load(std::memory_order_relaxed)) [[unlikely]]
-        if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0)
-            sent_from_outside(am);
-    Outbox& o = outbox_[dest];
-    trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
-    const std::int64_t t0 = tb ? trace::stamp() : 0;
-    std::uint64_t seq = 0;
-    std::size_t len = 0;
-    {
-        std::lock_guard<Spinlock> g(o.lock);
-        const std::size_t at = o.buf.size();
-        o.buf.resize(at + sizeof(Frame) + max_bytes + 7);
-        char* payload = o.buf.data() + at + sizeof(Frame);
-        char* end = write(payload);
-        len = static_cast<std::size_t>(end - payload);
-        std::memset(end, 0, detail::round8(len) - len);  // padding never carries stale bytes
-        seq = o.seq++;
-        Frame fr{am.id(), am.signature(), len};
-        std::memcpy(o.buf.data() + at, &fr, sizeof fr);
-        o.buf.resize(at + sizeof(Frame) + ((len + 7) & ~std::size_t(7)));
-        extra(o);
-        queued_.fetch_add(1, std::memory_order_release);
-        if (!o.nonempty.exchange(true, std::memory_order_acq_rel))
-            outbox_pending_.fetch_add(1, std::memory_order_release);
-    }
-    if (tb) [[unlikely]] {
-        if (trace::Event* e = tb->reserve(trace::Kind::send)) {
-            e->t0 = t0;
-            e->t1 = trace::stamp();
-            e->peer = dest;
-            e->am = am.id();
-            e->a = seq;
-            e->b = len;
-            tb->commit();
-        }
-    }
-    if (tp_ && !on_comm_thread()) tp_->wake_joiner();
-}
-
-template <class... Ps>
-void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
-    const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
-    comm_->enqueue(dest, *this, bytes, [&](char* out) {
-        wire::Writer w(out);
-        (w.put(ps), ...);
-        return w.position();
-    });
-}
-
-template <class... Ps>
-void ActiveMsg<Ps...>::blocking_send(int dest, const Ps&... ps) {
-    send(dest, ps...);
-    if (comm_->on_comm_thread()) comm_->flush_blocking();
-}
-
-template <class T, class... Ps>
-void LargeActiveMsg<T, Ps...>::send_large(int dest, view<T> body, const Ps&... ps) {
-    std::vector<char> args((std::size_t(0) + ... + wire::size_of(ps)) + 8);
-    // Align the args copy like a frame payload so views inside decode aligned.
-    wire::Writer w(args.data());
-    (w.put(ps), ...);
-    args.resize(static_cast<std::size_t>(w.position() - args.data()));
-    comm_->enqueue_large(dest, *this, body.data(), body.size() * sizeof(T), std::move(args));
-}
-
-template <class T, class... Ps>
-void LargeActiveMsg<T, Ps...>::on_frame(int source, const char* data, std::size_t size) {
-    wire::Reader r(data, size);
-    const auto bytes = r.get<std::uint64_t>();
-    const auto chunk = r.get<std::uint64_t>();
-    std::vector<char> args(data + (size - r.remaining()), data + size);
-    wire::Reader ra(args.data(), args.size());
-    auto t = wire::decode_all<Ps...>(ra);
-    T* where = std::apply(where_to_, t);
-    if (bytes > 0 && where == nullptr)
-        throw UsageError("large active message '" + name() + "': where_to returned null for a " +
-                         std::to_string(bytes) + "-byte body");
-    comm_->receive_large(source, *this, where, bytes, chunk, std::move(args));
-}
-
 }  // namespace cascade
+
+// Template definitions (make_active_msg, enqueue, ActiveMsg::send, ...).
+#include "cascade/comm/detail/communicator_impl.hpp"

@@ -9,6 +9,13 @@
 
 namespace cascade {
 
+/// A pointer and a count: an active-message argument sent by value, received in place.
+///
+/// ```cpp
+/// auto* am = comm.make_active_msg([](cascade::view<int>& v) { std::printf("%zu\n", v.size()); });
+/// std::vector<int> data{1, 2, 3};
+/// am->send(1, cascade::view<int>(data.data(), data.size()));  // prints 3 on rank 1
+/// ```
 template <class T>
 class view {
     static_assert(std::is_trivially_copyable_v<std::remove_cv_t<T>>,
@@ -30,6 +37,7 @@ class view {
     std::size_t size_ = 0;
 };
 
+/// view<T>(data, size), with T deduced.
 template <class T>
 view<T> make_view(T* data, std::size_t size) {
     return view<T>(data, size);

@@ -1,4 +1,14 @@
-// Errors Cascade reports to users. Every message names the task involved.
+// Errors Cascade reports to users. Every message names the task involved. They live in one
+// header, like <stdexcept>: one family, each a few lines.
+//
+//   try {
+//       tp.join();
+//   } catch (const cascade::TaskError& e) {       // a task threw
+//       std::cerr << e.what() << '\n';            // "task 'square(7)' on thread 1 threw: ..."
+//       std::rethrow_exception(e.original());    // the task's own exception
+//   } catch (const cascade::IncompleteGraphError& e) {  // checked mode: promises missing
+//       std::cerr << e.count() << " tasks never ran\n";
+//   }
 #pragma once
 
 #include <exception>
@@ -7,16 +17,16 @@
 
 namespace cascade {
 
-// Misuse of the API detected at run time (wrong indegree, mapping out of range, ...).
+/// Misuse of the API detected at run time (wrong indegree, mapping out of range, ...).
 class UsageError : public std::logic_error {
   public:
     using std::logic_error::logic_error;
 };
 
-// A task threw. Rethrown from Threadpool::join() on the thread that called it.
+/// A task threw. Rethrown from Threadpool::join() on the thread that called it.
 class TaskError : public std::runtime_error {
   public:
-    // rank: the MPI rank when the pool has a communicator, else -1 (not shown).
+    /// rank: the MPI rank when the pool has a communicator, else -1 (not shown).
     TaskError(std::string task, int thread, std::exception_ptr original, const std::string& what,
               int rank = -1)
         : std::runtime_error((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
@@ -26,10 +36,11 @@ class TaskError : public std::runtime_error {
           thread_(thread),
           rank_(rank),
           original_(std::move(original)) {}
+    /// The task's name, the worker it ran on, and the rank (-1: no communicator).
     const std::string& task() const noexcept { return task_; }
     int thread() const noexcept { return thread_; }
     int rank() const noexcept { return rank_; }
-    // The exception the task threw, to rethrow or inspect.
+    /// The exception the task threw, to rethrow or inspect.
     std::exception_ptr original() const noexcept { return original_; }
 
   private:
@@ -39,11 +50,12 @@ class TaskError : public std::runtime_error {
     std::exception_ptr original_;
 };
 
-// join() ended while some tasks still waited for promises that never came (checked mode).
+/// join() ended while some tasks still waited for promises that never came (checked mode).
 class IncompleteGraphError : public std::runtime_error {
   public:
     IncompleteGraphError(std::size_t count, const std::string& what)
         : std::runtime_error(what), count_(count) {}
+    /// How many tasks were left waiting (the message names the first ten).
     std::size_t count() const noexcept { return count_; }
 
   private:

@@ -60,6 +60,8 @@ std::uint64_t component(const T& x) noexcept {
 
 }  // namespace detail
 
+/// The hash the promise table uses for keys of type K (integers, pointers, enums, tuples,
+/// pairs and arrays of them, else std::hash<K>).
 template <class K>
 struct KeyHash {
     std::size_t operator()(const K& k) const noexcept {
@@ -84,6 +86,11 @@ struct KeyHash {
     }
 };
 
+/// A key as text, as task names show it: `7`, `(1, 2, 3)`, `0x7f...`.
+///
+/// ```cpp
+/// std::string s = cascade::key_to_string(std::tuple<int, int>{1, 2});  // "(1, 2)"
+/// ```
 template <class K>
 std::string key_to_string(const K& k) {
     if constexpr (std::is_same_v<K, bool>) {

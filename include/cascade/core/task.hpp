@@ -14,13 +14,28 @@ namespace cascade {
 
 struct Task;
 
-// Per-kind behaviour of a task, shared by all tasks of that kind (one static instance).
+/// Per-kind behaviour of a task, shared by all tasks of that kind (one static instance).
 struct TaskVTable {
     void (*run)(Task&);                    // execute the task (may throw)
     std::string (*describe)(const Task&);  // a human-readable name for diagnostics
     void (*discard)(Task&);                // release the payload without running (may be null)
 };
 
+/// A task as the pool queues it: 64 bytes, no allocation. Producers define a kind (a static
+/// TaskVTable) and fill the payload; most code uses Taskflow or Threadpool::insert instead.
+///
+/// ```cpp
+/// struct Hello {
+///     int n;
+///     static void run(cascade::Task& t) { std::printf("hello %d\n", t.as<Hello>().n); }
+///     static std::string describe(const cascade::Task&) { return "hello"; }
+///     static constexpr cascade::TaskVTable vtable{&run, &describe, nullptr};
+/// };
+/// cascade::Task t;
+/// t.vt = &Hello::vtable;
+/// t.emplace<Hello>(Hello{42});
+/// tp.push(t, 0, false);  // worker 0, stealable
+/// ```
 struct alignas(64) Task {
     static constexpr std::size_t payload_size = 48;
 
@@ -28,14 +43,15 @@ struct alignas(64) Task {
     double priority = 0;  // higher runs first
     alignas(8) unsigned char payload[payload_size];
 
+    /// Runs it (may throw); its name for diagnostics; releases it without running.
     void run() { vt->run(*this); }
     std::string describe() const { return vt->describe ? vt->describe(*this) : "<task>"; }
     void discard() {
         if (vt->discard) vt->discard(*this);
     }
 
-    // Payload access: the payload holds a T constructed in place. T must be trivially
-    // destructible and relocatable by memcpy (tasks move by value inside ready queues).
+    /// Payload access: the payload holds a T constructed in place. T must be trivially
+    /// destructible and relocatable by memcpy (tasks move by value inside ready queues).
     template <class T>
     static constexpr bool fits_inline = sizeof(T) <= payload_size &&
                                         alignof(T) <= 8 && std::is_trivially_destructible_v<T>;

@@ -14,13 +14,24 @@
 
 #include "cascade/core/errors.hpp"
 #include "cascade/core/key.hpp"
+#include "cascade/core/observer.hpp"
 #include "cascade/core/promise_table.hpp"
 #include "cascade/core/task.hpp"
 #include "cascade/core/threadpool.hpp"
-#include "cascade/trace/recorder.hpp"
 
 namespace cascade {
 
+/// A parametrized task graph over keys K (see the top of this file).
+///
+/// ```cpp
+/// cascade::Threadpool tp(2);
+/// cascade::Taskflow<int> tf(&tp, "chain");
+/// tf.set_task([](int k) { std::printf("task %d\n", k); })
+///   .set_fulfill([&](int k) { if (k < 9) tf.fulfill_promise(k + 1); })  // k -> k+1
+///   .set_name([](int k) { return "step " + std::to_string(k); });
+/// tf.fulfill_promise(0);  // seed
+/// tp.join();              // ran 0, 1, ..., 9 in order
+/// ```
 template <class K>
 class Taskflow : public detail::TaskflowBase {
     static_assert(sizeof(K) <= Task::payload_size - sizeof(void*) && alignof(K) <= 8 &&
@@ -29,38 +40,49 @@ class Taskflow : public detail::TaskflowBase {
                   "pointer, or a std::tuple/std::array of at most 40 bytes)");
 
   public:
+    /// A task graph run by `tp`, named "tf" in diagnostics.
     explicit Taskflow(Threadpool* tp, int verb = 0) : Taskflow(tp, "tf", verb) {}
-    // `verb` is accepted for TaskTorrent compatibility; diagnostics go through checked mode.
+    /// A task graph run by `tp`, named `name` in diagnostics and traces. `verb` is accepted
+    /// for TaskTorrent compatibility; diagnostics go through checked mode.
     Taskflow(Threadpool* tp, std::string name, [[maybe_unused]] int verb = 0)
         : tp_(tp), name_(std::move(name)), checked_(tp->checked()), table_(checked_) {
         tp_->attach(this);
-        trace::init_from_env();
-        if (trace::recording()) trace::register_kind(&vtable_, &trace_parts);
+        setup_observer();
+        if (Observer* o = observer()) o->on_taskflow_created(&vtable_, &name_parts);
     }
     ~Taskflow() override {
         tp_->detach(this);
-        // Recorded events name their task through this Taskflow: name them while it lives.
-        if (trace::recording()) trace::resolve_owner(&vtable_, this);
+        // An observer names its recorded tasks through this Taskflow: now, while it lives.
+        if (Observer* o = observer()) o->on_taskflow_destroyed(&vtable_, this);
     }
     Taskflow(const Taskflow&) = delete;
     Taskflow& operator=(const Taskflow&) = delete;
 
+    /// The work of task k (required).
     Taskflow& set_task(std::function<void(K)> f) { return set(task_, std::move(f)); }
+    /// Runs right after task k; fulfills the promises of its successors.
     Taskflow& set_fulfill(std::function<void(K)> f) { return set(fulfill_, std::move(f)); }
+    /// How many fulfill_promise(k) calls make k ready (>= 1; default 1).
     Taskflow& set_indegree(std::function<int(K)> f) { return set(indegree_, std::move(f)); }
+    /// The worker that runs k, in [0, tp.size()) (default: the calling worker, else
+    /// round-robin).
     Taskflow& set_mapping(std::function<int(K)> f) { return set(mapping_, std::move(f)); }
+    /// true: only the mapped worker may run k (no stealing; default false).
     Taskflow& set_binding(std::function<bool(K)> f) { return set(binding_, std::move(f)); }
+    /// Among a worker's ready tasks, higher runs first (default 0).
     Taskflow& set_priority(std::function<double(K)> f) { return set(priority_, std::move(f)); }
+    /// The name of k in errors and traces (default "<taskflow>(<key>)").
     Taskflow& set_name(std::function<std::string(K)> f) { return set(task_name_, std::move(f)); }
 
     const std::string& name() const noexcept { return name_; }
     Threadpool* threadpool() const noexcept { return tp_; }
 
-    // One promise of task k is fulfilled; when all indegree(k) are, k is queued.
+    /// One promise of task k is fulfilled (any thread); when all indegree(k) are, k is
+    /// queued. In checked mode a promise too many throws UsageError naming the task.
     void fulfill_promise(const K& k) { fulfill(k, false); }
 
-    // fulfill_promise for every key of a range (e.g. the sources of a graph), with one
-    // wake-up of sleeping workers at the end instead of one check per task.
+    /// fulfill_promise for every key of a range (e.g. the sources of a graph), with one
+    /// wake-up of sleeping workers at the end instead of one check per task.
     template <class Range>
     void fulfill_promises(const Range& keys) {
         struct Wake {
@@ -71,7 +93,7 @@ class Taskflow : public detail::TaskflowBase {
             fulfill(K(k), true);
     }
 
-    // The diagnostic name of task k: set_name(k) if given, else "<taskflow>(<key>)".
+    /// The diagnostic name of task k, quoted: set_name(k) if given, else "<taskflow>(<key>)".
     std::string task_name(const K& k) const {
         // Built with append: GCC 12 warns falsely (-Wrestrict) on "'" + std::string chains.
         std::string s(1, '\'');
@@ -91,6 +113,7 @@ class Taskflow : public detail::TaskflowBase {
         return s;
     }
 
+    /// Tasks with some but not all promises fulfilled; up to `max_names` of them named.
     std::size_t pending(std::size_t max_names, std::vector<std::string>& names) const override {
         std::vector<std::pair<K, int>> keys;
         std::size_t n = table_.pending(max_names, keys);
@@ -103,9 +126,10 @@ class Taskflow : public detail::TaskflowBase {
   private:
     void fulfill(const K& k, bool quiet) {
         if (!task_) throw UsageError("Taskflow '" + name_ + "': set_task was not called");
-        if (trace::recording_edges()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
+        Observer* const o = observer();
+        if (o && o->wants_promises()) [[unlikely]] {  // an edge of the task graph (CASCADE_DAG)
             const Payload p{this, k};
-            trace::record_edge(&vtable_, &p, sizeof p);
+            o->on_promise(&vtable_, &p, sizeof p);
         }
         const int deg = indegree_ ? indegree_(k) : 1;
         if (deg < 1)
@@ -142,7 +166,7 @@ class Taskflow : public detail::TaskflowBase {
         return p.tf->task_name(p.key);
     }
     static constexpr TaskVTable vtable_{&run_task, &describe_task, nullptr};
-    static void trace_parts(const unsigned char* payload, std::string& flow, std::string& key) {
+    static void name_parts(const unsigned char* payload, std::string& flow, std::string& key) {
         const Payload* p = std::launder(reinterpret_cast<const Payload*>(payload));
         flow = p->tf->name_;
         key = key_to_string(p->key);

@@ -15,113 +15,90 @@
 #include <type_traits>
 #include <vector>
 
+#include "cascade/core/detail/closure.hpp"
+#include "cascade/core/detail/taskflow_base.hpp"
+#include "cascade/core/join_hook.hpp"
 #include "cascade/core/notifier.hpp"
+#include "cascade/core/observer.hpp"
 #include "cascade/core/ready_queue.hpp"
 #include "cascade/core/task.hpp"
 
 namespace cascade {
 
-namespace detail {
-// What the pool needs to know about each Taskflow attached to it (for join diagnostics).
-class TaskflowBase {
-  public:
-    virtual ~TaskflowBase() = default;
-    // Number of tasks with at least one but not all promises fulfilled; fills `names`
-    // with up to `max_names` of them.
-    virtual std::size_t pending(std::size_t max_names, std::vector<std::string>& names) const = 0;
-};
-}  // namespace detail
-
-class Threadpool;
-class Communicator;
-namespace trace {
-class Buffer;
-}
-
-// What a JoinHook poll found: nothing moved (idle), something moved (active), this pool has
-// no work and waits for others (waiting: the joiner naps only briefly, it disturbs no
-// worker), or join() may return (done).
-enum class PollResult { idle, active, waiting, done };
-
-// Hook that lets a higher layer (the communicator) take part in join(): the joining thread
-// polls it, and it decides, from the pool's local idleness and its own state, when join()
-// may return. It is also how that thread drives MPI progress.
-class JoinHook {
-  public:
-    virtual ~JoinHook() = default;
-    virtual PollResult poll(Threadpool& tp) = 0;
-    // Re-checked after the joiner announced it will sleep: true if it must not (work queued
-    // for the communication thread since the last poll).
-    virtual bool wants_progress() const = 0;
-    // The pool is being destroyed: forget it.
-    virtual void detach(Threadpool& tp) noexcept = 0;
-    // For diagnostics (watchdog, errors): this process's rank (-1: none), and what it waits
-    // for (messages in flight, completion-protocol state).
-    virtual int rank() const noexcept { return -1; }
-    virtual std::string describe_state() const { return {}; }
-    // Ends the whole job (the watchdog fired): prints `what` and exits non-zero.
-    [[noreturn]] virtual void abort_job(const std::string& what);
-    // Without a hook (or by default): print and _Exit(3).
-    [[noreturn]] static void abort_job_default(const std::string& what);
-};
-
+/// Settings of a Threadpool.
 struct ThreadpoolOptions {
-    int verb = 0;
-    std::string name = "tp";
-    bool start = true;
-    int checked = -1;  // -1: from CASCADE_CHECK (or the build default); 0/1: forced
+    int verb = 0;             ///< > 0: warnings (e.g. tasks left waiting) go to stderr
+    std::string name = "tp";  ///< named in diagnostics and trace tracks
+    bool start = true;        ///< start the workers in the constructor
+    int checked = -1;         ///< -1: from CASCADE_CHECK (or the build default); 0/1: forced
 };
 
+/// A fixed set of worker threads that run Tasks (see the top of this file).
+///
+/// ```cpp
+/// cascade::Threadpool tp(4);                        // 4 workers, started now
+/// std::atomic<int> n{0};
+/// for (int i = 0; i < 100; ++i) tp.insert([&] { ++n; });
+/// tp.join();                                        // n == 100
+/// ```
 class Threadpool {
   public:
+    /// A pool of `n_threads` workers (>= 1).
     explicit Threadpool(int n_threads, ThreadpoolOptions opts = {});
-    // A pool whose join() also waits for distributed completion over `comm` (TaskTorrent's
-    // signature). Defined in the comm layer.
-    Threadpool(int n_threads, Communicator* comm, int verb = 0, std::string name = "",
+    /// A pool whose join() also lets `hook` take part (TaskTorrent's signature: with a
+    /// Communicator, `Threadpool tp(n, &comm)`, join() waits for distributed completion and
+    /// drives MPI).
+    Threadpool(int n_threads, JoinHook* hook, int verb = 0, std::string name = "",
                bool start = true);
     Threadpool(const Threadpool&) = delete;
     Threadpool& operator=(const Threadpool&) = delete;
     ~Threadpool();
 
-    // Starts the workers (if not started by the constructor). Tasks may be inserted before.
-    // After a join() the workers are still there; start() then only marks the pool as having
-    // work for the destructor to join (as the constructor's start does).
+    /// Starts the workers (if not started by the constructor). Tasks may be inserted before.
+    /// After a join() the workers are still there; start() then only marks the pool as having
+    /// work for the destructor to join (as the constructor's start does).
     void start();
-    // Waits until all work is done and reports errors (see top). The workers stay, asleep
-    // once idle: tasks queued after join() run at once, and a later join() waits for them.
+    /// Waits until all work is done (with a JoinHook: on every rank) and reports errors: it
+    /// rethrows the first task error as TaskError and, in checked mode, throws
+    /// IncompleteGraphError for tasks left waiting for promises. The workers stay, asleep
+    /// once idle: tasks queued after join() run at once, and a later join() waits for them.
     void join();
 
+    /// Number of workers.
     int size() const noexcept { return n_; }
     const std::string& name() const noexcept { return opts_.name; }
     int verbosity() const noexcept { return opts_.verb; }
+    /// Checked mode: taskflows created on this pool count every promise.
     bool checked() const noexcept { return checked_; }
     void set_checked(bool on) noexcept { checked_ = on; }
 
-    // Index of the calling thread in this pool, or -1 for a thread outside it.
+    /// Index of the calling thread in this pool, or -1 for a thread outside it.
     int current_thread() const noexcept;
 
-    // Queues a ready task on worker `thread` (bound: only that worker may run it). From a
-    // thread outside the pool, stealable tasks of priority 0 go through the worker's inbox
-    // (no lock).
+    /// Queues a ready task on worker `thread` (bound: only that worker may run it). The
+    /// low-level entry of task producers (Taskflow, futures); throws UsageError for a
+    /// thread outside [0, size()). From a thread outside the pool, stealable tasks of
+    /// priority 0 go through the worker's inbox (no lock).
     void push(const Task& t, int thread, bool bound);
-    // Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
-    // the last one.
+    /// Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
+    /// the last one.
     void push_quiet(const Task& t, int thread, bool bound);
     void wake_workers() noexcept;
 
-    // Queues a callable as a task. thread < 0: the calling worker, or round-robin.
+    /// Queues a callable as a task. thread < 0: the calling worker, or round-robin; higher
+    /// priority runs first among a worker's ready tasks.
     template <class F>
     void insert(F&& f, int thread = -1, double priority = 0, bool bound = false);
 
-    // A worker for work without a mapping: the calling worker if any, else round-robin.
+    /// A worker for work without a mapping: the calling worker if any, else round-robin.
     int pick_thread() noexcept;
 
-    // Runs one ready task (the caller's own queue first, then stolen) on the calling worker,
-    // e.g. while it waits for a future. Returns false if the caller is not a worker of this
-    // pool or no task was found.
+    /// Runs one ready task (the caller's own queue first, then stolen) on the calling worker,
+    /// e.g. while it waits for a future. Returns false if the caller is not a worker of this
+    /// pool or no task was found.
     bool run_one_task();
 
-    // Statistics (read after join()).
+    /// Tasks run / stolen by worker `thread`, or by all (read after join()).
     std::uint64_t tasks_run(int thread) const noexcept {
         return stats_[thread].run.load(std::memory_order_relaxed);
     }
@@ -129,23 +106,30 @@ class Threadpool {
     std::uint64_t tasks_run() const noexcept;
     std::uint64_t tasks_stolen() const noexcept;
 
-    // For Taskflow and the communicator.
-    void attach(detail::TaskflowBase* tf);
-    void detach(detail::TaskflowBase* tf);
-    void set_join_hook(JoinHook* hook) noexcept { hook_ = hook; }
-    // Records an error to be rethrown by join(); further queued tasks are discarded.
-    void fail(std::exception_ptr e) noexcept;
+    /// Whether a task (or, with a communicator, a handler) failed since the last join().
     bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
+    /// The error join() will rethrow, or null.
     std::exception_ptr error() const;
-    // True when every worker is idle and no task is queued (nothing runs in this pool).
+    /// True when every worker is idle and no task is queued (nothing runs in this pool).
     bool idle() const noexcept { return locally_idle(); }
-    // Wakes the thread blocked in join() so it re-polls the hook (e.g. a message to send).
+    /// Wakes the thread blocked in join() so it re-polls its hook (e.g. a message to send,
+    /// or a value a future waits for).
     void wake_joiner() noexcept {
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (joiner_sleeping_.load(std::memory_order_relaxed)) Notifier::wake_all(join_word_);
     }
 
   private:
+    // Taskflows register themselves (join diagnostics); a JoinHook records errors of its own
+    // (a failed handler) and unhooks itself (JoinHook's protected helpers).
+    template <class K>
+    friend class Taskflow;
+    friend class JoinHook;
+    void attach(detail::TaskflowBase* tf);
+    void detach(detail::TaskflowBase* tf);
+    // Records an error to be rethrown by join(); further queued tasks are discarded.
+    void fail(std::exception_ptr e) noexcept;
+
     struct alignas(64) WorkerStats {
         std::atomic<std::uint64_t> run{0};  // read by the joiner's watchdog while running
         std::uint64_t stolen = 0;
@@ -181,8 +165,10 @@ class Threadpool {
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};
     std::atomic<unsigned> round_robin_{0};
     JoinHook* hook_ = nullptr;
-    // Trace buffers, one per worker; null when not recording (see cascade/trace/).
-    std::unique_ptr<trace::Buffer*[]> trace_;
+    // The observer (see observer.hpp) when the pool was created, and its handle of each
+    // worker; null when none (the only cost of observation when it is off).
+    Observer* observer_ = nullptr;
+    std::unique_ptr<void*[]> observed_;
 
     std::atomic<bool> failed_{false};
     mutable std::mutex error_mutex_;
@@ -191,32 +177,6 @@ class Threadpool {
     mutable std::mutex taskflows_mutex_;
     std::vector<detail::TaskflowBase*> taskflows_;
 };
-
-// ---- closures as tasks ------------------------------------------------------------------
-
-namespace detail {
-
-template <class F>
-struct InlineClosure {
-    F f;
-    static void run(Task& t) { t.as<InlineClosure>().f(); }
-    static std::string describe(const Task&) { return "closure"; }
-    static constexpr TaskVTable vtable{&run, &describe, nullptr};
-};
-
-template <class F>
-struct BoxedClosure {
-    F* f;
-    static void run(Task& t) {
-        std::unique_ptr<F> owned(t.as<BoxedClosure>().f);
-        (*owned)();
-    }
-    static std::string describe(const Task&) { return "closure"; }
-    static void discard(Task& t) { delete t.as<BoxedClosure>().f; }
-    static constexpr TaskVTable vtable{&run, &describe, &discard};
-};
-
-}  // namespace detail
 
 template <class F>
 void Threadpool::insert(F&& f, int thread, double priority, bool bound) {

@@ -15,143 +15,17 @@
 #include <tuple>
 #include <vector>
 
+#include "cascade/futures/detail/when_all.hpp"
 #include "cascade/futures/future.hpp"
 
 namespace cascade {
-namespace detail {
 
-// Counts inputs; `done()` runs once all arrived. Holds one reference on itself per pending
-// input, so it lives until the last callback fired.
-template <class R>
-class Gather : public State<R> {
-  public:
-    struct Node final : Callback {
-        Gather* owner = nullptr;
-        std::size_t index = 0;
-        void fire(StateBase& s) noexcept override { owner->arrived(index, s); }
-    };
-
-    explicit Gather(std::size_t n) : nodes_(n), left_(n) {
-        for (std::size_t i = 0; i < n; ++i) {
-            nodes_[i].owner = this;
-            nodes_[i].index = i;
-            this->retain();
-        }
-    }
-    void watch(std::size_t i, StateBase& s) noexcept { s.on_ready(&nodes_[i]); }
-    // Call after all watch() calls, with no inputs: sets the result at once.
-    void finish_if_empty() {
-        if (nodes_.empty()) finish();
-    }
-
-  protected:
-    virtual void first(std::size_t, StateBase&) noexcept {}
-    virtual void finish() noexcept = 0;
-
-  private:
-    void arrived(std::size_t i, StateBase& s) noexcept {
-        first(i, s);
-        if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
-        this->release();
-    }
-    std::vector<Node> nodes_;
-    std::atomic<std::size_t> left_;
-};
-
-template <class T, bool Consume>
-class WhenAllVector final
-    : public Gather<std::conditional_t<std::is_void_v<T>, void, std::vector<T>>> {
-    using Base = Gather<std::conditional_t<std::is_void_v<T>, void, std::vector<T>>>;
-
-  public:
-    explicit WhenAllVector(std::vector<Ref<State<T>>> in) : Base(in.size()), in_(std::move(in)) {}
-
-  private:
-    void finish() noexcept override {
-        try {
-            for (auto& s : in_)
-                if (s->failed()) {
-                    this->set_error(s->error());
-                    in_.clear();
-                    return;
-                }
-            if constexpr (std::is_void_v<T>) {
-                this->set_value();
-            } else {
-                std::vector<T> out;
-                out.reserve(in_.size());
-                for (auto& s : in_) {
-                    if constexpr (Consume)
-                        out.push_back(std::move(s->value()));
-                    else
-                        out.push_back(s->value());
-                }
-                this->set_value(std::move(out));
-            }
-        } catch (...) {
-            this->set_error(std::current_exception());
-        }
-        in_.clear();
-    }
-    std::vector<Ref<State<T>>> in_;
-};
-
-template <bool Consume, class... T>
-class WhenAllTuple final : public Gather<std::tuple<value_t<T>...>> {
-  public:
-    explicit WhenAllTuple(Ref<State<T>>... in)
-        : Gather<std::tuple<value_t<T>...>>(sizeof...(T)), in_(std::move(in)...) {}
-
-  private:
-    void finish() noexcept override {
-        try {
-            std::exception_ptr err;
-            std::apply([&](auto&... s) { ((err = (!err && s->failed()) ? s->error() : err), ...); },
-                       in_);
-            if (err) {
-                this->set_error(err);
-            } else {
-                if constexpr (Consume)
-                    this->set_value(std::apply(
-                        [](auto&... s) { return std::make_tuple(std::move(s->value())...); }, in_));
-                else
-                    this->set_value(
-                        std::apply([](auto&... s) { return std::make_tuple(s->value()...); }, in_));
-            }
-        } catch (...) {
-            this->set_error(std::current_exception());
-        }
-        in_ = {};
-    }
-    std::tuple<Ref<State<T>>...> in_;
-};
-
-class WhenAny final : public Gather<std::size_t> {
-  public:
-    using Gather<std::size_t>::Gather;
-
-  private:
-    void first(std::size_t i, StateBase&) noexcept override {
-        if (!won_.exchange(true, std::memory_order_acq_rel)) this->set_value(i);
-    }
-    void finish() noexcept override {}
-    std::atomic<bool> won_{false};
-};
-
-template <class T>
-Ref<State<T>> state_of(future<T>& f) {
-    if (!f.valid()) throw UsageError("when_all/when_any: an input future has no state");
-    return f.share().ref();
-}
-template <class T>
-Ref<State<T>> state_of(const shared_future<T>& f) {
-    if (!f.valid()) throw UsageError("when_all/when_any: an input future has no state");
-    return f.ref();
-}
-
-}  // namespace detail
-
-// when_all over futures (moved in) and shared futures (copied).
+/// A future of all the inputs' values: futures (moved in) and shared futures (copied).
+///
+/// ```cpp
+/// auto both = cascade::when_all(cascade::async(0, f, 1), cascade::async(1 % n, f, 2));
+/// auto [a, b] = both.get();  // std::tuple of the two results
+/// ```
 template <class... F>
 requires(is_future<std::decay_t<F>>::value&&...) auto when_all(F&&... fs) {
     using Tup = std::tuple<detail::value_t<typename std::decay_t<F>::value_type>...>;
@@ -175,6 +49,7 @@ requires(is_future<std::decay_t<F>>::value&&...) auto when_all(F&&... fs) {
     return future<Tup>(detail::Ref<detail::State<Tup>>(g));
 }
 
+/// A future of all the values of `fs` (future<std::vector<T>>; future<void> for T = void).
 template <class T>
 auto when_all(std::vector<future<T>>&& fs) {
     std::vector<detail::Ref<detail::State<T>>> in;
@@ -190,6 +65,7 @@ auto when_all(std::vector<future<T>>&& fs) {
     return future<R>(detail::Ref<detail::State<R>>(g));
 }
 
+/// As above, for shared futures (copied, not consumed).
 template <class T>
 auto when_all(const std::vector<shared_future<T>>& fs) {
     std::vector<detail::Ref<detail::State<T>>> in;
@@ -204,7 +80,7 @@ auto when_all(const std::vector<shared_future<T>>& fs) {
     return future<R>(detail::Ref<detail::State<R>>(g));
 }
 
-// Index of the first ready input; the inputs are not consumed (read the winner afterwards).
+/// Index of the first ready input; the inputs are not consumed (read the winner afterwards).
 template <class F>
 future<std::size_t> when_any(const std::vector<F>& fs) {
     if (fs.empty()) throw UsageError("when_any: no input futures");
@@ -216,6 +92,7 @@ future<std::size_t> when_any(const std::vector<F>& fs) {
     return future<std::size_t>(detail::Ref<detail::State<std::size_t>>(g));
 }
 
+/// As above, for futures given one by one.
 template <class... F>
 requires(is_future<F>::value&&...) future<std::size_t> when_any(const F&... fs) {
     static_assert(sizeof...(F) > 0, "when_any: no input futures");

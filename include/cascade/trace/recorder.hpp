@@ -9,7 +9,10 @@
 //   - at the end (Communicator destruction, or process exit without one) the events of every
 //     rank are gathered on rank 0, which writes the Chrome trace JSON and the DOT graph
 //     (export.hpp).
-// With recording off, the hooks in the core cost one predictable branch on recording().
+// The recorder watches pools and taskflows as the core's Observer (core/observer.hpp), which
+// it installs while recording; the communicator records its own events (sends, handlers,
+// transfers) straight into the calling thread's buffer. With recording off, each hook costs
+// one predictable branch.
 #pragma once
 
 #include <atomic>
@@ -18,24 +21,37 @@
 #include <string>
 #include <vector>
 
+#include "cascade/core/observer.hpp"
 #include "cascade/core/task.hpp"
 #include "cascade/trace/buffer.hpp"
 #include "cascade/trace/event.hpp"
 
 namespace cascade::trace {
 
+/// What to record and where to write it (trace::configure, or the environment).
+///
+/// ```cpp
+/// cascade::trace::configure({.trace_path = "run.json", .dag_path = "run.dot"});
+/// cascade::Communicator comm;        // then pools, taskflows, ...
+/// // ... the files are written when the Communicator is destroyed (or at exit)
+/// ```
 struct Options {
-    std::string trace_path;  // Chrome trace-event JSON ("" : none)
-    std::string dag_path;    // Graphviz DOT of the promise edges taken ("" : none)
-    std::size_t events_per_thread = std::size_t(1) << 17;
+    std::string trace_path;  ///< Chrome trace-event JSON ("" : none); CASCADE_TRACE
+    std::string dag_path;    ///< Graphviz DOT of the promise edges taken ("" : none); CASCADE_DAG
+    std::size_t events_per_thread = std::size_t(1) << 17;  ///< CASCADE_TRACE_EVENTS
 };
 
 namespace detail {
 inline std::atomic<bool> g_recording{false};
 inline std::atomic<bool> g_edges{false};
+// Registers init_from_env with the core (set_observer_setup), so that pools and taskflows
+// read CASCADE_TRACE when they are created. Run by every program that includes this header,
+// which also makes sure the recorder is linked in.
+bool install_setup() noexcept;
+inline const bool g_setup_installed = install_setup();
 }  // namespace detail
 
-// True when events are recorded. Cheap: one relaxed load.
+/// True when events are recorded. Cheap: one relaxed load.
 inline bool recording() noexcept {
     return detail::g_recording.load(std::memory_order_relaxed);
 }
@@ -46,12 +62,20 @@ inline bool recording_edges() noexcept {
     return detail::g_edges.load(std::memory_order_relaxed);
 }
 
-// Reads CASCADE_TRACE, CASCADE_DAG and CASCADE_TRACE_EVENTS once (later calls do nothing).
-// Pools, taskflows and communicators call it when they are created.
+/// Reads CASCADE_TRACE, CASCADE_DAG and CASCADE_TRACE_EVENTS once (later calls do nothing).
+/// Pools, taskflows and communicators have it called when they are created.
 void init_from_env();
-// Sets the outputs by program instead of the environment; call before creating pools.
+/// Turns recording on or off (installs or removes the core observer), keeping the outputs.
+void set_recording(bool on) noexcept;
+// Whether promise edges are recorded (set from the outputs; the communicator makes every
+// rank follow rank 0).
+void set_recording_edges(bool on) noexcept;
+/// Sets the outputs by program instead of the environment; call before creating pools.
 void configure(Options opts);
+/// The outputs in force.
 const Options& options();
+
+// ---- used by the layers that record (the core's observer, the communicator) -------------
 
 // The calling thread's buffer: its pool worker's, or one created on first use (label
 // "thread N", the first one "main"). Null when not recording.
@@ -89,7 +113,8 @@ struct StampClock {
     }
 };
 StampClock stamp_clock();
-// Offset (ns) to add to this process's steady_clock to get rank 0's (set by sync_clocks).
+// Offset (ns) to add to this process's steady_clock to get rank 0's (set when the Communicator
+// starts).
 void set_clock_offset(std::int64_t ns) noexcept;
 std::int64_t clock_offset() noexcept;
 // Whether the process-exit writer still has to write (false once a Communicator wrote).

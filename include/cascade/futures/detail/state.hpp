@@ -13,21 +13,12 @@
 
 #include "cascade/comm/serialization.hpp"
 #include "cascade/core/errors.hpp"
-#include "cascade/futures/recycle.hpp"
+#include "cascade/futures/detail/recycle.hpp"
+#include "cascade/futures/remote_error.hpp"
 
 namespace cascade {
 
 class Futures;
-
-// An exception thrown on another rank, carried here by its message.
-class RemoteError : public std::runtime_error {
-  public:
-    RemoteError(int rank, const std::string& what) : std::runtime_error(what), rank_(rank) {}
-    int rank() const noexcept { return rank_; }  // where it was thrown
-
-  private:
-    int rank_;
-};
 
 namespace detail {
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "cascade/futures/state.hpp"
+#include "cascade/futures/detail/state.hpp"
 
 namespace cascade {
 

@@ -1,16 +1,14 @@
-// Gathers the events of all ranks on rank 0 and writes the Chrome trace JSON and the DOT
-// graph. Events travel as flat records with their rank's string table; rank 0 matches the
-// two ends of every active message by (source, destination, sequence number), which gives
-// both the flow arrows and the cross-rank promise edges.
-#include "cascade/trace/export.hpp"
-
+// The trace files, from the blobs of all ranks: the Chrome trace-event JSON (with the task
+// graph in "cascadeGraph") and the DOT graph. Rank 0 matches the two ends of every active
+// message by (source, destination, sequence number), which gives both the flow arrows and
+// the cross-rank promise edges.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -19,175 +17,19 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
+#include "cascade/trace/detail/rank_data.hpp"
+#include "cascade/trace/export.hpp"
 #include "cascade/trace/recorder.hpp"
 
 namespace cascade::trace {
 
 namespace {
 
-constexpr int kSyncTag = 0x7ace;
-constexpr int kSyncRounds = 8;
+using detail::Flat;
+using detail::RankData;
 
-struct Flat {
-    std::int64_t t0, t1;
-    std::uint64_t a, b, c;
-    std::int32_t peer;
-    std::uint32_t am, name, flow, key;
-    std::uint8_t kind, pad[3];
-};
-
-struct RankData {
-    int rank = 0;
-    std::int64_t offset = 0;
-    std::vector<std::string> strings;
-    std::vector<std::string> threads;     // labels (graph nodes of threads outside tasks)
-    std::vector<std::uint64_t> progress;  // 1: the thread drove MPI
-    std::vector<std::uint64_t> dropped;
-    std::vector<std::vector<Flat>> events;  // per thread
-};
-
-bool is_am(Kind k) {
-    return k == Kind::send || k == Kind::am_run || k == Kind::large_send || k == Kind::large_recv;
-}
-
-// This process's events, named. AM events are named from `am_names` the first time.
-RankData collect(int rank, const std::vector<std::string>* am_names) {
-    resolve_all();
-    RankData d;
-    d.rank = rank;
-    d.offset = clock_offset();
-    const StampClock ns = stamp_clock();
-    for (Buffer* b : buffers()) {
-        const std::size_t n = b->count();
-        std::vector<Flat> evs;
-        evs.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            Event& e = (*b)[i];
-            if (is_am(e.kind) && e.name == 0 && am_names && e.am < am_names->size())
-                e.name = intern((*am_names)[e.am]);
-            Flat f{};
-            f.t0 = e.t0 ? ns(e.t0) : 0;
-            f.t1 = e.t1 ? ns(e.t1) : 0;
-            f.a = e.a;
-            f.b = e.b;
-            f.c = e.c;
-            f.peer = e.peer;
-            f.am = e.am;
-            f.name = e.name;
-            f.flow = e.flow;
-            f.key = e.key;
-            f.kind = static_cast<std::uint8_t>(e.kind);
-            evs.push_back(f);
-        }
-        d.threads.push_back(b->label());
-        d.progress.push_back(b->progress_thread ? 1 : 0);
-        d.dropped.push_back(b->dropped());
-        d.events.push_back(std::move(evs));
-    }
-    d.strings = strings();
-    return d;
-}
-
-// ---- flat bytes --------------------------------------------------------------------------------
-void put(std::vector<char>& out, const void* p, std::size_t n) {
-    out.insert(out.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
-}
-void put_u64(std::vector<char>& out, std::uint64_t v) {
-    put(out, &v, sizeof v);
-}
-void put_str(std::vector<char>& out, const std::string& s) {
-    put_u64(out, s.size());
-    put(out, s.data(), s.size());
-}
-
-std::vector<char> serialize(const RankData& d) {
-    std::vector<char> out;
-    put_u64(out, static_cast<std::uint64_t>(d.rank));
-    put_u64(out, static_cast<std::uint64_t>(d.offset));
-    put_u64(out, d.strings.size());
-    for (auto& s : d.strings)
-        put_str(out, s);
-    put_u64(out, d.threads.size());
-    for (std::size_t t = 0; t < d.threads.size(); ++t) {
-        put_str(out, d.threads[t]);
-        put_u64(out, d.progress[t]);
-        put_u64(out, d.dropped[t]);
-        put_u64(out, d.events[t].size());
-        put(out, d.events[t].data(), d.events[t].size() * sizeof(Flat));
-    }
-    return out;
-}
-
-// Parsing bytes that came over the network: every count is checked against the bytes left
-// before anything is allocated from it, and nothing may be left over.
-struct Reader {
-    const char* p;
-    const char* end;
-    std::size_t left() const { return static_cast<std::size_t>(end - p); }
-    void get(void* dst, std::size_t n) {
-        if (left() < n) throw std::runtime_error("truncated trace data");
-        if (n) std::memcpy(dst, p, n);
-        p += n;
-    }
-    std::uint64_t u64() {
-        std::uint64_t v;
-        get(&v, sizeof v);
-        return v;
-    }
-    // A count of items of at least `min_bytes` each that must fit in what is left.
-    std::size_t count(std::size_t min_bytes) {
-        const std::uint64_t n = u64();
-        if (n > left() / min_bytes) throw std::runtime_error("trace data: count past the end");
-        return static_cast<std::size_t>(n);
-    }
-    std::string str() {
-        const std::size_t n = count(1);
-        std::string s(n, '\0');
-        get(s.data(), n);
-        return s;
-    }
-};
-
-constexpr std::uint8_t kMaxKind = static_cast<std::uint8_t>(Kind::edge);  // the last kind
-
-RankData deserialize(const char* p, std::size_t n) {
-    Reader r{p, p + n};
-    RankData d;
-    const std::uint64_t rank = r.u64();
-    if (rank >= (std::uint64_t(1) << 24)) throw std::runtime_error("trace data: bad rank");
-    d.rank = static_cast<int>(rank);
-    d.offset = static_cast<std::int64_t>(r.u64());
-    // Times are nanoseconds: anything past 2^62 (146 years) is garbage, and bounding them
-    // keeps the sums and differences the writer takes inside 64 bits.
-    constexpr std::int64_t kMaxTime = std::int64_t(1) << 62;
-    auto time_ok = [&](std::int64_t t) { return t > -kMaxTime && t < kMaxTime; };
-    if (!time_ok(d.offset)) throw std::runtime_error("trace data: bad clock offset");
-    d.strings.resize(r.count(sizeof(std::uint64_t)));
-    for (auto& s : d.strings)
-        s = r.str();
-    const std::size_t nt = r.count(4 * sizeof(std::uint64_t));
-    for (std::size_t t = 0; t < nt; ++t) {
-        d.threads.push_back(r.str());
-        d.progress.push_back(r.u64());
-        d.dropped.push_back(r.u64());
-        std::vector<Flat> evs(r.count(sizeof(Flat)));
-        r.get(evs.data(), evs.size() * sizeof(Flat));
-        for (const Flat& f : evs) {
-            if (f.kind == 0 || f.kind > kMaxKind)
-                throw std::runtime_error("trace data: unknown event kind " +
-                                         std::to_string(f.kind));
-            if (!time_ok(f.t0) || !time_ok(f.t1)) throw std::runtime_error("trace data: bad time");
-        }
-        d.events.push_back(std::move(evs));
-    }
-    if (r.left() != 0) throw std::runtime_error("trace data: bytes left over");
-    return d;
-}
-
-// ---- writing -----------------------------------------------------------------------------------
 std::string json_str(const std::string& s) {
     std::string out = "\"";
     for (unsigned char ch : s) {
@@ -571,7 +413,19 @@ bool write_file(const std::string& path, const char* what,
     return ok;
 }
 
-void write_files(std::vector<RankData> ranks) {
+// Rank 0's trace path, known on every rank (set_rank_files_base): where a rank that ends the
+// job writes its own events (<path>.rank<N>.json).
+std::string& rank_files_base() {
+    static std::string* s = new std::string;
+    return *s;
+}
+
+}  // namespace
+
+void write_files(const std::vector<std::vector<char>>& blobs) {
+    std::vector<RankData> ranks;
+    for (const auto& b : blobs)
+        ranks.push_back(detail::deserialize(b.data(), b.size()));
     const Options& o = options();
     if (o.trace_path.empty() && o.dag_path.empty()) return;
     Writer w(std::move(ranks));
@@ -590,108 +444,17 @@ void write_files(std::vector<RankData> ranks) {
                   << o.events_per_thread << " per thread)\n";
 }
 
-// Rank 0's trace path, known on every rank (sync_clocks): where a rank that ends the job
-// writes its own events (<path>.rank<N>.json).
-std::string& abort_base() {
-    static std::string* s = new std::string;
-    return *s;
-}
-
-}  // namespace
-
-void sync_clocks(MPI_Comm comm) {
-    init_from_env();
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    // Everyone follows rank 0, so the collectives below and in finish() match.
-    // Bit 0: record; bit 1: record promise edges too (rank 0 writes the task graph).
-    int on = recording() ? (recording_edges() ? 3 : 1) : 0;
-    MPI_Bcast(&on, 1, MPI_INT, 0, comm);
-    if (!on) {
-        if (recording()) configure(Options{});
-        return;
-    }
-    if (!recording()) {
-        // Record here too (rank 0 writes everything): no paths of our own.
-        configure(Options{});
-        detail::g_recording.store(true);
-    }
-    detail::g_edges.store((on & 2) != 0);
-    // Every rank learns rank 0's trace path: a rank that ends the job early writes its own
-    // events beside it.
-    {
-        std::string path = rank == 0 ? options().trace_path : std::string();
-        if (path.empty() && rank == 0) path = options().dag_path;
-        long long len = static_cast<long long>(path.size());
-        MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm);
-        path.resize(static_cast<std::size_t>(len));
-        if (len > 0) MPI_Bcast(path.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
-        abort_base() = path;
-    }
-    // Offset to rank 0's clock, from the round trip with the smallest delay.
-    if (rank == 0) {
-        for (int r = 1; r < size; ++r)
-            for (int i = 0; i < kSyncRounds; ++i) {
-                MPI_Recv(nullptr, 0, MPI_BYTE, r, kSyncTag, comm, MPI_STATUS_IGNORE);
-                const std::int64_t t = now_ns();
-                MPI_Send(&t, 1, MPI_INT64_T, r, kSyncTag, comm);
-            }
-        set_clock_offset(0);
-    } else {
-        std::int64_t best_rtt = INT64_MAX, best = 0;
-        for (int i = 0; i < kSyncRounds; ++i) {
-            const std::int64_t a = now_ns();
-            MPI_Send(nullptr, 0, MPI_BYTE, 0, kSyncTag, comm);
-            std::int64_t t0 = 0;
-            MPI_Recv(&t0, 1, MPI_INT64_T, 0, kSyncTag, comm, MPI_STATUS_IGNORE);
-            const std::int64_t b = now_ns();
-            if (b - a < best_rtt) {
-                best_rtt = b - a;
-                best = t0 - (a + (b - a) / 2);
-            }
-        }
-        set_clock_offset(best);
-    }
-}
-
-void finish(MPI_Comm comm, const std::vector<std::string>& am_names) {
-    if (!recording()) return;
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    std::vector<char> mine = serialize(collect(rank, &am_names));
-    long long n = static_cast<long long>(mine.size());
-    std::vector<long long> sizes(rank == 0 ? size : 0);
-    MPI_Gather(&n, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, 0, comm);
-    // Per-rank blobs may exceed what an int count holds: send in chunks of at most 1 GiB.
-    constexpr long long kChunk = 1LL << 30;
-    set_written(true);
-    if (rank != 0) {
-        for (long long off = 0; off < n; off += kChunk)
-            MPI_Send(mine.data() + off, static_cast<int>(std::min(kChunk, n - off)), MPI_BYTE, 0,
-                     kSyncTag, comm);
-        return;
-    }
-    std::vector<RankData> all;
-    all.push_back(deserialize(mine.data(), mine.size()));
-    for (int r = 1; r < size; ++r) {
-        std::vector<char> blob(static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]));
-        const long long m = static_cast<long long>(blob.size());
-        for (long long off = 0; off < m; off += kChunk)
-            MPI_Recv(blob.data() + off, static_cast<int>(std::min(kChunk, m - off)), MPI_BYTE, r,
-                     kSyncTag, comm, MPI_STATUS_IGNORE);
-        all.push_back(deserialize(blob.data(), blob.size()));
-    }
-    write_files(std::move(all));
+void set_rank_files_base(const std::string& path) {
+    rank_files_base() = path;
 }
 
 void write_rank(int rank, const std::vector<std::string>& am_names) noexcept {
-    if (!recording() || abort_base().empty()) return;
+    if (!recording() || rank_files_base().empty()) return;
     try {
+        const std::vector<char> blob = collect(rank, &am_names);
         std::vector<RankData> one;
-        one.push_back(collect(rank, &am_names));
-        std::string path = abort_base();
+        one.push_back(detail::deserialize(blob.data(), blob.size()));
+        std::string path = rank_files_base();
         if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0)
             path.resize(path.size() - 5);
         path += ".rank" + std::to_string(rank) + ".json";
@@ -714,17 +477,5 @@ void render_rank_blob(const char* data, std::size_t size, std::FILE* out) {
     w.write_dot(out);
 }
 }  // namespace detail
-
-void write_at_exit() {
-    if (!recording() || written()) return;
-    set_written(true);
-    try {
-        std::vector<RankData> one;
-        one.push_back(collect(0, nullptr));
-        write_files(std::move(one));
-    } catch (const std::exception& e) {
-        std::cerr << "cascade: trace: could not write the trace: " << e.what() << '\n';
-    }
-}
 
 }  // namespace cascade::trace

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-#include "cascade/futures/state.hpp"
+#include "cascade/futures/detail/state.hpp"
 
 namespace cascade {
 
@@ -21,7 +21,9 @@ class Futures;
 namespace detail {
 
 // Sends a ready state's value (or error) to `dest`, fulfilling its state `token` there.
-using SendValueFn = void (*)(Futures&, StateBase&, int dest, std::uint64_t token);
+using SendValueFn = void (*)(Futures&, StateBase& s, int dest, std::uint64_t token);
+// Makes a ready exported state's value a proxy's, here (see detail::alias_exported).
+using ShareValueFn = void (*)(StateBase& from, StateBase& to);
 
 // Where a lazy state's value lives, and what waits for that to be known.
 struct Residence {

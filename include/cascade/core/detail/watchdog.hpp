@@ -1,4 +1,4 @@
-// trace::Watchdog: used by Threadpool::join(), on by default (CASCADE_WATCHDOG=<seconds>,
+// detail::Watchdog: used by Threadpool::join(), on by default (CASCADE_WATCHDOG=<seconds>,
 // default kDefaultWatchdogSeconds; 0 turns it off). It fires when, for that long, no task of
 // the pool ran and no message moved: with every worker idle, join() then prints what the rank
 // waits for (tasks missing promises, messages in flight, completion state) and ends the job
@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace cascade::trace {
+namespace cascade::detail {
 
 inline constexpr double kDefaultWatchdogSeconds = 600;
 // The limit from CASCADE_WATCHDOG in seconds (read once; unset or empty: the default; 0:
@@ -66,4 +66,4 @@ class Watchdog {
     Clock::time_point next_check_{};
 };
 
-}  // namespace cascade::trace
+}  // namespace cascade::detail

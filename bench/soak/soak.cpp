@@ -1,0 +1,334 @@
+// Memory over a long run (bench/soak/run): does the resident set stay flat?
+//
+//   --workload mixed (default): --tasks Taskflow tasks in all (over the ranks), in batches of
+//       --sample tasks with a join after each; the keys never repeat. Per 1000 tasks of a
+//       rank: 850 are started by the main thread, 149 by small active messages and one by a
+//       large active message (--large-bytes body) from the previous rank's tasks; one task
+//       in --async-every calls async on the next rank with a 128 KiB vector argument and a
+//       128 KiB vector result (bodies both ways). After each batch rank 0 prints a record
+//       {"bench":"soak","workload":"mixed","tasks":<so far>,"rss_mb":<largest rank>,...}.
+//   --workload flood_small: ranks 1.. send --messages small active messages in all to rank 0
+//       as fast as they can, into a handler that works --slow-ns per message; one record
+//       with the peak resident set (VmHWM) of the receiver and of the senders.
+//   --workload flood_large: the same with --messages large active messages of --large-bytes
+//       each, into an on-arrival callback that works --slow-ns.
+//   The floods stop the job when the receiver's resident set passes --rss-limit-mb (default
+//   2048): the record then has "limit_exceeded": true and the peak reached.
+// Every message and result is checked; a wrong one ends the run with status 1.
+#include <mpi.h>
+
+#include <atomic>
+#include <cascade/cascade.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/record.hpp"
+#include "common/stats.hpp"
+#include "spin.hpp"
+
+namespace {
+
+struct Options {
+    std::string workload = "mixed";
+    long tasks = 10'000'000;
+    long sample = 1'000'000;
+    int threads = 1;
+    long large_bytes = 64 << 10;
+    long async_every = 10'000;
+    long messages = 0;  // floods: 0 = 10^7 small or 10^4 large
+    long slow_ns = 1000;
+    double rss_limit_mb = 2048;  // floods: the receiver stops the job beyond this
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string k = argv[i];
+        if (i + 1 >= argc) throw std::runtime_error("option " + k + " needs a value");
+        const std::string v = argv[++i];
+        if (k == "--workload")
+            o.workload = v;
+        else if (k == "--tasks")
+            o.tasks = static_cast<long>(std::stod(v));
+        else if (k == "--sample")
+            o.sample = static_cast<long>(std::stod(v));
+        else if (k == "--threads")
+            o.threads = std::stoi(v);
+        else if (k == "--large-bytes")
+            o.large_bytes = static_cast<long>(std::stod(v));
+        else if (k == "--async-every")
+            o.async_every = static_cast<long>(std::stod(v));
+        else if (k == "--messages")
+            o.messages = static_cast<long>(std::stod(v));
+        else if (k == "--slow-ns")
+            o.slow_ns = static_cast<long>(std::stod(v));
+        else if (k == "--rss-limit-mb")
+            o.rss_limit_mb = std::stod(v);
+        else
+            throw std::runtime_error("unknown option " + k);
+    }
+    if (o.workload != "mixed" && o.workload != "flood_small" && o.workload != "flood_large")
+        throw std::runtime_error("--workload must be mixed, flood_small or flood_large");
+    if (o.tasks < 1 || o.sample < 1000 || o.threads < 1 || o.large_bytes < 0 || o.async_every < 1 ||
+        o.messages < 0 || o.slow_ns < 0)
+        throw std::runtime_error("bad option value");
+    if (o.messages == 0) o.messages = o.workload == "flood_large" ? 10'000 : 10'000'000;
+    return o;
+}
+
+// VmRSS or VmHWM of this process, in MiB.
+double status_mb(const char* field) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    const std::size_t n = std::strlen(field);
+    while (std::getline(f, line))
+        if (line.compare(0, n, field) == 0) return std::stod(line.substr(n + 1)) / 1024.0;
+    return 0;
+}
+
+double reduce(double x, MPI_Op op) {
+    double y = 0;
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, op, MPI_COMM_WORLD);
+    return y;
+}
+
+// Busy work of about `ns` nanoseconds (calibrated once).
+struct SlowWork {
+    double iters_per_ns = 0;
+    SlowWork() {
+        const std::uint64_t iters = 1 << 20;
+        const double t0 = cascade_bench::thread_cpu_seconds();
+        cascade_bench::spin(iters);
+        iters_per_ns =
+            static_cast<double>(iters) / ((cascade_bench::thread_cpu_seconds() - t0) * 1e9);
+    }
+    void operator()(long ns) const {
+        cascade_bench::spin(static_cast<std::uint64_t>(iters_per_ns * static_cast<double>(ns)));
+    }
+};
+
+std::vector<double> big_vector(long seed, std::size_t len) {
+    std::vector<double> v(len);
+    for (std::size_t i = 0; i < len; i += 512)
+        v[i] = static_cast<double>(seed + static_cast<long>(i));
+    return v;
+}
+
+int run_mixed(const Options& o) {
+    cascade::Communicator comm;
+    const int me = comm.comm_rank(), ranks = comm.comm_size();
+    const int next = (me + 1) % ranks;
+    cascade::Threadpool tp(o.threads, &comm);
+    cascade::Futures fx(tp, &comm);
+    const long per_rank = std::max(1000L, o.sample / ranks / 1000 * 1000);
+    std::int64_t base = 0;  // first key of this batch
+    std::atomic<long> bad{0};
+
+    cascade::Taskflow<std::int64_t> tf(&tp, "soak");
+    const std::size_t big = cascade::Futures::kLargeArg / sizeof(double);  // 128 KiB
+    auto echo = fx.make_async(
+        [](std::vector<double>& v, long& seed) {
+            if (v.empty() || v[0] != double(seed)) return std::vector<double>{};
+            v[0] += 1;
+            return std::move(v);
+        },
+        "soak_echo");
+    std::mutex futures_lock;
+    std::vector<std::pair<long, cascade::future<std::vector<double>>>> futures;
+
+    auto small = comm.make_active_msg([&](std::int64_t& k) { tf.fulfill_promise(k); }, "soak_am");
+    std::vector<char> body(static_cast<std::size_t>(o.large_bytes), 'x');
+    std::vector<std::vector<char>> inbox;  // one large AM in flight per batch and rank
+    auto large = comm.make_large_active_msg(
+        [&](std::int64_t& k, int& slot) {
+            if (inbox[slot].size() != body.size() || (!body.empty() && inbox[slot].back() != 'x'))
+                bad.fetch_add(1);
+            tf.fulfill_promise(k);
+        },
+        [&](std::int64_t&, int& slot) {
+            inbox[slot].resize(body.size());
+            return inbox[slot].data();
+        },
+        [](std::int64_t&, int&) {}, "soak_large");
+
+    tf.set_indegree([](std::int64_t) { return 1; })
+        .set_mapping([&](std::int64_t k) { return static_cast<int>(k % o.threads); })
+        .set_task([&](std::int64_t k) {
+            const long j = static_cast<long>(k - base);  // index in this rank's batch
+            const long m = j % 1000;
+            // the key on the next rank this task starts: same batch, same index pattern
+            const std::int64_t there = k + 850;
+            if (m < 149) small->send(next, there);
+            if (m == 500) {
+                large->send_large(next, cascade::view<char>(body.data(), body.size()),
+                                  k - 500 + 999, static_cast<int>(j / 1000));
+            }
+            if (j % o.async_every == 7) {
+                auto f = cascade::async(next, echo, big_vector(j, big), j);
+                std::lock_guard<std::mutex> g(futures_lock);
+                futures.emplace_back(j, std::move(f));
+            }
+        });
+
+    double first_t = cascade_bench::now_seconds();
+    long done = 0;
+    while (done < o.tasks) {
+        inbox.assign(static_cast<std::size_t>(per_rank / 1000), {});
+        const double t0 = cascade_bench::now_seconds();
+        for (long j = 0; j < per_rank; ++j)
+            if (j % 1000 < 850) tf.fulfill_promise(base + j);
+        tp.join();
+        for (auto& [j, f] : futures) {
+            const std::vector<double> v = f.get();
+            if (v.size() != big || v[0] != double(j + 1)) bad.fetch_add(1);
+        }
+        futures.clear();
+        const double secs = reduce(cascade_bench::now_seconds() - t0, MPI_MAX);
+        done += per_rank * ranks;
+        base += per_rank;  // keys of every rank advance together: next batch, new keys
+        const double rss = status_mb("VmRSS:");
+        const double rss_max = reduce(rss, MPI_MAX), rss_sum = reduce(rss, MPI_SUM);
+        if (me == 0)
+            cascade_bench::Record()
+                .add("bench", "soak")
+                .add("workload", "mixed")
+                .add("ranks", ranks)
+                .add("threads", o.threads)
+                .add("tasks", done)
+                .add("rss_mb", rss_max, "%.2f")
+                .add("rss_mb_sum", rss_sum, "%.2f")
+                .add("batch_seconds", secs, "%.3f")
+                .add("seconds", cascade_bench::now_seconds() - first_t, "%.2f")
+                .print();
+        if (done < o.tasks) tp.start();
+    }
+    const long errors = static_cast<long>(reduce(static_cast<double>(bad.load()), MPI_SUM));
+    if (me == 0 && errors) std::fprintf(stderr, "soak: %ld wrong messages or results\n", errors);
+    return errors ? 1 : 0;
+}
+
+int run_flood(const Options& o) {
+    cascade::Communicator comm;
+    const int me = comm.comm_rank(), ranks = comm.comm_size();
+    if (ranks < 2) throw std::runtime_error("the floods need at least 2 ranks");
+    cascade::Threadpool tp(o.threads, &comm);
+    const SlowWork slow;
+    const bool is_large = o.workload == "flood_large";
+    const long mine = me == 0 ? 0 : o.messages / (ranks - 1) + (me <= o.messages % (ranks - 1));
+    std::atomic<long> received{0}, bad{0};
+    const double t0 = cascade_bench::now_seconds();
+    // The receiver ends the job when its resident set passes the limit (this machine is
+    // shared): the record then says so, with the peak reached.
+    const auto guard = [&] {
+        const double rss = status_mb("VmRSS:");
+        if (rss <= o.rss_limit_mb) return;
+        cascade_bench::Record()
+            .add("bench", "soak")
+            .add("workload", o.workload)
+            .add("ranks", ranks)
+            .add("messages", o.messages)
+            .add("received", received.load())
+            .add("message_bytes", is_large ? o.large_bytes : 8L)
+            .add("slow_ns", o.slow_ns)
+            .add("peak_rss_mb", status_mb("VmHWM:"), "%.2f")
+            .add("rss_limit_mb", o.rss_limit_mb, "%.0f")
+            .add("limit_exceeded", true)
+            .add("seconds", cascade_bench::now_seconds() - t0, "%.2f")
+            .print();
+        std::fprintf(stderr, "soak: %s: rank 0 passed %.0f MB resident after %ld messages\n",
+                     o.workload.c_str(), o.rss_limit_mb, received.load());
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    };
+    auto small = comm.make_active_msg(
+        [&](long& i) {
+            slow(o.slow_ns);
+            if (i < 0) bad.fetch_add(1);
+            if (received.fetch_add(1) % 10000 == 0) guard();
+        },
+        "flood_small");
+    std::vector<char> body(static_cast<std::size_t>(o.large_bytes), 'y');
+    // Receive buffers, allocated when a header arrives, freed when its body has been handled
+    // (both on the communication thread).
+    std::unordered_map<std::int64_t, std::unique_ptr<char[]>> buffers;
+    const auto slot = [](int from, long i) { return (std::int64_t(from) << 40) + i; };
+    auto large = comm.make_large_active_msg(
+        [&](int& from, long& i) {
+            guard();
+            slow(o.slow_ns);
+            auto it = buffers.find(slot(from, i));
+            if (it == buffers.end() || (!body.empty() && it->second[body.size() - 1] != 'y'))
+                bad.fetch_add(1);
+            if (it != buffers.end()) buffers.erase(it);
+            received.fetch_add(1);
+        },
+        [&](int& from, long& i) {
+            if (buffers.size() % 64 == 0) guard();
+            auto& b = buffers[slot(from, i)];
+            b.reset(new char[body.size() + 1]);
+            return b.get();
+        },
+        [](int&, long&) {}, "flood_large");
+    for (long i = 0; i < mine; ++i) {
+        if (is_large)
+            large->send_large(0, cascade::view<char>(body.data(), body.size()), me, i);
+        else
+            small->send(0, i);
+    }
+    tp.join();
+    const double secs = reduce(cascade_bench::now_seconds() - t0, MPI_MAX);
+    const double hwm = status_mb("VmHWM:");
+    const double senders_max = reduce(me == 0 ? 0.0 : hwm, MPI_MAX);
+    const long total = static_cast<long>(reduce(static_cast<double>(received.load()), MPI_SUM));
+    const long errors = static_cast<long>(reduce(static_cast<double>(bad.load()), MPI_SUM));
+    if (me == 0) {
+        cascade_bench::Record()
+            .add("bench", "soak")
+            .add("workload", o.workload)
+            .add("ranks", ranks)
+            .add("messages", total)
+            .add("message_bytes", is_large ? o.large_bytes : 8L)
+            .add("slow_ns", o.slow_ns)
+            .add("peak_rss_mb", hwm, "%.2f")
+            .add("peak_rss_mb_senders", senders_max, "%.2f")
+            .add("rss_limit_mb", o.rss_limit_mb, "%.0f")
+            .add("limit_exceeded", false)
+            .add("seconds", secs, "%.2f")
+            .print();
+        if (total != o.messages || errors)
+            std::fprintf(stderr, "soak: %ld of %ld messages arrived, %ld wrong\n", total,
+                         o.messages, errors);
+    }
+    return total != o.messages || errors ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    try {
+        o = parse(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "soak: %s\n", e.what());
+        return 2;
+    }
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    int rc = 0;
+    try {
+        rc = o.workload == "mixed" ? run_mixed(o) : run_flood(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "soak: %s\n", e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Finalize();
+    return rc;
+}

@@ -1,0 +1,104 @@
+// The broadcast layer's implementation of Broadcasts (cascade/comm/broadcasts.hpp): trees of
+// active messages whose headers carry the sub-lists (dynamic broadcasts paper, §3.2), large
+// bodies forwarded from the receiver's own buffer, piece by piece for the pipelined shape.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cascade/broadcast/tree.hpp"
+#include "cascade/comm/communicator.hpp"
+
+namespace cascade::broadcast::detail {
+
+// The header of every message of a broadcast.
+struct Header {
+    std::uint32_t am;  // the user's active message and its signature
+    std::uint32_t sig;
+    std::int32_t root;
+    std::int32_t from;  // the rank that sent this message (large: the pieces come from it)
+    std::uint32_t shape;
+    std::int32_t tag;     // large: MPI tag of this message's body pieces
+    std::uint64_t bytes;  // large: body size
+    std::uint64_t piece;  // large: piece size (the last one may be shorter)
+    std::uint64_t chunk;  // large: MPI message size limit within a piece
+};
+
+class Engine final : public Broadcasts {
+  public:
+    explicit Engine(Communicator& comm);
+    ~Engine() override;
+
+    void set_shape(BroadcastShape s) noexcept override { shape_.store(s); }
+    BroadcastShape shape() const noexcept override { return shape_.load(); }
+    void set_piece(std::size_t bytes) noexcept override { piece_.store(bytes); }
+    void set_pipeline_threshold(std::size_t bytes) noexcept override { pipeline_.store(bytes); }
+    BroadcastCounters counters() const override;
+
+    void send(ActiveMsgBase& am, std::span<const int> dests, std::span<const double> priorities,
+              const char* payload, std::size_t size) override {
+        tree_small(am, dests, priorities, payload, size, 0);
+    }
+    void send_large(ActiveMsgBase& am, std::span<const int> dests,
+                    std::span<const double> priorities, const void* body, std::size_t bytes,
+                    std::vector<char> args) override {
+        tree_large(am, dests, priorities, body, bytes, std::move(args), 1, 0);
+    }
+    char* defer_begin(ActiveMsgBase& am, int dest, std::size_t max_bytes) override;
+    void defer_end(char* end) override;
+    bool defer_large(ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
+                     std::vector<char>& args) override;
+
+    // A broadcast; `detected` > 0: merged from that many sends (large: on_sent runs `times`).
+    void tree_small(ActiveMsgBase& am, std::span<const int> dests,
+                    std::span<const double> priorities, const char* payload, std::size_t size,
+                    std::size_t detected);
+    void tree_large(ActiveMsgBase& am, std::span<const int> dests,
+                    std::span<const double> priorities, const void* body, std::size_t bytes,
+                    std::vector<char> args, std::size_t times, std::size_t detected);
+    Communicator& comm() noexcept { return comm_; }
+
+  private:
+    class Sink;
+    struct RootState;
+    struct RecvState;
+    struct Split {
+        std::vector<int> others;
+        std::vector<double> priorities;
+        bool self = false;
+    };
+    Split& split(const ActiveMsgBase& am, std::span<const int> dests,
+                 std::span<const double> priorities);
+    Shape choose(std::size_t bytes, std::size_t recipients) const noexcept;
+    std::size_t piece_for(std::size_t bytes) const noexcept;
+    bool holding_here() const noexcept;
+    ActiveMsgBase& user_am(const Header& h, bool large);
+    void post(int dest, const Header& h, std::span<const Recipient> sub, std::span<const char> args,
+              RootState* root, const void* body);
+    void on_small(Header& h, view<const Recipient>& sub, view<const char>& payload);
+    void on_large(Header& h, view<const Recipient>& sub, view<const char>& args);
+    void piece_arrived(RecvState* st, std::size_t k);
+    void forward_sent(RecvState* st);
+    void root_sent(RootState* st);
+    void maybe_release(RecvState* st);
+
+    Communicator& comm_;
+    const int me_;
+    const int size_;
+    ActiveMsg<Header, view<const Recipient>, view<const char>>* small_ = nullptr;
+    ActiveMsg<Header, view<const Recipient>, view<const char>>* large_ = nullptr;
+    std::unique_ptr<Sink> sink_;
+    std::atomic<BroadcastShape> shape_{BroadcastShape::automatic};
+    std::atomic<std::size_t> piece_{0};
+    std::atomic<std::size_t> pipeline_{0};
+    std::atomic<std::uint64_t> rotation_{0};
+    struct Counters {
+        std::atomic<std::uint64_t> broadcasts{0}, detected{0}, detected_sends{0}, recipients{0},
+            root_messages{0}, forwarded{0}, bodies_received{0};
+    } n_;
+};
+
+}  // namespace cascade::broadcast::detail

@@ -1,0 +1,218 @@
+// Communicator's member templates and those of the active messages that need it complete
+// (send, blocking_send, send_large, on_frame). Included by communicator.hpp at its end.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace cascade {
+
+template <class... Ps>
+ActiveMsg<Ps...>* Communicator::make_active_msg(std::function<void(Ps&...)> f, std::string name) {
+    return static_cast<ActiveMsg<Ps...>*>(
+        register_am(std::make_unique<ActiveMsg<Ps...>>(std::move(f)), std::move(name)));
+}
+
+namespace detail {
+template <class Tuple>
+struct am_from_tuple;
+template <class... Ps>
+struct am_from_tuple<std::tuple<Ps...>> {
+    using type = ActiveMsg<Ps...>;
+    using fn = std::function<void(Ps&...)>;
+};
+template <class T, class Tuple>
+struct large_am_from_tuple;
+template <class T, class... Ps>
+struct large_am_from_tuple<T, std::tuple<Ps...>> {
+    using type = LargeActiveMsg<T, Ps...>;
+    using fn = std::function<void(Ps&...)>;
+    using where = std::function<T*(Ps&...)>;
+};
+}  // namespace detail
+
+template <class F>
+auto Communicator::make_active_msg(F&& f, std::string name) {
+    using Tr = detail::am_from_tuple<typename detail::callable_args<std::decay_t<F>>::tuple>;
+    return static_cast<typename Tr::type*>(register_am(
+        std::make_unique<typename Tr::type>(typename Tr::fn(std::forward<F>(f))), std::move(name)));
+}
+
+template <class FArrival, class FWhere, class FSent>
+auto Communicator::make_large_active_msg(FArrival&& on_arrival, FWhere&& where_to, FSent&& on_sent,
+                                         std::string name) {
+    using Args = typename detail::callable_args<std::decay_t<FArrival>>::tuple;
+    using Ptr = std::invoke_result_t<decltype(std::apply<FWhere&, Args&>), FWhere&, Args&>;
+    using T = std::remove_pointer_t<Ptr>;
+    using Tr = detail::large_am_from_tuple<T, Args>;
+    return static_cast<typename Tr::type*>(register_am(
+        std::make_unique<typename Tr::type>(typename Tr::fn(std::forward<FArrival>(on_arrival)),
+                                            typename Tr::where(std::forward<FWhere>(where_to)),
+                                            typename Tr::fn(std::forward<FSent>(on_sent))),
+        std::move(name)));
+}
+
+template <class Write, class Extra>
+void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
+                           Extra&& extra) {
+    if (dest < 0 || dest >= size_)
+        throw UsageError("active message '" + am.name() + "': destination rank " +
+                         std::to_string(dest) + " outside [0, " + std::to_string(size_) + ")");
+    if (max_bytes > (std::size_t(1) << 30))
+        throw UsageError("active message '" + am.name() + "': " + std::to_string(max_bytes) +
+                         " bytes of arguments; use a large active message for big payloads");
+    if (joining_.load(std::memory_order_relaxed)) [[unlikely]]
+        if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0)
+            sent_from_outside(am);
+    Outbox& o = outbox_[dest];
+    trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
+    const std::int64_t t0 = tb ? trace::stamp() : 0;
+    std::uint64_t seq = 0;
+    std::size_t len = 0;
+    {
+        std::lock_guard<Spinlock> g(o.lock);
+        const std::size_t at = o.buf.size();
+        o.buf.resize(at + sizeof(Frame) + max_bytes + 7);
+        char* payload = o.buf.data() + at + sizeof(Frame);
+        char* end = write(payload);
+        len = static_cast<std::size_t>(end - payload);
+        std::memset(end, 0, detail::round8(len) - len);  // padding never carries stale bytes
+        seq = o.seq++;
+        Frame fr{am.id(), am.signature(), len};
+        std::memcpy(o.buf.data() + at, &fr, sizeof fr);
+        o.buf.resize(at + sizeof(Frame) + ((len + 7) & ~std::size_t(7)));
+        extra(o);
+        queued_.fetch_add(1, std::memory_order_release);
+        if (!o.nonempty.exchange(true, std::memory_order_acq_rel))
+            outbox_pending_.fetch_add(1, std::memory_order_release);
+    }
+    if (tb) [[unlikely]] {
+        if (trace::Event* e = tb->reserve(trace::Kind::send)) {
+            e->t0 = t0;
+            e->t1 = trace::stamp();
+            e->peer = dest;
+            e->am = am.id();
+            e->a = seq;
+            e->b = len;
+            tb->commit();
+        }
+    }
+    if (tp_ && !on_comm_thread()) tp_->wake_joiner();
+}
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send_now(int dest, const Ps&... ps) {
+    const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
+    comm_->enqueue(dest, *this, bytes, [&](char* out) {
+        wire::Writer w(out);
+        (w.put(ps), ...);
+        return w.position();
+    });
+}
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
+    const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
+    if (char* out = comm_->held_send(*this, dest, bytes)) [[unlikely]] {
+        wire::Writer w(out);
+        (w.put(ps), ...);
+        comm_->broadcasts().defer_end(w.position());
+        return;
+    }
+    send_now(dest, ps...);
+}
+
+namespace detail {
+// The serialized arguments of a broadcast, in a buffer of this thread (8-byte aligned).
+template <class... Ps>
+std::vector<char>& serialize_args(const Ps&... ps) {
+    thread_local std::vector<char> buf;
+    buf.resize((std::size_t(0) + ... + wire::size_of(ps)) + 8);
+    wire::Writer w(buf.data());
+    (w.put(ps), ...);
+    buf.resize(static_cast<std::size_t>(w.position() - buf.data()));
+    return buf;
+}
+}  // namespace detail
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send(std::span<const int> dests, const Ps&... ps) {
+    send(dests, std::span<const double>{}, ps...);
+}
+
+template <class... Ps>
+void ActiveMsg<Ps...>::send(std::span<const int> dests, std::span<const double> priorities,
+                            const Ps&... ps) {
+    const std::vector<char>& payload = detail::serialize_args(ps...);
+    comm_->broadcasts().send(*this, dests, priorities, payload.data(), payload.size());
+}
+
+template <class... Ps>
+void ActiveMsg<Ps...>::blocking_send(int dest, const Ps&... ps) {
+    detail::run_task_epilogue();  // what this thread held back leaves first, in order
+    send_now(dest, ps...);
+    if (comm_->on_comm_thread()) comm_->flush_blocking();
+}
+
+namespace detail {
+template <class... Ps>
+std::vector<char> large_args(const Ps&... ps) {
+    std::vector<char> args((std::size_t(0) + ... + wire::size_of(ps)) + 8);
+    // Align the args copy like a frame payload so views inside decode aligned.
+    wire::Writer w(args.data());
+    (w.put(ps), ...);
+    args.resize(static_cast<std::size_t>(w.position() - args.data()));
+    return args;
+}
+}  // namespace detail
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large_now(int dest, view<T> body, const Ps&... ps) {
+    comm_->enqueue_large(dest, *this, body.data(), body.size() * sizeof(T),
+                         detail::large_args(ps...));
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(int dest, view<T> body, const Ps&... ps) {
+    std::vector<char> args = detail::large_args(ps...);
+    if (broadcast_detection() && comm_->broadcasts().detection() &&
+        comm_->broadcasts().defer_large(*this, dest, body.data(), body.size() * sizeof(T), args))
+        return;
+    comm_->enqueue_large(dest, *this, body.data(), body.size() * sizeof(T), std::move(args));
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(std::span<const int> dests, view<T> body,
+                                          const Ps&... ps) {
+    send_large(dests, std::span<const double>{}, body, ps...);
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::send_large(std::span<const int> dests,
+                                          std::span<const double> priorities, view<T> body,
+                                          const Ps&... ps) {
+    comm_->broadcasts().send_large(*this, dests, priorities, body.data(), body.size() * sizeof(T),
+                                   detail::large_args(ps...));
+}
+
+template <class T, class... Ps>
+void LargeActiveMsg<T, Ps...>::on_frame(int source, const char* data, std::size_t size) {
+    wire::Reader r(data, size);
+    const auto bytes = r.get<std::uint64_t>();
+    const auto chunk = r.get<std::uint64_t>();
+    std::vector<char> args(data + (size - r.remaining()), data + size);
+    wire::Reader ra(args.data(), args.size());
+    auto t = wire::decode_all<Ps...>(ra);
+    T* where = std::apply(where_to_, t);
+    if (bytes > 0 && where == nullptr)
+        throw UsageError("large active message '" + name() + "': where_to returned null for a " +
+                         std::to_string(bytes) + "-byte body");
+    comm_->receive_large(source, *this, where, bytes, chunk, std::move(args));
+}
+
+}  // namespace cascade

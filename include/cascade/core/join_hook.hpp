@@ -1,0 +1,56 @@
+// JoinHook: how a layer above the core takes part in Threadpool::join() without the core
+// knowing it. The communicator implements it: the thread in join() polls the hook, which
+// drives MPI progress and decides, from the pool's local idleness and the distributed
+// completion protocol, when join() may return.
+#pragma once
+
+#include <exception>
+#include <string>
+
+namespace cascade {
+
+class Threadpool;
+
+/// What a JoinHook poll found: nothing moved (idle), something moved (active), this pool has
+/// no work and waits for others (waiting: the joiner naps only briefly, it disturbs no
+/// worker), or join() may return (done).
+enum class PollResult { idle, active, waiting, done };
+
+/// Lets a higher layer take part in join() (see the top of this file). A pool constructed
+/// with a hook, `Threadpool tp(n, &hook)`, calls `hook.attach(tp)` once, polls it from
+/// join(), and calls `detach(tp)` when it is destroyed.
+///
+/// ```cpp
+/// cascade::Communicator comm;           // a JoinHook
+/// cascade::Threadpool tp(2, &comm);     // tp.join() now also waits for every rank
+/// ```
+class JoinHook {
+  public:
+    virtual ~JoinHook() = default;
+    /// A pool was created with this hook (from the pool's constructor).
+    virtual void attach(Threadpool& tp) = 0;
+    /// Called by the thread in join(); decides whether join() may return.
+    virtual PollResult poll(Threadpool& tp) = 0;
+    /// Re-checked after the joiner announced it will sleep: true if it must not (work queued
+    /// for the communication thread since the last poll).
+    virtual bool wants_progress() const = 0;
+    /// The pool is being destroyed: forget it.
+    virtual void detach(Threadpool& tp) noexcept = 0;
+    /// For diagnostics (watchdog, errors): this process's rank (-1: none), and what it waits
+    /// for (messages in flight, completion-protocol state).
+    virtual int rank() const noexcept { return -1; }
+    virtual std::string describe_state() const { return {}; }
+    /// Ends the whole job (the watchdog fired): prints `what` and exits non-zero.
+    [[noreturn]] virtual void abort_job(const std::string& what);
+    /// Without a hook (or by default): print and _Exit(3).
+    [[noreturn]] static void abort_job_default(const std::string& what);
+
+  protected:
+    /// Records an error of the hook's own (e.g. a failed message handler) for `tp`'s join()
+    /// to rethrow; further queued tasks are discarded.
+    static void fail(Threadpool& tp, std::exception_ptr e) noexcept;
+    /// `tp` forgets its hook (the hook is going away before the pool).
+    static void unhook(Threadpool& tp) noexcept;
+};
+
+}  // namespace cascade

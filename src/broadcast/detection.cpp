@@ -1,0 +1,168 @@
+// Detection of broadcasts (dynamic broadcasts paper, §3.1): the sends a task or a handler
+// makes are held on its thread until it ends; then the sends of one active message with the
+// same argument bytes (large ones: the same body pointer and length) to several ranks leave
+// as one broadcast, and the others leave as they were made, in their order. A task's end is
+// the pool's task epilogue (also run before a waiting task runs another one); a handler's end
+// is the return of the outermost handler on the communication thread, or a progress() call
+// inside it.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cascade/broadcast/detail/engine.hpp"
+#include "cascade/core/detail/task_epilogue.hpp"
+#include "cascade/core/errors.hpp"
+
+namespace cascade::broadcast::detail {
+
+namespace {
+
+class HeldSends final : public cascade::detail::TaskEpilogue {
+  public:
+    static HeldSends& here() {
+        thread_local HeldSends h;
+        return h;
+    }
+
+    char* begin(Engine* e, ActiveMsgBase& am, int dest, std::size_t max_bytes) {
+        const std::size_t at = (buf_.size() + 7) & ~std::size_t(7);
+        buf_.resize(at + max_bytes);
+        held_.push_back(Held{e, &am, dest, at, 0, nullptr, 0, {}});
+        cascade::detail::tls_task_epilogue = this;
+        return buf_.data() + at;
+    }
+    void end(char* end) {
+        Held& h = held_.back();
+        h.len = static_cast<std::size_t>(end - (buf_.data() + h.off));
+        buf_.resize(h.off + h.len);
+    }
+    void add_large(Engine* e, ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
+                   std::vector<char>& args) {
+        held_.push_back(Held{e, &am, dest, 0, 0, body, bytes, std::move(args)});
+        held_.back().large = true;
+        cascade::detail::tls_task_epilogue = this;
+    }
+
+    void run_epilogue() noexcept override {
+        cascade::detail::tls_task_epilogue = nullptr;
+        Engine* failed_on = nullptr;
+        try {
+            flush(failed_on);
+        } catch (...) {
+            const std::string what = cascade::detail::describe_error(std::current_exception());
+            held_.clear();
+            buf_.clear();
+            if (failed_on)
+                failed_on->comm().abort_job("rank " +
+                                            std::to_string(failed_on->comm().comm_rank()) +
+                                            ": sending held-back messages failed: " + what);
+        }
+    }
+
+  private:
+    struct Held {
+        Engine* engine;
+        ActiveMsgBase* am;
+        int dest;
+        std::size_t off, len;  // small: arguments in buf_
+        const void* body;      // large
+        std::size_t bytes;
+        std::vector<char> args;
+        bool large = false;
+        bool done = false;
+    };
+
+    bool same(const Held& a, const Held& b) const {
+        if (a.engine != b.engine || a.am != b.am || a.large != b.large) return false;
+        if (a.large) return a.body == b.body && a.bytes == b.bytes && a.args == b.args;
+        return a.len == b.len && std::memcmp(buf_.data() + a.off, buf_.data() + b.off, a.len) == 0;
+    }
+
+    void send_one(Held& h) {
+        if (h.large) {
+            h.engine->comm().enqueue_large(h.dest, *h.am, h.body, h.bytes, std::move(h.args));
+            return;
+        }
+        const char* p = buf_.data() + h.off;
+        const std::size_t n = h.len;
+        h.engine->comm().enqueue(h.dest, *h.am, n, [&](char* out) {
+            if (n) std::memcpy(out, p, n);
+            return out + n;
+        });
+    }
+
+    void flush(Engine*& failed_on) {
+        // Sends made while flushing (none: the engine queues directly) would start a new batch.
+        std::vector<int> dests;
+        std::vector<std::size_t> group, repeats;
+        for (std::size_t i = 0; i < held_.size(); ++i) {
+            Held& h = held_[i];
+            if (h.done) continue;
+            failed_on = h.engine;
+            group.assign(1, i);
+            for (std::size_t j = i + 1; j < held_.size(); ++j)
+                if (!held_[j].done && same(h, held_[j])) group.push_back(j);
+            if (group.size() == 1) {
+                h.done = true;
+                send_one(h);
+                continue;
+            }
+            // One tree to the distinct destinations; a rank named twice gets the repeat as a
+            // plain message (it was sent twice).
+            dests.clear();
+            repeats.clear();
+            for (std::size_t g : group) {
+                held_[g].done = true;
+                const int d = held_[g].dest;
+                if (std::find(dests.begin(), dests.end(), d) == dests.end())
+                    dests.push_back(d);
+                else
+                    repeats.push_back(g);
+            }
+            if (dests.size() < 2) {
+                send_one(h);
+            } else if (h.large) {
+                h.engine->tree_large(*h.am, dests, {}, h.body, h.bytes, h.args, dests.size(),
+                                     dests.size());
+            } else {
+                h.engine->tree_small(*h.am, dests, {}, buf_.data() + h.off, h.len, dests.size());
+            }
+            for (std::size_t r : repeats)
+                send_one(held_[r]);
+        }
+        held_.clear();
+        buf_.clear();
+    }
+
+    std::vector<Held> held_;
+    cascade::detail::Bytes buf_;
+};
+
+}  // namespace
+
+bool Engine::holding_here() const noexcept {
+    if (cascade::detail::tls_handler_depth > 0) return comm_.on_comm_thread();
+    Threadpool* tp = comm_.pool();
+    return tp && tp->current_thread() >= 0;
+}
+
+char* Engine::defer_begin(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
+    if (!holding_here()) return nullptr;
+    if (dest < 0 || dest >= size_ || max_bytes > (std::size_t(1) << 30))
+        return nullptr;  // the plain send reports it
+    return HeldSends::here().begin(this, am, dest, max_bytes);
+}
+
+void Engine::defer_end(char* end) {
+    HeldSends::here().end(end);
+}
+
+bool Engine::defer_large(ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
+                         std::vector<char>& args) {
+    if (!holding_here() || dest < 0 || dest >= size_) return false;
+    HeldSends::here().add_large(this, am, dest, body, bytes, args);
+    return true;
+}
+
+}  // namespace cascade::broadcast::detail

@@ -1,0 +1,442 @@
+#include "cascade/broadcast/detail/engine.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "cascade/core/errors.hpp"
+
+namespace cascade {
+
+namespace broadcast::detail {
+
+namespace {
+
+// Defaults chosen from the cost model, not yet measured (bench/broadcast measures them): from
+// 1 MiB on, a chain of pieces should beat the binomial tree once links are the bottleneck;
+// pieces of bytes/32 within [64 KiB, 1 MiB] keep the chain's fill time short without
+// drowning it in messages.
+constexpr std::size_t kPipelineThreshold = std::size_t(1) << 20;
+constexpr std::size_t kMinPiece = std::size_t(64) << 10;
+constexpr std::size_t kMaxPiece = std::size_t(1) << 20;
+
+std::size_t env_size(const char* name, std::size_t fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(v, &end, 10);
+    return end && *end == '\0' ? static_cast<std::size_t>(x) : fallback;
+}
+
+std::size_t pieces(std::size_t bytes, std::size_t piece) {
+    return bytes == 0 ? 1 : (bytes + piece - 1) / piece;
+}
+
+std::string rank_str(int r) {
+    return "rank " + std::to_string(r);
+}
+
+}  // namespace
+
+// Receives the body callbacks of broadcasts (it is no registered active message: the
+// Communicator calls it for the bodies the engine posts). Its arguments say what finished.
+class Engine::Sink final : public ActiveMsgBase {
+  public:
+    enum Kind : std::uint64_t { root_sent, piece_arrived, forward_sent };
+    struct Args {
+        std::uint64_t kind;
+        void* state;
+        std::uint64_t index;
+    };
+
+    Sink(Engine& e, std::uint32_t id) : e_(e) {
+        id_ = id;  // traces and errors show the broadcast's large message
+        name_ = "broadcast.large";
+    }
+    static std::vector<char> encode(Kind k, void* state, std::uint64_t index) {
+        std::vector<char> out(sizeof(Args));
+        const Args a{k, state, index};
+        std::memcpy(out.data(), &a, sizeof a);
+        return out;
+    }
+    std::string_view types() const override { return "broadcast body"; }
+    void on_frame(int, const char*, std::size_t) override {}
+    bool is_large() const noexcept override { return true; }
+    void on_body_arrived(const char* p, std::size_t n) override {
+        const Args a = decode(p, n);
+        e_.piece_arrived(static_cast<RecvState*>(a.state), a.index);
+    }
+    void on_body_sent(const char* p, std::size_t n) override {
+        const Args a = decode(p, n);
+        if (a.kind == root_sent)
+            e_.root_sent(static_cast<RootState*>(a.state));
+        else
+            e_.forward_sent(static_cast<RecvState*>(a.state));
+    }
+
+  private:
+    static Args decode(const char* p, std::size_t n) {
+        Args a{};
+        if (n == sizeof a) std::memcpy(&a, p, sizeof a);
+        return a;
+    }
+    Engine& e_;
+};
+
+// The root of a large broadcast: on_sent runs (`times` times) when every body send is done.
+struct Engine::RootState {
+    ActiveMsgBase* am;
+    std::vector<char> args;
+    std::size_t times;
+    std::size_t sends_left;
+};
+
+// A large broadcast being received here: the body lands piece by piece in the buffer where_to
+// gave; each piece is forwarded to the children (in order) as soon as it is here.
+struct Engine::RecvState {
+    struct Kid {
+        int rank;
+        int tag;
+    };
+    ActiveMsgBase* am = nullptr;
+    Header h{};
+    std::vector<char> args;  // the user's arguments (kept for on_arrival and on_forwarded)
+    char* where = nullptr;
+    std::size_t npieces = 0, next = 0, sends_left = 0;
+    std::vector<bool> arrived;
+    std::vector<Kid> kids;
+    bool delivered = false;
+
+    std::size_t offset(std::size_t k) const { return k * h.piece; }
+    std::size_t length(std::size_t k) const {
+        return std::min<std::size_t>(h.piece, h.bytes - std::min<std::size_t>(h.bytes, offset(k)));
+    }
+};
+
+Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(comm.comm_size()) {
+    small_ = comm.make_active_msg([this](Header& h, view<const Recipient>& sub,
+                                         view<const char>& payload) { on_small(h, sub, payload); },
+                                  "broadcast");
+    large_ = comm.make_active_msg([this](Header& h, view<const Recipient>& sub,
+                                         view<const char>& args) { on_large(h, sub, args); },
+                                  "broadcast.large");
+    small_->set_broadcast_detection(false);
+    large_->set_broadcast_detection(false);
+    sink_ = std::make_unique<Sink>(*this, large_->id());
+    const char* shape = std::getenv("CASCADE_BCAST_SHAPE");
+    if (shape && std::strcmp(shape, "binomial") == 0) shape_ = BroadcastShape::binomial;
+    if (shape && std::strcmp(shape, "pipelined") == 0) shape_ = BroadcastShape::pipelined;
+    piece_ = env_size("CASCADE_BCAST_PIECE", 0);
+    pipeline_ = env_size("CASCADE_BCAST_PIPELINE", kPipelineThreshold);
+}
+
+Engine::~Engine() = default;
+
+BroadcastCounters Engine::counters() const {
+    BroadcastCounters c;
+    c.broadcasts = n_.broadcasts.load();
+    c.detected = n_.detected.load();
+    c.detected_sends = n_.detected_sends.load();
+    c.recipients = n_.recipients.load();
+    c.root_messages = n_.root_messages.load();
+    c.forwarded = n_.forwarded.load();
+    c.bodies_received = n_.bodies_received.load();
+    return c;
+}
+
+Engine::Split& Engine::split(const ActiveMsgBase& am, std::span<const int> dests,
+                             std::span<const double> priorities) {
+    thread_local Split sp;
+    thread_local std::vector<std::uint32_t> mark;
+    thread_local std::uint32_t generation = 0;
+    if (!priorities.empty() && priorities.size() != dests.size())
+        throw UsageError("active message '" + am.name() +
+                         "': " + std::to_string(priorities.size()) + " priorities for " +
+                         std::to_string(dests.size()) + " destinations");
+    if (mark.size() < static_cast<std::size_t>(size_))
+        mark.assign(static_cast<std::size_t>(size_), 0);
+    if (++generation == 0) {
+        std::fill(mark.begin(), mark.end(), 0);
+        generation = 1;
+    }
+    sp.others.clear();
+    sp.priorities.clear();
+    sp.self = false;
+    for (std::size_t i = 0; i < dests.size(); ++i) {
+        const int d = dests[i];
+        if (d < 0 || d >= size_)
+            throw UsageError("active message '" + am.name() + "': destination rank " +
+                             std::to_string(d) + " outside [0, " + std::to_string(size_) +
+                             ") in a list of " + std::to_string(dests.size()) + " destinations");
+        auto& m = mark[static_cast<std::size_t>(d)];
+        if (m == generation)
+            throw UsageError("active message '" + am.name() + "': rank " + std::to_string(d) +
+                             " appears twice in one list of destinations (a broadcast reaches "
+                             "each rank once)");
+        m = generation;
+        if (d == me_) {
+            sp.self = true;
+            continue;
+        }
+        sp.others.push_back(d);
+        if (!priorities.empty()) sp.priorities.push_back(priorities[i]);
+    }
+    return sp;
+}
+
+Shape Engine::choose(std::size_t bytes, std::size_t recipients) const noexcept {
+    switch (shape_.load(std::memory_order_relaxed)) {
+        case BroadcastShape::binomial:
+            return Shape::binomial;
+        case BroadcastShape::pipelined:
+            return Shape::chain;
+        default:
+            return bytes >= pipeline_.load(std::memory_order_relaxed) && recipients >= 2
+                       ? Shape::chain
+                       : Shape::binomial;
+    }
+}
+
+std::size_t Engine::piece_for(std::size_t bytes) const noexcept {
+    const std::size_t forced = piece_.load(std::memory_order_relaxed);
+    if (forced > 0) return forced;
+    return std::clamp(bytes / 32, kMinPiece, kMaxPiece);
+}
+
+// ---- small active messages -------------------------------------------------------------------
+
+void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
+                        std::span<const double> priorities, const char* payload, std::size_t size,
+                        std::size_t detected) {
+    Split& sp = split(am, dests, priorities);
+    auto plain = [&](int dest) {
+        comm_.enqueue(dest, am, size, [&](char* out) {
+            if (size) std::memcpy(out, payload, size);
+            return out + size;
+        });
+    };
+    n_.broadcasts.fetch_add(1, std::memory_order_relaxed);
+    n_.recipients.fetch_add(sp.others.size() + (sp.self ? 1 : 0), std::memory_order_relaxed);
+    if (detected) {
+        n_.detected.fetch_add(1, std::memory_order_relaxed);
+        n_.detected_sends.fetch_add(detected, std::memory_order_relaxed);
+    }
+    if (sp.others.size() == 1) {  // a tree of one: the plain message
+        plain(sp.others[0]);
+        n_.root_messages.fetch_add(1, std::memory_order_relaxed);
+    } else if (!sp.others.empty()) {
+        thread_local std::vector<Recipient> list;
+        thread_local std::vector<Child> kids;
+        arrange(Shape::binomial, sp.others, sp.priorities, rotation_.fetch_add(1), list);
+        children(Shape::binomial, list.size(), kids);
+        const Header h{am.id(),
+                       am.signature(),
+                       me_,
+                       me_,
+                       static_cast<std::uint32_t>(Shape::binomial),
+                       -1,
+                       0,
+                       0,
+                       0};
+        const view<const char> body(payload, size);
+        for (const Child& c : kids)
+            small_->send_now(list[c.at].rank, h,
+                             view<const Recipient>(list.data() + c.at + 1, c.count), body);
+        n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
+    }
+    if (sp.self) plain(me_);
+}
+
+ActiveMsgBase& Engine::user_am(const Header& h, bool large) {
+    ActiveMsgBase* am = comm_.find_am(h.am);
+    if (!am || am->signature() != h.sig || am->is_large() != large)
+        comm_.abort_job(rank_str(me_) + ": a broadcast from " + rank_str(h.root) +
+                        " carries active message #" + std::to_string(h.am) +
+                        (am ? " ('" + am->name() + "' here, with other argument types)"
+                            : " (not registered here)") +
+                        "; active messages must be created in the same order with the same "
+                        "argument types on every rank");
+    return *am;
+}
+
+void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& payload) {
+    ActiveMsgBase& am = user_am(h, false);
+    // Forward first: the sub-tree's messages are queued inside this handler, so this rank's
+    // queued count covers them before its processed count covers this message.
+    thread_local std::vector<Child> kids;
+    children(static_cast<Shape>(h.shape), sub.size(), kids);
+    Header f = h;
+    f.from = me_;
+    for (const Child& c : kids)
+        small_->send_now(sub[c.at].rank, f, view<const Recipient>(sub.data() + c.at + 1, c.count),
+                         payload);
+    n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
+    try {
+        am.on_frame(h.root, payload.data(), payload.size());
+    } catch (const WireError&) {
+        throw;
+    } catch (...) {
+        throw std::runtime_error(
+            "'" + am.name() + "' (broadcast from " + rank_str(h.root) +
+            ") threw: " + cascade::detail::describe_error(std::current_exception()));
+    }
+}
+
+// ---- large active messages -------------------------------------------------------------------
+
+void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
+                  std::span<const char> args, RootState* root, const void* body) {
+    const view<const Recipient> s(sub.data(), sub.size());
+    const view<const char> a(args.data(), args.size());
+    const std::size_t bytes = wire::size_of(h) + wire::size_of(s) + wire::size_of(a);
+    auto write = [&](char* out) {
+        wire::Writer w(out);
+        w.put(h);
+        w.put(s);
+        w.put(a);
+        return w.position();
+    };
+    if (!root) {
+        comm_.enqueue(dest, *large_, bytes, write);
+        return;
+    }
+    // The root's pieces go with the header, under the same lock.
+    comm_.enqueue(dest, *large_, bytes, write, [&](Communicator::Outbox& o) {
+        const std::size_t n = pieces(h.bytes, h.piece);
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::size_t off = k * h.piece;
+            const std::size_t len =
+                std::min<std::size_t>(h.piece, h.bytes - std::min<std::size_t>(h.bytes, off));
+            Communicator::attach_body(o, *sink_, static_cast<const char*>(body) + off, len, h.chunk,
+                                      Sink::encode(Sink::root_sent, root, 0), h.tag);
+        }
+    });
+}
+
+void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
+                        std::span<const double> priorities, const void* body, std::size_t bytes,
+                        std::vector<char> args, std::size_t times, std::size_t detected) {
+    Split& sp = split(am, dests, priorities);
+    n_.broadcasts.fetch_add(1, std::memory_order_relaxed);
+    n_.recipients.fetch_add(sp.others.size() + (sp.self ? 1 : 0), std::memory_order_relaxed);
+    if (detected) {
+        n_.detected.fetch_add(1, std::memory_order_relaxed);
+        n_.detected_sends.fetch_add(detected, std::memory_order_relaxed);
+    }
+    if (sp.others.size() == 1 && !sp.self && times == 1) {  // a tree of one: the plain message
+        n_.root_messages.fetch_add(1, std::memory_order_relaxed);
+        comm_.enqueue_large(sp.others[0], am, body, bytes, std::move(args));
+        return;
+    }
+    if (sp.others.empty() && !sp.self) {  // nobody: the buffer is free at once
+        for (std::size_t t = 0; t < times; ++t)
+            am.on_body_sent(args.data(), args.size());
+        return;
+    }
+    const Shape shape = choose(bytes, sp.others.size());
+    const std::size_t piece =
+        shape == Shape::chain ? piece_for(bytes) : std::max<std::size_t>(bytes, 1);
+    const std::size_t n = pieces(bytes, piece);
+    thread_local std::vector<Recipient> list;
+    thread_local std::vector<Child> kids;
+    arrange(shape, sp.others, sp.priorities, rotation_.fetch_add(1), list);
+    children(shape, list.size(), kids);
+    auto* st = new RootState{&am, std::move(args), times, (kids.size() + (sp.self ? 1 : 0)) * n};
+    Header h{am.id(), am.signature(),     me_, me_, static_cast<std::uint32_t>(shape), 0, bytes,
+             piece,   comm_.large_chunk()};
+    for (const Child& c : kids) {
+        h.tag = comm_.new_body_tag();
+        post(list[c.at].rank, h, std::span<const Recipient>(list.data() + c.at + 1, c.count),
+             st->args, st, body);
+    }
+    n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
+    if (sp.self) {
+        h.tag = comm_.new_body_tag();
+        post(me_, h, {}, st->args, st, body);
+    }
+}
+
+void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& args) {
+    ActiveMsgBase& am = user_am(h, true);
+    auto st = std::make_unique<RecvState>();
+    st->am = &am;
+    st->h = h;
+    st->args.assign(args.begin(), args.end());
+    void* where = am.body_where(st->args.data(), st->args.size());
+    if (h.bytes > 0 && where == nullptr)
+        throw UsageError("large active message '" + am.name() + "': where_to returned null for a " +
+                         std::to_string(h.bytes) + "-byte body (broadcast from " +
+                         rank_str(h.root) + ")");
+    st->where = static_cast<char*>(where);
+    st->npieces = pieces(h.bytes, h.piece);
+    st->arrived.assign(st->npieces, false);
+    // The children's headers leave now, from inside this handler (so they are counted before
+    // this message is); their pieces follow as ours arrive.
+    thread_local std::vector<Child> kids;
+    children(static_cast<Shape>(h.shape), sub.size(), kids);
+    Header f = h;
+    f.from = me_;
+    for (const Child& c : kids) {
+        f.tag = comm_.new_body_tag();
+        post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
+             st->args, nullptr, nullptr);
+        st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag});
+    }
+    n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
+    st->sends_left = st->kids.size() * st->npieces;
+    RecvState* raw = st.release();
+    for (std::size_t k = 0; k < raw->npieces; ++k)
+        comm_.receive_body(h.from, *sink_, raw->where + raw->offset(k), raw->length(k), h.chunk,
+                           Sink::encode(Sink::piece_arrived, raw, k), h.tag);
+}
+
+void Engine::piece_arrived(RecvState* st, std::size_t k) {
+    st->arrived[k] = true;
+    // Pieces leave in order: a child matches them to its receives by order on their tag.
+    for (; st->next < st->npieces && st->arrived[st->next]; ++st->next) {
+        const std::size_t p = st->next;
+        for (const RecvState::Kid& kid : st->kids)
+            comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(p), st->length(p),
+                                st->h.chunk, Sink::encode(Sink::forward_sent, st, p), kid.tag);
+    }
+    if (st->next == st->npieces && !st->delivered) {
+        st->delivered = true;
+        n_.bodies_received.fetch_add(1, std::memory_order_relaxed);
+        try {
+            st->am->on_tree_body_arrived(st->args.data(), st->args.size());
+        } catch (...) {
+            throw std::runtime_error(
+                "'" + st->am->name() + "' (on_arrival, broadcast from " + rank_str(st->h.root) +
+                ") threw: " + cascade::detail::describe_error(std::current_exception()));
+        }
+        maybe_release(st);
+    }
+}
+
+void Engine::forward_sent(RecvState* st) {
+    --st->sends_left;
+    maybe_release(st);
+}
+
+void Engine::maybe_release(RecvState* st) {
+    if (!st->delivered || st->sends_left > 0) return;
+    std::unique_ptr<RecvState> done(st);
+    done->am->on_body_released(done->args.data(), done->args.size());
+}
+
+void Engine::root_sent(RootState* st) {
+    if (--st->sends_left > 0) return;
+    std::unique_ptr<RootState> done(st);
+    for (std::size_t t = 0; t < done->times; ++t)
+        done->am->on_body_sent(done->args.data(), done->args.size());
+}
+
+}  // namespace broadcast::detail
+
+std::unique_ptr<Broadcasts> detail::make_broadcasts(Communicator& comm) {
+    return std::make_unique<broadcast::detail::Engine>(comm);
+}
+
+}  // namespace cascade

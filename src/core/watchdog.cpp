@@ -1,0 +1,86 @@
+#include "cascade/core/detail/watchdog.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cascade/core/errors.hpp"
+#include "cascade/core/threadpool.hpp"
+
+namespace cascade::detail {
+
+double watchdog_limit_from_env() {
+    static const double limit = [] {
+        const char* v = std::getenv("CASCADE_WATCHDOG");
+        if (!v || !*v) return kDefaultWatchdogSeconds;
+        char* end = nullptr;
+        const double s = std::strtod(v, &end);
+        if (*end != '\0' || !std::isfinite(s) || s < 0)
+            throw UsageError(std::string("CASCADE_WATCHDOG='") + v +
+                             "': expected a number of seconds (0: off)");
+        return s;
+    }();
+    return limit;
+}
+
+}  // namespace cascade::detail
+
+namespace cascade {
+
+// Threadpool::watchdog_fire, here with the rest of the watchdog: nothing ran and no message moved
+// for the limit while join() waited. Print what this rank waits for and end the job (a stuck task
+// may never return, so we cannot unwind).
+void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
+    watchdog_report(quiet_seconds, limit_seconds);
+    const std::string who = rank_prefix();
+    // Give the other ranks (whose watchdogs fire about now) a moment to print theirs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (hook_) hook_->abort_job(who + "watchdog: join() made no progress; see above");
+    JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
+}
+
+// What this rank waits for (also printed with the warning about a long task).
+void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
+    std::ostringstream os;
+    const std::string who = rank_prefix();
+    os << "cascade: watchdog: " << who << "Threadpool '" << opts_.name << "': join() saw no task "
+       << "run and no message move for " << quiet_seconds
+       << " s (CASCADE_WATCHDOG=" << limit_seconds << ")\n";
+    const std::uint64_t s = idle_state_.load();
+    const int idle = static_cast<int>(static_cast<std::uint32_t>(s));
+    os << "cascade: watchdog: " << who << "workers busy: " << (n_ - idle) << " of " << n_;
+    if (idle < n_) os << " (a task that does not return, e.g. waiting for something?)";
+    os << "; ready tasks queued: ";
+    std::size_t queued = 0;
+    for (int w = 0; w < n_; ++w)
+        queued += queues_[w].size();
+    os << queued << "\n";
+    std::size_t total = 0;
+    std::vector<std::string> names;
+    {
+        std::lock_guard<std::mutex> g(taskflows_mutex_);
+        for (auto* tf : taskflows_)
+            total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
+    }
+    os << "cascade: watchdog: " << who << total << " task(s) waiting for promises";
+    if (!names.empty()) os << "; first " << names.size() << ": ";
+    for (std::size_t i = 0; i < names.size(); ++i)
+        os << (i ? ", " : "") << names[i];
+    os << "\n";
+    if (hook_) {
+        const std::string state = hook_->describe_state();
+        if (!state.empty()) os << "cascade: watchdog: " << who << state << "\n";
+    }
+    const std::string report = os.str();
+    std::fputs(report.c_str(), stderr);
+    std::fflush(stderr);
+}
+
+}  // namespace cascade
