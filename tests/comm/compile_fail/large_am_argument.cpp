@@ -2,7 +2,7 @@
 // active message's (a std::map has no codec).
 #include <map>
 
-#include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/large_active_msg.hpp"
 
 int main() {
     using Map = std::map<int, int>;
