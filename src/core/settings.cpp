@@ -21,7 +21,7 @@ constexpr Variable kVariables[] = {
      "0 (1 when built with -DCASCADE_CHECKED=ON)",
      "checked mode: every promise is counted; too many throw UsageError, too few make join() "
      "throw IncompleteGraphError naming the tasks"},
-    {"CASCADE_WATCHDOG", "seconds (up to 1e6), 0 or off", "off",
+    {"CASCADE_WATCHDOG", "seconds (up to 1e6), 0 or off", "600",
      "when join() sees no progress for that long, every rank prints what it waits for and "
      "the job ends"},
     {"CASCADE_FUTURE_WARN_S", "seconds (up to 1e6), 0 or off", "30",

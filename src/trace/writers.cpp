@@ -2,11 +2,15 @@
 // graph in "cascadeGraph") and the DOT graph. Rank 0 matches the two ends of every active
 // message by (source, destination, sequence number), which gives both the flow arrows and
 // the cross-rank promise edges.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -341,19 +345,16 @@ class Writer {
             auto it = sends_.find({f.peer, d.rank, f.a});
             if (it == sends_.end()) return node(f.peer, "(unrecorded sender)", false);
             const Where w = it->second;
-            const RankData& s = ranks_[static_cast<std::size_t>(w.rank)];
+            const RankData& s = ranks_[pos_.at(w.rank)];
             return caller(s, w.thread, s.events[w.thread][w.index].c, am, depth + 1);
         }
         return node(d.rank, d.threads[t], false);
     }
 
     void build_graph() {
-        // Ranks are indexed by position below; make rank == position (they are 0..n-1).
-        // A per-rank file (CASCADE_TRACE=run.%r.json) holds one rank, which may not be 0: its
-        // graph needs the other ranks, so it has none (the merged file has it).
-        if (ranks_.size() == 1 && ranks_[0].rank != 0) return;
+        // Where each rank's data is (one rank alone when a rank wrote its own events).
         for (std::size_t i = 0; i < ranks_.size(); ++i)
-            if (ranks_[i].rank != static_cast<int>(i)) throw std::runtime_error("missing rank");
+            if (!pos_.emplace(ranks_[i].rank, i).second) throw std::runtime_error("rank twice");
         for (auto& d : ranks_)
             for (auto& evs : d.events)
                 for (auto& f : evs)
@@ -370,6 +371,7 @@ class Writer {
     }
 
     std::vector<RankData> ranks_;
+    std::map<int, std::size_t> pos_;  // rank -> index in ranks_
     std::int64_t base_ = 0;
     bool first_ = true;
     std::uint64_t async_id_ = 0;
@@ -380,6 +382,47 @@ class Writer {
     std::map<std::pair<int, std::string>, std::size_t> task_nodes_, thread_nodes_;
     std::map<std::tuple<std::size_t, std::size_t, std::string>, std::uint64_t> edges_;
 };
+
+// Writes a file whole or not at all: into a fresh temporary name beside it (created
+// exclusively, never through a symbolic link), then renamed over `path` (which replaces a
+// link at `path` instead of writing where it points). Returns false after printing why.
+bool write_file(const std::string& path, const char* what,
+                const std::function<void(std::FILE*)>& body) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    std::FILE* f = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
+    if (!f) {
+        log::error(std::string("trace: cannot write ") + what + " to '" + tmp +
+                   "': " + std::strerror(errno));
+        if (fd >= 0) ::close(fd);
+        return false;
+    }
+    bool ok = true;
+    try {
+        body(f);
+    } catch (const std::exception& e) {
+        log::error(std::string("trace: writing ") + what + ": " + e.what());
+        ok = false;
+    }
+    ok = std::fflush(f) == 0 && !std::ferror(f) && ok;
+    ok = std::fclose(f) == 0 && ok;
+    if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+        log::error(std::string("trace: cannot write ") + what + " to '" + path +
+                   "': " + std::strerror(errno));
+        ok = false;
+    } else if (!ok) {
+        log::error(std::string("trace: cannot write ") + what + " to '" + path + "'");
+    }
+    if (!ok) ::unlink(tmp.c_str());
+    return ok;
+}
+
+// Rank 0's trace path, known on every rank (set_rank_files_base): where a rank that ends the
+// job writes its own events (<path>.rank<N>.json).
+std::string& rank_files_base() {
+    static std::string* s = new std::string;
+    return *s;
+}
 
 }  // namespace
 
@@ -412,18 +455,10 @@ void write_files(const std::vector<std::vector<char>>& blobs, int file_rank) {
     const std::string trace_path = expand_rank(o.trace_path, file_rank);
     const std::string dag_path = expand_rank(o.dag_path, file_rank);
     Writer w(std::move(ranks));
-    auto write = [](const std::string& path, const char* what, auto&& body) {
-        std::FILE* f = std::fopen(path.c_str(), "w");
-        if (!f) {
-            log::error(std::string("trace: cannot write ") + what + " to '" + path +
-                       "': " + std::strerror(errno));
-            return;
-        }
-        body(f);
-        std::fclose(f);
-    };
-    if (!trace_path.empty()) write(trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
-    if (!dag_path.empty()) write(dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
+    if (!trace_path.empty())
+        write_file(trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
+    if (!dag_path.empty())
+        write_file(dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
     std::string note = "trace: " + std::to_string(w.event_count()) + " events";
     if (!trace_path.empty()) note += " -> " + trace_path;
     if (!dag_path.empty()) note += ", graph -> " + dag_path;
@@ -434,5 +469,38 @@ void write_files(const std::vector<std::vector<char>>& blobs, int file_rank) {
                   " events dropped (a thread's buffer was full); raise CASCADE_TRACE_EVENTS (now " +
                   std::to_string(o.events_per_thread) + " per thread)");
 }
+
+void set_rank_files_base(const std::string& path) {
+    rank_files_base() = path;
+}
+
+void write_rank(int rank, const std::vector<std::string>& am_names) noexcept {
+    if (!recording() || rank_files_base().empty()) return;
+    try {
+        const std::vector<char> blob = collect(rank, &am_names);
+        std::vector<RankData> one;
+        one.push_back(detail::deserialize(blob.data(), blob.size()));
+        std::string path = rank_files_base();
+        if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0)
+            path.resize(path.size() - 5);
+        path += ".rank" + std::to_string(rank) + ".json";
+        Writer w(std::move(one));
+        if (write_file(path, "this rank's events", [&](std::FILE* f) { w.write_json(f); }))
+            log::warn("trace: " + std::to_string(w.event_count()) + " events of this rank -> " +
+                      path);
+    } catch (const std::exception& e) {
+        log::error(std::string("trace: could not write this rank's events: ") + e.what());
+    }
+}
+
+namespace detail {
+void render_rank_blob(const char* data, std::size_t size, std::FILE* out) {
+    std::vector<RankData> one;
+    one.push_back(deserialize(data, size));
+    Writer w(std::move(one));
+    w.write_json(out);
+    w.write_dot(out);
+}
+}  // namespace detail
 
 }  // namespace cascade::trace

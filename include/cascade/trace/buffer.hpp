@@ -11,12 +11,15 @@
 #include <memory>
 #include <string>
 
+#include "cascade/core/settings.hpp"
 #include "cascade/trace/event.hpp"
 
 namespace cascade::trace {
 
 class Buffer {
   public:
+    // At most 2^28 events (32 GiB) per thread: the bound of CASCADE_TRACE_EVENTS.
+    static constexpr std::size_t kMaxEventsPerThread = settings::kTraceEventsMax;
     // Allocates and touches the whole array now (huge pages where the system offers them),
     // so that recording does not page-fault: a first touch costs more than the event.
     Buffer(std::uint32_t id, std::string label, std::size_t capacity);
