@@ -55,6 +55,7 @@ RankData collect_data(int rank, const std::vector<std::string>* am_names) {
         d.events.push_back(std::move(evs));
     }
     d.strings = strings();
+    d.counters = counters();
     return d;
 }
 
@@ -90,6 +91,11 @@ std::vector<char> serialize(const RankData& d) {
         put_u64(out, d.dropped[t]);
         put_u64(out, d.events[t].size());
         put(out, d.events[t].data(), d.events[t].size() * sizeof(Flat));
+    }
+    put_u64(out, d.counters.size());
+    for (const auto& [name, value] : d.counters) {
+        put_str(out, name);
+        put_u64(out, value);
     }
     return out;
 }
@@ -135,6 +141,11 @@ RankData deserialize(const char* p, std::size_t n) {
         std::vector<Flat> evs(r.u64());
         r.get(evs.data(), evs.size() * sizeof(Flat));
         d.events.push_back(std::move(evs));
+    }
+    const std::uint64_t nc = r.u64();
+    for (std::uint64_t i = 0; i < nc; ++i) {
+        std::string name = r.str();
+        d.counters.emplace_back(std::move(name), r.u64());
     }
     return d;
 }
