@@ -33,6 +33,7 @@ struct MigrateHead {
     std::uint32_t n_expected;
     std::uint64_t version;
     double busy_s;
+    double recent_s;
     std::uint64_t handled;
     std::uint32_t n_ready;
     std::uint32_t n_held;
@@ -529,6 +530,9 @@ void Objects::start(std::vector<Pending>& out) {
         t.vt = &ObjTask::vtable;
         t.emplace<ObjTask>(
             ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
+        // A balancing migration runs before the handlers queued on this worker: the work it
+        // carries away is what it is for.
+        if (p.inv->h.kind == OpKind::rebalance) t.priority = 1.0;
         tp_.push(t, tp_.pick_thread(), false);
     }
     out.clear();
@@ -572,7 +576,13 @@ void Objects::execute(Record* r, Invocation* inv) {
                 std::lock_guard<std::mutex> g(shard(r->key).m);
                 pinned = r->pinned;
             }
-            if (pinned) return finish(r, true, 0);
+            if (pinned) {
+                {
+                    std::lock_guard<std::mutex> g(shard(r->key).m);
+                    r->rebalancing = false;
+                }
+                return finish(r, true, 0);
+            }
             guard.release();
             return do_migrate(r, inv);
         }
@@ -621,6 +631,39 @@ void Objects::submit_op(const ObjectKey& k, OpKind kind, int arg) {
     submit(h, detail::ArgWriter{});
 }
 
+bool Objects::rebalance(const ObjectKey& k, int dest) {
+    if (dest < 0 || dest >= size_)
+        throw UsageError("objects: migrate of object " + to_string(k) + " to rank " +
+                         std::to_string(dest) + ", outside [0, " + std::to_string(size_) + ")");
+    if (dest == rank_) return false;
+    Shard& s = shard(k);
+    std::vector<Pending> out;
+    {
+        std::lock_guard<std::mutex> g(s.m);
+        auto it = s.map.find(k);
+        if (it == s.map.end() || !it->second.rec) return false;
+        Record& r = *it->second.rec;
+        if (r.pinned || r.rebalancing || r.migrating) return false;
+        // A pin already issued wins over the balancing that would jump ahead of it.
+        for (const Invocation* q : r.ready)
+            if (q->h.kind == OpKind::pin) return false;
+        for (const auto& [sk, q] : r.held)
+            if (q->h.kind == OpKind::pin) return false;
+        auto* inv = new Invocation;
+        inv->h.key = k;
+        inv->h.kind = OpKind::rebalance;
+        inv->h.arg = dest;
+        inv->h.sender = rank_;
+        r.rebalancing = true;
+        // Ahead of the queued requests (no sequence number: it is not one of the sender's
+        // ordered requests); they travel with the object in their order.
+        r.ready.push_front(inv);
+        dispatch_locked(r, out);
+    }
+    start(out);
+    return true;
+}
+
 void Objects::finish(Record* r, bool excl, double seconds) {
     Shard& s = shard(r->key);
     std::vector<Pending> out;
@@ -631,6 +674,9 @@ void Objects::finish(Record* r, bool excl, double seconds) {
         else
             --r->running_shared;
         r->busy_s += seconds;
+        // Recent handler time: what the next handlers will likely cost (a balancing policy's
+        // estimate of the work queued on the object).
+        if (seconds > 0) r->recent_s = r->recent_s > 0 ? 0.5 * (r->recent_s + seconds) : seconds;
         ++r->handled;
         dispatch_locked(*r, out);
     }
@@ -669,6 +715,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
                    static_cast<std::uint32_t>(rec->expected.size()),
                    rec->version + 1,
                    rec->busy_s,
+                   rec->recent_s,
                    rec->handled,
                    static_cast<std::uint32_t>(rec->ready.size()),
                    static_cast<std::uint32_t>(rec->held.size()),
@@ -748,6 +795,7 @@ void Objects::install(const char* data, std::size_t size, int) {
     rec->type = t;
     rec->version = mh.version;
     rec->busy_s = mh.busy_s;
+    rec->recent_s = mh.recent_s;
     rec->handled = mh.handled;
     rec->pinned = mh.pinned != 0;
     for (std::uint32_t i = 0; i < mh.n_expected; ++i) {
@@ -855,9 +903,12 @@ std::vector<ObjectLoad> Objects::local_objects() const {
             l.key = k;
             l.type = r.type->name;
             l.busy_s = r.busy_s;
-            l.load = r.type->load ? r.type->load(r.obj) : r.busy_s;
+            l.recent_s = r.recent_s;
+            l.user_load = static_cast<bool>(r.type->load);
+            l.load = l.user_load ? r.type->load(r.obj) : r.busy_s;
             l.pending = r.ready.size() + r.held.size();
             l.pinned = r.pinned;
+            l.leaving = r.rebalancing;
             l.handled = r.handled;
             v.push_back(l);
         }
