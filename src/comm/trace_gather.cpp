@@ -16,7 +16,7 @@ namespace cascade::detail {
 
 namespace {
 constexpr int kSyncTag = 0x7ace;
-constexpr int kSyncRounds = 8;
+constexpr int kSyncRounds = 16;
 }  // namespace
 
 void trace_start(MPI_Comm comm) {
@@ -38,17 +38,38 @@ void trace_start(MPI_Comm comm) {
         trace::set_recording(true);
     }
     trace::set_recording_edges((on & 2) != 0);
-    // Offset to rank 0's clock, from the round trip with the smallest delay.
+    // Offset to rank 0's clock. Ranks on one node read the same clock (steady_clock is the
+    // system-wide CLOCK_MONOTONIC on Linux), so only the lowest rank of each node measures its
+    // offset, from the ping-pong with rank 0 with the smallest round trip, and hands it to the
+    // others of its node. On one node every offset is exactly 0: a delayed ping-pong (ranks
+    // oversubscribed on a busy machine) cannot skew the picture, and a message never appears to
+    // arrive before it was sent.
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    int same_node_as_root = 0;
+    {
+        // Rank 0 is a leader (it has the lowest rank of its node); its node's ranks learn that.
+        int root_here = rank == 0 ? 1 : 0;
+        MPI_Allreduce(&root_here, &same_node_as_root, 1, MPI_INT, MPI_MAX, node);
+    }
+    // Rank 0 serves every other leader whose node it does not share, in rank order.
+    std::vector<int> leaders(rank == 0 ? size : 0);
+    int remote_leader = (node_rank == 0 && rank != 0 && !same_node_as_root) ? 1 : 0;
+    MPI_Gather(&remote_leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, 0, comm);
+    std::int64_t offset = 0;
     if (rank == 0) {
-        for (int r = 1; r < size; ++r)
+        for (int r = 1; r < size; ++r) {
+            if (!leaders[r]) continue;
             for (int i = 0; i < kSyncRounds; ++i) {
                 MPI_Recv(nullptr, 0, MPI_BYTE, r, kSyncTag, comm, MPI_STATUS_IGNORE);
                 const std::int64_t t = trace::now_ns();
                 MPI_Send(&t, 1, MPI_INT64_T, r, kSyncTag, comm);
             }
-        trace::set_clock_offset(0);
-    } else {
-        std::int64_t best_rtt = INT64_MAX, best = 0;
+        }
+    } else if (remote_leader) {
+        std::int64_t best_rtt = INT64_MAX;
         for (int i = 0; i < kSyncRounds; ++i) {
             const std::int64_t a = trace::now_ns();
             MPI_Send(nullptr, 0, MPI_BYTE, 0, kSyncTag, comm);
@@ -57,11 +78,13 @@ void trace_start(MPI_Comm comm) {
             const std::int64_t b = trace::now_ns();
             if (b - a < best_rtt) {
                 best_rtt = b - a;
-                best = t0 - (a + (b - a) / 2);
+                offset = t0 - (a + (b - a) / 2);
             }
         }
-        trace::set_clock_offset(best);
     }
+    MPI_Bcast(&offset, 1, MPI_INT64_T, 0, node);
+    MPI_Comm_free(&node);
+    trace::set_clock_offset(offset);
 }
 
 void trace_finish(MPI_Comm comm, const std::vector<std::string>& am_names) {

@@ -1,0 +1,134 @@
+// Running requests on the pool: one task per request, the access rules released when it
+// ends, and the operations (migrate, destroy) queued on an object like requests.
+#include "internal.hpp"
+
+#include <cstring>
+
+namespace cascade {
+
+using detail::Invocation;
+using detail::InvokeHead;
+using detail::now_s;
+using detail::OpKind;
+using detail::Record;
+using detail::t_hops;
+
+// ---- running requests -----------------------------------------------------------------------
+
+void Objects::execute(Record* r, Invocation* inv) {
+    std::unique_ptr<Invocation> guard(inv);
+    switch (inv->h.kind) {
+        case OpKind::rebalance: {
+            bool pinned;
+            {
+                std::lock_guard<std::mutex> g(shard(r->key).m);
+                pinned = r->pinned;
+            }
+            if (pinned) {
+                {
+                    std::lock_guard<std::mutex> g(shard(r->key).m);
+                    r->rebalancing = false;
+                }
+                return finish(r, true, 0);
+            }
+            guard.release();
+            return do_migrate(r, inv);
+        }
+        case OpKind::pin: {
+            {
+                std::lock_guard<std::mutex> g(shard(r->key).m);
+                r->pinned = true;
+            }
+            return finish(r, true, 0);
+        }
+        case OpKind::migrate:
+            guard.release();
+            return do_migrate(r, inv);
+        case OpKind::destroy:
+            guard.release();
+            return do_destroy(r, inv);
+        default:
+            break;
+    }
+    detail::HandlerBase* h = handlers_[inv->h.handler].load(std::memory_order_acquire);
+    const bool excl = h->access == Access::exclusive;
+    const double t0 = now_s();
+    t_hops = inv->h.hops;
+    try {
+        h->run(*this, r->obj, r->key, *inv);
+    } catch (...) {
+        finish(r, excl, now_s() - t0);
+        throw;
+    }
+    counters_.handlers_run.fetch_add(1, std::memory_order_relaxed);
+    const double dt = now_s() - t0;
+    const ObjectKey key = r->key;  // r may move once finished
+    finish(r, excl, dt);
+    if (ObjectsObserver* obs = observer_.load(std::memory_order_acquire))
+        obs->after_handler(key, dt);
+}
+
+void Objects::submit_op(const ObjectKey& k, OpKind kind, int arg) {
+    if ((kind == OpKind::migrate || kind == OpKind::rebalance) && (arg < 0 || arg >= size_))
+        throw UsageError("objects: migrate of object " + to_string(k) + " to rank " +
+                         std::to_string(arg) + ", outside [0, " + std::to_string(size_) + ")");
+    InvokeHead h;
+    h.key = k;
+    h.kind = kind;
+    h.arg = arg;
+    submit(h, detail::ArgWriter{});
+}
+
+bool Objects::rebalance(const ObjectKey& k, int dest) {
+    if (dest < 0 || dest >= size_)
+        throw UsageError("objects: migrate of object " + to_string(k) + " to rank " +
+                         std::to_string(dest) + ", outside [0, " + std::to_string(size_) + ")");
+    if (dest == rank_) return false;
+    Shard& s = shard(k);
+    std::vector<Pending> out;
+    {
+        std::lock_guard<std::mutex> g(s.m);
+        auto it = s.map.find(k);
+        if (it == s.map.end() || !it->second.rec) return false;
+        Record& r = *it->second.rec;
+        if (r.pinned || r.rebalancing || r.migrating) return false;
+        // A pin already issued wins over the balancing that would jump ahead of it.
+        for (const Invocation* q : r.ready)
+            if (q->h.kind == OpKind::pin) return false;
+        for (const auto& [sk, q] : r.held)
+            if (q->h.kind == OpKind::pin) return false;
+        auto* inv = new Invocation;
+        inv->h.key = k;
+        inv->h.kind = OpKind::rebalance;
+        inv->h.arg = dest;
+        inv->h.sender = rank_;
+        r.rebalancing = true;
+        // Ahead of the queued requests (no sequence number: it is not one of the sender's
+        // ordered requests); they travel with the object in their order.
+        r.ready.push_front(inv);
+        dispatch_locked(r, out);
+    }
+    start(out);
+    return true;
+}
+
+void Objects::finish(Record* r, bool excl, double seconds) {
+    Shard& s = shard(r->key);
+    std::vector<Pending> out;
+    {
+        std::lock_guard<std::mutex> g(s.m);
+        if (excl)
+            r->running_exclusive = false;
+        else
+            --r->running_shared;
+        r->busy_s += seconds;
+        // Recent handler time: what the next handlers will likely cost (a balancing policy's
+        // estimate of the work queued on the object).
+        if (seconds > 0) r->recent_s = r->recent_s > 0 ? 0.5 * (r->recent_s + seconds) : seconds;
+        ++r->handled;
+        dispatch_locked(*r, out);
+    }
+    start(out);
+}
+
+}  // namespace cascade

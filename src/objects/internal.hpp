@@ -1,0 +1,77 @@
+// Internals shared by the files of the objects layer: the wire form of a migration, the
+// directory's shards and the pool task that runs one request.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "cascade/objects/objects.hpp"
+
+namespace cascade::detail {
+
+// Header of a packed object (objects.migrate), followed by the per-sender ordering state, the
+// requests queued on it (ready, then held) and the object itself.
+struct MigrateHead {
+    ObjectKey key;
+    std::uint32_t type;
+    std::uint32_t n_expected;
+    std::uint64_t version;
+    double busy_s;
+    double recent_s;
+    std::uint64_t handled;
+    std::uint32_t n_ready;
+    std::uint32_t n_held;
+    std::uint32_t pinned;
+    std::uint32_t pad;
+};
+struct ExpectedWire {
+    std::int32_t sender;
+    std::uint32_t pad;
+    std::uint64_t next;
+};
+// Objects up to this size travel in one small active message (one copy into the message);
+// bigger ones as the body of a large active message, straight from the packed buffer.
+inline constexpr std::size_t kSmallMigration = 64 * 1024;
+
+extern thread_local int t_hops;  // forwards of the request running on this thread
+
+inline double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace cascade::detail
+
+namespace cascade {
+
+struct Objects::Shard {
+    alignas(64) std::mutex m;
+    std::unordered_map<ObjectKey, detail::Entry> map;
+};
+
+// Payload of a pool task running one request. Its name is read after it ran (traces), so
+// it holds only the interned label and the key.
+struct Objects::ObjTask {
+    Objects* self;
+    detail::Record* rec;
+    detail::Invocation* inv;
+    const char* label;
+    std::uint64_t id;
+    std::int32_t home;
+    static void run(cascade::Task& t) {
+        auto& p = t.as<ObjTask>();
+        p.self->execute(p.rec, p.inv);
+    }
+    static std::string describe(const cascade::Task& t) {
+        const auto& p = t.as<ObjTask>();
+        return std::string(p.label) + " " + std::to_string(p.home) + ":" + std::to_string(p.id) +
+               ")";
+    }
+    static void discard(cascade::Task& t) { delete t.as<ObjTask>().inv; }
+    static constexpr TaskVTable vtable{&run, &describe, &discard};
+};
+
+}  // namespace cascade

@@ -1,0 +1,310 @@
+// Routing of requests to mobile objects: sending invocations, updates and replies; receiving
+// them, forwarding to where an object lives (lazy updates, the two-hop rule), per-sender
+// ordering and dispatch under access control. See docs/objects.md.
+#include "internal.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cascade {
+
+using detail::Entry;
+using detail::Invocation;
+using detail::InvokeHead;
+using detail::OpKind;
+using detail::Record;
+
+// ---- sending --------------------------------------------------------------------------------
+
+void Objects::send_invocation(int dest, const InvokeHead& h, const char* args, std::size_t n,
+                              bool forwarded) {
+    comm_.enqueue(dest, forwarded ? *forward_am_ : *invoke_am_,
+                  sizeof(std::uint64_t) + sizeof h + n, [&](char* out) {
+                      const std::uint64_t len = sizeof h + n;
+                      std::memcpy(out, &len, sizeof len);
+                      std::memcpy(out + sizeof len, &h, sizeof h);
+                      if (n) std::memcpy(out + sizeof len + sizeof h, args, n);
+                      return out + sizeof len + len;
+                  });
+}
+
+void Objects::send_update(int dest, const ObjectKey& k, int loc, std::uint64_t ver, bool to_home) {
+    if (to_home) {
+        home_update_am_->send(dest, k, loc, ver);
+    } else {
+        counters_.lazy_updates.fetch_add(1, std::memory_order_relaxed);
+        lazy_update_am_->send(dest, k, loc, ver);
+    }
+}
+
+void Objects::send_reply(int dest, std::uint64_t token, bool failed, const char* data,
+                         std::size_t n) {
+    reply_am_->send(dest, rank_, token, std::uint8_t(failed ? 1 : 0),
+                    view<char>(const_cast<char*>(data), n));
+}
+
+void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
+    h.sender = rank_;
+    Shard& s = shard(h.key);
+    std::vector<Pending> out;
+    int dest = -1;
+    {
+        std::lock_guard<std::mutex> g(s.m);
+        auto it = s.map.find(h.key);
+        if (it == s.map.end()) {
+            if (h.key.home == rank_ || h.key.home < 0 || h.key.home >= size_)
+                throw UsageError("objects: request for object " + to_string(h.key) +
+                                 ", which its home rank never created");
+            it = s.map.emplace(h.key, Entry{}).first;
+            it->second.loc = h.key.home;
+        }
+        Entry& e = it->second;
+        if (e.destroyed) {
+            Invocation tmp{h, {}};
+            error_destroyed(tmp, e.destroyed_on);
+        }
+        h.seq = e.next_seq++;
+        if (e.rec || e.loc == rank_) {
+            auto* inv = new Invocation{h, {}};
+            if (w.bytes) {
+                inv->args.resize(w.bytes);
+                inv->args.resize(
+                    static_cast<std::size_t>(w.write(w.ctx, inv->args.data()) - inv->args.data()));
+            }
+            if (e.rec) {
+                deliver_locked(e, inv, out);
+            } else {  // on its way here
+                e.waiting.push_back(inv);
+                counters_.parked.fetch_add(1, std::memory_order_relaxed);
+            }
+        } else {
+            dest = e.loc;
+            h.hint_loc = e.loc;
+            h.hint_ver = e.ver;
+        }
+    }
+    if (dest >= 0) {
+        comm_.enqueue(dest, *invoke_am_, sizeof(std::uint64_t) + sizeof h + w.bytes,
+                      [&](char* out_) {
+                          char* args = out_ + sizeof(std::uint64_t) + sizeof h;
+                          char* end = w.bytes ? w.write(w.ctx, args) : args;
+                          const std::uint64_t len =
+                              static_cast<std::uint64_t>(end - (out_ + sizeof(std::uint64_t)));
+                          std::memcpy(out_, &len, sizeof len);
+                          std::memcpy(out_ + sizeof len, &h, sizeof h);
+                          return end;
+                      });
+    }
+    start(out);
+}
+
+// ---- receiving and routing ------------------------------------------------------------------
+
+void Objects::on_invoke_frame(const char* data, std::size_t size) {
+    if (size < sizeof(InvokeHead)) throw WireError("objects: short request");
+    auto* inv = new Invocation;
+    std::memcpy(&inv->h, data, sizeof(InvokeHead));
+    std::unique_ptr<Invocation> guard(inv);
+    if (inv->h.kind == OpKind::handler) {
+        const std::uint32_t n = n_handlers_.load(std::memory_order_acquire);
+        if (inv->h.handler >= n)
+            throw UsageError("objects: rank " + std::to_string(inv->h.sender) +
+                             " invoked handler #" + std::to_string(inv->h.handler) + " on object " +
+                             to_string(inv->h.key) + ", but rank " + std::to_string(rank_) +
+                             " registered only " + std::to_string(n) +
+                             " handlers (make_handler must be called in the same order on "
+                             "every rank)");
+        auto* h = handlers_[inv->h.handler].load(std::memory_order_acquire);
+        if (h->sig != inv->h.sig)
+            throw UsageError("objects: rank " + std::to_string(inv->h.sender) +
+                             " invoked handler #" + std::to_string(inv->h.handler) + " on object " +
+                             to_string(inv->h.key) + ", but handler #" +
+                             std::to_string(inv->h.handler) + " on rank " + std::to_string(rank_) +
+                             " is '" + h->name +
+                             "' with another name, access or types (make_handler must be "
+                             "called in the same order on every rank)");
+    }
+    inv->args.assign(data + sizeof(InvokeHead), data + size);
+    guard.release();
+    receive(inv);
+}
+
+void Objects::count_delivery(const Invocation& inv) {
+    const std::uint64_t hops = inv.h.hops;
+    counters_.by_hops[std::min<std::uint64_t>(hops, 7)].fetch_add(1, std::memory_order_relaxed);
+    std::uint64_t m = counters_.max_hops.load(std::memory_order_relaxed);
+    while (hops > m && !counters_.max_hops.compare_exchange_weak(m, hops)) {
+    }
+}
+
+void Objects::receive(Invocation* inv) {
+    const ObjectKey key = inv->h.key;  // inv may run (and be freed) once delivered
+    Shard& s = shard(key);
+    std::vector<Pending> out;
+    int fwd = -1, update_to = -1;
+    std::uint64_t update_ver = 0;
+    std::unique_ptr<Invocation> guard(inv);
+    {
+        std::lock_guard<std::mutex> g(s.m);
+        auto it = s.map.find(inv->h.key);
+        if (it == s.map.end()) {
+            if (inv->h.key.home == rank_)
+                throw UsageError("objects: " + what_of(*inv) + " on object " +
+                                 to_string(inv->h.key) + " (from rank " +
+                                 std::to_string(inv->h.sender) + "), which its home rank " +
+                                 std::to_string(rank_) + " never created");
+            it = s.map.emplace(inv->h.key, Entry{}).first;
+            it->second.loc = inv->h.key.home;
+        }
+        Entry& e = it->second;
+        if (e.destroyed) error_destroyed(*inv, e.destroyed_on);
+        if (e.rec) {
+            if (inv->h.hops > 0 && inv->h.sender != rank_) {
+                update_to = inv->h.sender;
+                update_ver = e.rec->version;
+            }
+            guard.release();
+            deliver_locked(e, inv, out);
+        } else {
+            int loc = e.loc;
+            std::uint64_t ver = e.ver;
+            if (inv->h.hint_ver > ver) {
+                loc = inv->h.hint_loc;
+                ver = inv->h.hint_ver;
+            }
+            if (loc == rank_) {  // the object is on its way here
+                guard.release();
+                e.waiting.push_back(inv);
+                counters_.parked.fetch_add(1, std::memory_order_relaxed);
+            } else {
+                if (ver > e.ver) {  // learn from the hint
+                    e.loc = loc;
+                    e.ver = ver;
+                }
+                inv->h.hint_loc = loc;
+                inv->h.hint_ver = ver;
+                fwd = loc;
+                // A request forwarded by the home has been through it (the two-hop rule
+                // sends it there only once).
+                if (rank_ == inv->h.key.home) inv->h.via_home = 1;
+                if (inv->h.hops >= kMaxHopsBeforeHome && !inv->h.via_home &&
+                    rank_ != inv->h.key.home) {
+                    fwd = inv->h.key.home;
+                    inv->h.via_home = 1;
+                    std::uint64_t m = counters_.max_hops_before_home.load();
+                    const std::uint64_t hops = inv->h.hops;
+                    while (hops > m &&
+                           !counters_.max_hops_before_home.compare_exchange_weak(m, hops)) {
+                    }
+                }
+                inv->h.hops++;
+            }
+        }
+    }
+    if (fwd >= 0) {
+        counters_.forwards.fetch_add(1, std::memory_order_relaxed);
+        send_invocation(fwd, inv->h, inv->args.data(), inv->args.size(), true);
+    }
+    if (update_to >= 0) send_update(update_to, key, rank_, update_ver, false);
+    start(out);
+}
+
+void Objects::deliver_locked(Entry& e, Invocation* inv, std::vector<Pending>& out) {
+    Record& r = *e.rec;
+    count_delivery(*inv);
+    std::uint64_t& next = r.next_expected(inv->h.sender);
+    if (inv->h.seq != next) {
+        if (inv->h.seq < next) {
+            const std::string what = what_of(*inv);
+            const auto seq = inv->h.seq;
+            const int sender = inv->h.sender;
+            delete inv;
+            throw UsageError("objects: " + what + " on object " + to_string(r.key) + " from rank " +
+                             std::to_string(sender) + " arrived twice (seq " + std::to_string(seq) +
+                             ")");
+        }
+        r.held.emplace(std::make_pair(int(inv->h.sender), inv->h.seq), inv);
+        return;
+    }
+    const int sender = inv->h.sender;
+    r.ready.push_back(inv);
+    ++next;
+    for (;;) {
+        auto it = r.held.find({sender, next});
+        if (it == r.held.end()) break;
+        r.ready.push_back(it->second);
+        r.held.erase(it);
+        ++next;
+    }
+    dispatch_locked(r, out);
+}
+
+void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
+    while (!r.migrating && !r.ready.empty()) {
+        Invocation* inv = r.ready.front();
+        if (exclusive(*inv)) {
+            if (r.running_exclusive || r.running_shared > 0) break;
+            r.running_exclusive = true;
+            r.ready.pop_front();
+            out.push_back({&r, inv});
+            break;
+        }
+        if (r.running_exclusive) break;
+        ++r.running_shared;
+        r.ready.pop_front();
+        out.push_back({&r, inv});
+    }
+}
+
+void Objects::start(std::vector<Pending>& out) {
+    // On the communication thread (inside a message handler), migrations and the other
+    // bookkeeping requests run at once, and so do handlers that asked for it
+    // (HandlerOptions::run_in_handler): no hand-off to a worker.
+    const bool comm_thread = comm_.on_comm_thread() && tp_.current_thread() < 0;
+    for (const Pending& p : out) {
+        if (comm_thread &&
+            (p.inv->h.kind != OpKind::handler ||
+             handlers_[p.inv->h.handler].load(std::memory_order_acquire)->run_in_handler)) {
+            execute(p.rec, p.inv);
+            continue;
+        }
+        cascade::Task t;
+        t.vt = &ObjTask::vtable;
+        t.emplace<ObjTask>(
+            ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
+        // A balancing migration runs before the handlers queued on this worker: the work it
+        // carries away is what it is for.
+        if (p.inv->h.kind == OpKind::rebalance) t.priority = 1.0;
+        tp_.push(t, tp_.pick_thread(), false);
+    }
+    out.clear();
+}
+
+void Objects::on_update(const ObjectKey& k, int loc, std::uint64_t ver) {
+    Shard& s = shard(k);
+    std::lock_guard<std::mutex> g(s.m);
+    auto it = s.map.find(k);
+    if (it == s.map.end()) {
+        it = s.map.emplace(k, Entry{}).first;
+        it->second.loc = k.home;
+    }
+    Entry& e = it->second;
+    if (!e.rec && !e.destroyed && ver > e.ver) {
+        e.loc = loc;
+        e.ver = ver;
+    }
+}
+
+void Objects::on_reply(int source, std::uint64_t token, std::uint8_t failed, const char* data,
+                       std::size_t size) {
+    auto* s = reinterpret_cast<detail::StateBase*>(static_cast<std::uintptr_t>(token));
+    if (failed) {
+        s->set_error(std::make_exception_ptr(RemoteError(source, std::string(data, size))));
+    } else {
+        wire::Reader r(data, size);
+        s->set_from_wire(r);
+    }
+    s->release();
+}
+
+}  // namespace cascade
