@@ -8,9 +8,12 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cascade/comm/detail/trace_gather.hpp"
+#include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
+#include "cascade/trace/export.hpp"
 
 #include "internal.hpp"
 
@@ -35,6 +38,9 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
                       << " (< MPI_THREAD_FUNNELED)\n";
     }
     check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    // MPI errors on Cascade's communicator come back as codes: they become exceptions that
+    // name the call, and the job ends with a message naming this rank (see poll()).
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     outbox_.reset(new Outbox[size_]);
@@ -58,15 +64,38 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
 
 Communicator::~Communicator() {
     if (tp_) unhook(*tp_);
-    // Complete what is in flight so MPI can shut down cleanly.
-    for (auto& s : sends_)
-        if (!s.reqs.empty())
-            MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE);
+    // An exception unwound past this rank's pool (or is unwinding now): the other ranks wait
+    // in join() for this one, and MPI_Finalize would wait for them. End the job instead.
+    if (size_ > 1 && (abandoned_ || std::uncaught_exceptions() > 0))
+        abort_job("rank " + std::to_string(rank_) +
+                  (abandoned_ ? ": an exception unwound past this rank's Threadpool before its "
+                                "join() finished"
+                              : ": the Communicator is destroyed by an exception") +
+                  "; the other ranks would wait for this one forever, so the job ends here");
+    // Complete what is in flight so MPI can shut down cleanly (a peer that never receives it
+    // is the watchdog's).
+    const auto since = std::chrono::steady_clock::now();
+    for (auto& ps : sends_) {
+        int done = ps.reqs.empty();
+        while (!done) {
+            if (MPI_Testall(static_cast<int>(ps.reqs.size()), ps.reqs.data(), &done,
+                            MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+                break;
+            if (!done) {
+                check_stall("~Communicator, completing sends", since);
+                std::this_thread::yield();
+            }
+        }
+    }
     for (auto& r : large_recvs_)
         for (auto& q : r.reqs) {
             MPI_Cancel(&q);
             MPI_Request_free(&q);
         }
+    for (auto& b : big_recvs_) {
+        MPI_Cancel(&b.req);
+        MPI_Request_free(&b.req);
+    }
     // A posted receive that got a message instead of being cancelled holds active messages
     // sent after this rank's last join(): nobody will run them, so say so.
     auto cancel = [](MPI_Request& q) {
@@ -124,7 +153,9 @@ ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std:
     am->comm_ = this;
     am->id_ = static_cast<std::uint32_t>(ams_.size());
     am->name_ = name.empty() ? "am#" + std::to_string(am->id_) : std::move(name);
-    am->sig_ = wire::hash_name(am->types()) ^ (am->is_large() ? 0x9e3779b9u : 0u);
+    // Name and types: two AMs of the same types registered in different orders are told
+    // apart too.
+    am->sig_ = wire::signature_of(am->name_, am->types()) ^ (am->is_large() ? 0x9e3779b9u : 0u);
     ams_.push_back(std::move(am));
     return ams_.back().get();
 }
@@ -171,9 +202,12 @@ bool Communicator::progress() {
         explicit Depth(int& x) : d(++x) {}
         ~Depth() { --d; }
     } depth(progress_depth_);
+    if (progress_fault_) [[unlikely]]
+        progress_fault_();
     flush();
     test_sends();
     bool any = receive();
+    any |= test_big_recvs();
     any |= test_large_recvs();
     if (after_progress_ && handlers_open_ == 0) any |= after_progress_(after_ctx_);
     if (!was) tls_comm_thread = nullptr;
@@ -187,7 +221,7 @@ bool Communicator::progress() {
 
 bool Communicator::is_done() const {
     return outbox_pending_.load(std::memory_order_acquire) == 0 && sends_.empty() &&
-           large_recvs_.empty();
+           large_recvs_.empty() && big_recvs_.empty();
 }
 
 bool Communicator::wants_progress() const {
@@ -208,7 +242,29 @@ void Communicator::attach(Threadpool& tp) {
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {
-    if (tp_ == &tp) tp_ = nullptr;
+    if (tp_ != &tp) return;
+    tp_ = nullptr;
+    // Destroyed while an exception unwinds, with work this rank never finished a join() for
+    // (or none at all yet): the other ranks may be waiting for it in theirs.
+    if (std::uncaught_exceptions() > 0 &&
+        (joins_done_ == 0 || joining_.load() || queued() != settled_q_ || processed_ != settled_p_))
+        abandoned_ = true;
+}
+
+void Communicator::sent_from_outside(const ActiveMsgBase& am) {
+    const std::string msg =
+        "rank " + std::to_string(rank_) + ": active message '" + am.name() +
+        "' sent from a thread outside the pool while join() runs; the completion protocol "
+        "counts only messages sent by tasks, handlers and the thread in join() (a later one "
+        "could arrive after every rank agreed that all was done): send from a task, or before "
+        "join() / after it returns";
+    fail(*tp_, std::make_exception_ptr(UsageError(msg)));
+    throw UsageError(msg);
+}
+
+void Communicator::progress_failed(const char* where, std::exception_ptr e) {
+    Communicator::abort_job("rank " + std::to_string(rank_) + ": " + where +
+                            " failed: " + detail::describe_error(e));
 }
 
 std::string Communicator::describe_state() const {
@@ -216,7 +272,8 @@ std::string Communicator::describe_state() const {
     os << "messages: " << queued() << " active messages queued here, " << processed_
        << " processed here; " << outbox_pending_.load() << " destination(s) with unsent messages, "
        << sends_.size() << " MPI send(s) in flight, " << large_recvs_.size()
-       << " large bod(ies) being received; completion: epoch " << epoch_;
+       << " large bod(ies) and " << big_recvs_.size()
+       << " big message(s) being received; completion: epoch " << epoch_;
     if (last_q_ == ~0ull)
         os << ", no COUNT sent yet";
     else
@@ -242,8 +299,75 @@ std::string Communicator::describe_state() const {
 void Communicator::abort_job(const std::string& what) {
     std::fprintf(stderr, "cascade: fatal: %s\n", what.c_str());
     std::fflush(stderr);
+    if (trace::recording() && comm_ != MPI_COMM_NULL) {
+        // What led here stays on disk: this rank's events, and those of every rank that
+        // answers in time (they write theirs when told, see on_ctrl).
+        write_trace_of_rank();
+        if (on_comm_thread()) tell_peers_of_abort();
+    }
     MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, 1);
     std::abort();
+}
+
+void Communicator::check_stall(const char* what, std::chrono::steady_clock::time_point since) {
+    const double limit = detail::watchdog_limit_from_env();
+    if (limit <= 0) return;
+    const double quiet =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+    if (quiet < limit) return;
+    abort_job("rank " + std::to_string(rank_) + ": watchdog: " + what + " made no progress for " +
+              std::to_string(static_cast<long>(quiet)) + " s (CASCADE_WATCHDOG=" +
+              std::to_string(static_cast<long>(limit)) + "); " + describe_state());
+}
+
+std::vector<std::string> Communicator::am_names() const {
+    std::vector<std::string> names;
+    for (auto& am : ams_)
+        names.push_back(am->name());
+    return names;
+}
+
+void Communicator::write_trace_of_rank() noexcept {
+    if (trace_written_) return;
+    trace_written_ = true;
+    try {
+        trace::write_rank(rank_, am_names());
+    } catch (...) {
+    }
+}
+
+// Sends ABORT to every other rank and waits (at most kAbortWait) for their ABORT_ACK, which
+// they send after writing their events.
+void Communicator::tell_peers_of_abort() noexcept {
+    constexpr auto kAbortWait = std::chrono::seconds(3);
+    std::vector<CtrlMsg> msgs(static_cast<std::size_t>(size_), CtrlMsg{ABORT, epoch_, 0, 0, 0});
+    std::vector<MPI_Request> reqs;
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        MPI_Request q;
+        if (MPI_Isend(&msgs[static_cast<std::size_t>(r)], sizeof(CtrlMsg), MPI_BYTE, r, TAG_CTRL,
+                      comm_, &q) == MPI_SUCCESS)
+            reqs.push_back(q);
+    }
+    int acks = 0;
+    const auto end = std::chrono::steady_clock::now() + kAbortWait;
+    while (acks < size_ - 1 && std::chrono::steady_clock::now() < end) {
+        const int slot = ctrl_head_;
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Test(&ctrl_req_[slot], &flag, &st) != MPI_SUCCESS) break;
+        if (!flag) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+        }
+        if (ctrl_buf_[slot].type == ABORT_ACK) ++acks;
+        post_ctrl_slot(slot);
+        ctrl_head_ = (ctrl_head_ + 1) % kCtrlSlots;
+    }
+    for (auto& q : reqs) {  // whatever was not delivered stays behind (MPI_Abort follows)
+        int done = 0;
+        MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+    }
 }
 
 }  // namespace cascade

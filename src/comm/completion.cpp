@@ -48,6 +48,13 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
 void Communicator::on_ctrl(int source, const CtrlMsg& m) {
     if (trace::recording()) [[unlikely]]
         trace_ctrl(source, m, true);
+    if (m.type == ABORT) {  // rank `source` ends the job: leave this rank's events on disk
+        write_trace_of_rank();
+        CtrlMsg ack{ABORT_ACK, epoch_, 0, 0, 0};
+        MPI_Send(&ack, sizeof ack, MPI_BYTE, source, TAG_CTRL, comm_);
+        return;
+    }
+    if (m.type == ABORT_ACK) return;
     if (m.epoch != epoch_) {
         // A message of a later epoch (its sender finished this one first) is kept for then;
         // one of an earlier epoch cannot matter any more.
@@ -93,7 +100,7 @@ bool Communicator::locally_idle(Threadpool& tp) const {
     // Order matters: once the pool is idle no worker can queue more, so what we read next
     // (queues, counts) is stable until this thread runs a handler.
     return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 &&
-           large_recvs_.empty() && pending_large_sends_ == 0;
+           large_recvs_.empty() && big_recvs_.empty() && pending_large_sends_ == 0;
 }
 
 bool Communicator::completion_step(Threadpool& tp) {
@@ -169,7 +176,29 @@ void Communicator::reset_epoch() {
         on_ctrl(source, m);
 }
 
+// join()'s poll. Fail-stop: an exception escaping the progress engine (a failed MPI call, no
+// memory) would leave this rank's workers running and the other ranks waiting; with other
+// ranks the job ends here with a message, alone join() rethrows it.
 PollResult Communicator::poll(Threadpool& tp) {
+    joining_.store(true, std::memory_order_relaxed);
+    PollResult r;
+    try {
+        r = poll_once(tp);
+    } catch (...) {
+        if (size_ > 1) progress_failed("the progress engine (in join())", std::current_exception());
+        fail(tp, std::current_exception());
+        r = PollResult::done;
+    }
+    if (r == PollResult::done) {
+        joining_.store(false, std::memory_order_relaxed);
+        ++joins_done_;
+        settled_q_ = queued();
+        settled_p_ = processed_;
+    }
+    return r;
+}
+
+PollResult Communicator::poll_once(Threadpool& tp) {
     tls_comm_thread = this;
     if (tp.failed()) {
         if (size_ > 1) {
@@ -188,14 +217,18 @@ PollResult Communicator::poll(Threadpool& tp) {
         // Only complete sends here: running handlers now would run messages of the next
         // epoch inside this one (ranks that finished first may have sent them already).
         reset_epoch();
+        const auto since = std::chrono::steady_clock::now();
         while (!sends_.empty()) {
             test_sends();
-            if (!sends_.empty()) std::this_thread::yield();
+            if (!sends_.empty()) {
+                check_stall("join(), completing the last sends of an epoch", since);
+                std::this_thread::yield();
+            }
         }
         return PollResult::done;
     }
     // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
-    const bool in_flight = !large_recvs_.empty() || pending_large_sends_ > 0;
+    const bool in_flight = !large_recvs_.empty() || !big_recvs_.empty() || pending_large_sends_ > 0;
     if (!active && in_flight) std::this_thread::yield();  // leave the core to workers meanwhile
     if (active || in_flight) return PollResult::active;
     return locally_idle(tp) ? PollResult::waiting : PollResult::idle;

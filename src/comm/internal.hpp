@@ -26,7 +26,12 @@ inline int am_tag(std::uint32_t epoch) {
 // announced by a small message (one kAnnounce frame carrying its size) and then received
 // from that rank alone, so frames from one rank still run in the order they were queued.
 constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
-constexpr std::uint32_t kAnnounce = 0xffffffffu;
+// A big message's receive buffer is kept for the next one only up to this capacity.
+constexpr std::size_t kKeptRecvBuffer = std::size_t(4) << 20;
+// Largest body a header may announce (2^46 bytes: 64 TiB).
+constexpr std::size_t kMaxBody = std::size_t(1) << 46;
+// Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most this capacity.
+constexpr std::size_t kMaxSpareBufferBytes = std::size_t(1) << 20;
 constexpr int kMaxMessagesPerProgress = 64;
 constexpr std::size_t kMaxSpareBuffers = 16;
 constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;

@@ -15,7 +15,15 @@ using namespace comm_detail;
 
 void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
                                  std::size_t chunk, std::vector<char> args, int tag) {
+    // Both come from the sender's header: bounded before anything is posted (0: the default
+    // chunk, as on the sending side).
     if (chunk == 0) chunk = kDefaultChunk;
+    if (chunk > kDefaultChunk)
+        throw WireError("body chunk of " + std::to_string(chunk) + " bytes (at most " +
+                        std::to_string(kDefaultChunk) + ")");
+    if (bytes > kMaxBody)
+        throw WireError("body of " + std::to_string(bytes) + " bytes (at most " +
+                        std::to_string(kMaxBody) + ")");
     PendingRecv r{&am, source, {}, std::move(args)};
     r.seq = cur_seq_;
     r.bytes = bytes;
@@ -58,86 +66,111 @@ void Communicator::run_message(int source, const char* data, std::size_t size) {
 }
 
 void Communicator::run_frames(int source, const char* data, std::size_t size) {
-    std::size_t off = 0;
-    while (off < size) {
-        if (size - off < sizeof(Frame))
-            abort_job("rank " + std::to_string(rank_) + ": truncated message from rank " +
-                      std::to_string(source) + " (" + std::to_string(size - off) + " stray bytes)");
-        Frame fr;
-        std::memcpy(&fr, data + off, sizeof fr);
-        if (fr.len > size - off - sizeof(Frame))
-            abort_job("rank " + std::to_string(rank_) + ": malformed message from rank " +
-                      std::to_string(source) + ": frame of " + std::to_string(fr.len) +
-                      " bytes with " + std::to_string(size - off - sizeof(Frame)) + " left");
-        if (fr.id == kAnnounce) {
-            receive_big(source, data + off + sizeof(Frame), fr.len);
-            off += sizeof(Frame) + round8(fr.len);
-            continue;
-        }
-        if (fr.id >= ams_.size())
-            abort_job("rank " + std::to_string(rank_) + " received active message #" +
-                      std::to_string(fr.id) + " from rank " + std::to_string(source) +
-                      ", but only " + std::to_string(ams_.size()) +
-                      " are registered here; active messages must be created in the same "
-                      "order on every rank");
-        ActiveMsgBase& am = *ams_[fr.id];
-        if (fr.sig != am.signature()) {
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "0x%08x, here 0x%08x", fr.sig, am.signature());
-            abort_job("rank " + std::to_string(rank_) + ": active message #" +
-                      std::to_string(fr.id) + " from rank " + std::to_string(source) +
-                      " has a different signature than '" + am.name() + "' here (" + buf +
-                      "; local types: " + std::string(am.types()) +
-                      "); active messages must be created in the same order with the same "
-                      "argument types on every rank");
-        }
-        cur_seq_ = recv_seq_[static_cast<std::size_t>(source)]++;
-        trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
-        std::uint64_t outer = trace::kNone;
-        trace::Event* ev = nullptr;
-        if (tb) [[unlikely]] {  // the handler is the context of what it does (promises, sends)
-            outer = tb->context;
-            if ((ev = tb->reserve(trace::Kind::am_run))) {
-                ev->t0 = trace::stamp();
-                ev->peer = source;
-                ev->am = fr.id;
-                ev->a = cur_seq_;
-                ev->b = fr.len;
-                tb->context = tb->commit();
-            }
-        }
-        try {
-            am.on_frame(source, data + off + sizeof(Frame), fr.len);
-        } catch (const WireError& e) {
-            abort_job("rank " + std::to_string(rank_) + ": malformed active message '" + am.name() +
-                      "' from rank " + std::to_string(source) + ": " + e.what());
-        } catch (...) {
-            handler_failed(am, source, std::current_exception(), "handler");
-        }
-        if (tb) [[unlikely]] {
-            if (ev) ev->t1 = trace::stamp();
-            tb->context = outer;
-        }
-        if (!am.is_large()) ++processed_;
-        off += sizeof(Frame) + round8(fr.len);
+    try {
+        detail::for_each_frame(data, size,
+                               [&](const detail::FrameRef& fr) { run_frame(source, fr); });
+    } catch (const WireError& e) {
+        abort_job("rank " + std::to_string(rank_) + ": malformed message from rank " +
+                  std::to_string(source) + ": " + e.what());
     }
 }
 
-void Communicator::receive_big(int source, const char* announce, std::size_t size) {
-    if (size < 8)
-        abort_job("rank " + std::to_string(rank_) + ": bad announce from rank " +
-                  std::to_string(source));
-    std::uint64_t bytes = 0;
-    std::memcpy(&bytes, announce, 8);
-    // Handlers may call progress() and receive another big message: take the buffer along.
-    detail::Bytes buf = std::move(recv_buf_);
+void Communicator::run_frame(int source, const detail::FrameRef& fr) {
+    if (fr.id == detail::kAnnounce) {
+        receive_big(source, fr);
+        return;
+    }
+    if (fr.id >= ams_.size())
+        abort_job("rank " + std::to_string(rank_) + " received active message #" +
+                  std::to_string(fr.id) + " from rank " + std::to_string(source) + ", but only " +
+                  std::to_string(ams_.size()) +
+                  " are registered here; active messages must be created in the same "
+                  "order on every rank");
+    ActiveMsgBase& am = *ams_[fr.id];
+    if (fr.sig != am.signature()) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "0x%08x, here 0x%08x", fr.sig, am.signature());
+        abort_job("rank " + std::to_string(rank_) + ": active message #" + std::to_string(fr.id) +
+                  " from rank " + std::to_string(source) + " has a different signature than '" +
+                  am.name() + "' here (" + buf + "; local types: " + std::string(am.types()) +
+                  "); active messages must be created in the same order with the same names "
+                  "and argument types on every rank");
+    }
+    cur_seq_ = recv_seq_[static_cast<std::size_t>(source)]++;
+    trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
+    std::uint64_t outer = trace::kNone;
+    trace::Event* ev = nullptr;
+    if (tb) [[unlikely]] {  // the handler is the context of what it does (promises, sends)
+        outer = tb->context;
+        if ((ev = tb->reserve(trace::Kind::am_run))) {
+            ev->t0 = trace::stamp();
+            ev->peer = source;
+            ev->am = fr.id;
+            ev->a = cur_seq_;
+            ev->b = fr.len;
+            tb->context = tb->commit();
+        }
+    }
+    try {
+        am.on_frame(source, fr.payload, fr.len);
+    } catch (const WireError& e) {
+        abort_job("rank " + std::to_string(rank_) + ": malformed active message '" + am.name() +
+                  "' from rank " + std::to_string(source) + ": " + e.what());
+    } catch (...) {
+        handler_failed(am, source, std::current_exception(), "handler");
+    }
+    if (tb) [[unlikely]] {
+        if (ev) ev->t1 = trace::stamp();
+        tb->context = outer;
+    }
+    if (!am.is_large()) ++processed_;
+}
+
+// A big message of frames follows this announce from the same rank: receive it without
+// blocking (test_big_recvs), holding that rank's later messages back until it ran.
+void Communicator::receive_big(int source, const detail::FrameRef& announce) {
+    const std::size_t bytes = detail::announced_size(announce, kSmallMessage, kMpiMessageLimit);
+    BigRecv b{source, std::move(recv_buf_), MPI_REQUEST_NULL};
     recv_buf_ = {};
-    if (buf.size() < bytes) buf.resize(bytes);
-    MPI_Status st;
-    check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, source, TAG_BIG, comm_, &st),
-              "MPI_Recv");
-    run_frames(source, buf.data(), bytes);
-    if (recv_buf_.capacity() < buf.capacity()) recv_buf_ = std::move(buf);
+    b.buf.resize(bytes);
+    check_mpi(
+        MPI_Irecv(b.buf.data(), static_cast<int>(bytes), MPI_BYTE, source, TAG_BIG, comm_, &b.req),
+        "MPI_Irecv");
+    ++open_[static_cast<std::size_t>(source)];
+    big_recvs_.push_back(std::move(b));
+}
+
+bool Communicator::test_big_recvs() {
+    bool any = false;
+    for (std::size_t i = 0; i < big_recvs_.size();) {
+        int done = 0;
+        MPI_Status st;
+        check_mpi(MPI_Test(&big_recvs_[i].req, &done, &st), "MPI_Test");
+        if (!done) {
+            ++i;
+            continue;
+        }
+        BigRecv b = std::move(big_recvs_[i]);
+        big_recvs_.erase(big_recvs_.begin() + static_cast<std::ptrdiff_t>(i));
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        if (static_cast<std::size_t>(count) != b.buf.size())
+            abort_job("rank " + std::to_string(rank_) + ": big message from rank " +
+                      std::to_string(b.source) + ": announced " + std::to_string(b.buf.size()) +
+                      " bytes, received " + std::to_string(count));
+        const auto src = static_cast<std::size_t>(b.source);
+        --open_[src];
+        any = true;
+        if (open_[src] > 0) {  // a handler of this rank runs (nested progress): after it
+            deferred_[src].push_front(std::move(b.buf));
+            continue;
+        }
+        run_message(b.source, b.buf.data(), b.buf.size());
+        // Keep the buffer for the next one unless it is big (memory returns to the system).
+        if (b.buf.capacity() <= kKeptRecvBuffer && recv_buf_.capacity() < b.buf.capacity())
+            recv_buf_ = std::move(b.buf);
+    }
+    return any;
 }
 
 bool Communicator::receive() {

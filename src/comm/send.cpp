@@ -3,6 +3,7 @@
 #include "cascade/comm/communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -92,7 +93,8 @@ void Communicator::flush() {
             if (n > start) send_segment(ps, d, start, n);
             ps.serial = send_serial_++;
             sends_.push_back(std::move(ps));
-        } else if (buf.capacity() && spare_bufs_.size() < kMaxSpareBuffers) {
+        } else if (buf.capacity() && buf.capacity() <= kMaxSpareBufferBytes &&
+                   spare_bufs_.size() < kMaxSpareBuffers) {
             spare_bufs_.push_back(std::move(buf));
         }
         for (auto& l : larges)
@@ -121,7 +123,7 @@ void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, st
     const std::size_t bytes = end - begin;
     MPI_Request req;
     if (bytes > kSmallMessage) {
-        const Frame fr{kAnnounce, 0, 8};
+        const Frame fr{detail::kAnnounce, 0, 8};
         auto& a = ps.announce.emplace_back();
         std::memcpy(a.data(), &fr, sizeof fr);
         a[2] = bytes;
@@ -170,7 +172,9 @@ void Communicator::test_sends() {
             } catch (...) {
                 handler_failed(*l.am, rank_, std::current_exception(), "on_sent");
             }
-        } else if (spare_bufs_.size() < kMaxSpareBuffers) {
+        } else if (finished.buf.capacity() <= kMaxSpareBufferBytes &&
+                   spare_bufs_.size() < kMaxSpareBuffers) {
+            // Only moderate buffers are kept: a burst's big ones return to the system.
             finished.buf.clear();
             finished.announce.clear();
             spare_bufs_.push_back(std::move(finished.buf));
@@ -189,9 +193,13 @@ void Communicator::flush_blocking() {
         return std::any_of(sends_.begin(), sends_.end(),
                            [&](const PendingSend& s) { return !s.large && s.serial < upto; });
     };
+    auto moved = std::chrono::steady_clock::now();
     while (pending()) {
-        progress();
-        if (pending()) std::this_thread::yield();
+        if (progress()) moved = std::chrono::steady_clock::now();
+        if (pending()) {
+            check_stall("flush_blocking (a blocking_send)", moved);
+            std::this_thread::yield();
+        }
     }
 }
 

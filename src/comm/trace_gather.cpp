@@ -38,6 +38,17 @@ void trace_start(MPI_Comm comm) {
         trace::set_recording(true);
     }
     trace::set_recording_edges((on & 2) != 0);
+    // Every rank learns rank 0's trace path: a rank that ends the job early writes its own
+    // events beside it.
+    {
+        std::string path = rank == 0 ? trace::options().trace_path : std::string();
+        if (path.empty() && rank == 0) path = trace::options().dag_path;
+        long long len = static_cast<long long>(path.size());
+        MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm);
+        path.resize(static_cast<std::size_t>(len));
+        if (len > 0) MPI_Bcast(path.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
+        trace::set_rank_files_base(path);
+    }
     // Offset to rank 0's clock. Ranks on one node read the same clock (steady_clock is the
     // system-wide CLOCK_MONOTONIC on Linux), so only the lowest rank of each node measures its
     // offset, from the ping-pong with rank 0 with the smallest round trip, and hands it to the

@@ -47,6 +47,9 @@ bool checked_from_env() {
 constexpr auto kIdleSpin = std::chrono::microseconds(2);
 constexpr auto kIdleYield = std::chrono::microseconds(100);
 constexpr long kSleepTimeoutUs = 1000000;
+// The join() watchdog warns about a busy worker this many times (one limit apart) before it
+// takes the task for one that never returns.
+constexpr int kBusyWarnings = 3;
 
 // join() with a communicator: after the last activity poll hot for kHotWindow (only while
 // this pool is idle), then yielding until kPollWindow, then nap.
@@ -391,16 +394,38 @@ void Threadpool::join() {
     long nap_us = kFirstNapUs;
     auto last_activity = std::chrono::steady_clock::now();
     detail::Watchdog watchdog(tasks_run());
+    int busy_warnings = 0;  // consecutive "busy worker" warnings (reset when something moves)
+    std::uint64_t runs_seen = 0;
     for (;;) {
         std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
         PollResult r =
             hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
         if (r == PollResult::done) break;
         if (watchdog.enabled()) [[unlikely]] {
-            if (watchdog.check(r == PollResult::active, [this] { return tasks_run(); }))
-                watchdog_fire(watchdog.quiet_seconds(), watchdog.limit_seconds());
+            if (watchdog.check(r == PollResult::active, [&] {
+                    const std::uint64_t n = tasks_run();
+                    if (n != runs_seen) busy_warnings = 0;
+                    return runs_seen = n;
+                })) {
+                // A worker still busy: a long task, not a hang (the warning says so), unless
+                // it stays so for kBusyWarnings limits more (a task that never returns).
+                const int idle = static_cast<int>(static_cast<std::uint32_t>(idle_state_.load()));
+                if (idle < n_ && busy_warnings++ < kBusyWarnings) {
+                    std::fprintf(stderr,
+                                 "cascade: watchdog: warning: %sThreadpool '%s': %d worker(s) "
+                                 "busy with a task for more than %g s while nothing else moved "
+                                 "(CASCADE_WATCHDOG=%g)\n",
+                                 rank_prefix().c_str(), opts_.name.c_str(), n_ - idle,
+                                 watchdog.limit_seconds(), watchdog.limit_seconds());
+                    watchdog_report(watchdog.quiet_seconds(), watchdog.limit_seconds());
+                    watchdog.restart();
+                } else {
+                    watchdog_fire(watchdog.quiet_seconds(), watchdog.limit_seconds());
+                }
+            }
         }
         if (r == PollResult::active) {
+            busy_warnings = 0;
             nap_us = kFirstNapUs;
             last_activity = std::chrono::steady_clock::now();
             continue;

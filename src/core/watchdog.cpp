@@ -19,7 +19,7 @@ namespace cascade::detail {
 double watchdog_limit_from_env() {
     static const double limit = [] {
         const char* v = std::getenv("CASCADE_WATCHDOG");
-        if (!v || !*v) return 0.0;
+        if (!v || !*v) return kDefaultWatchdogSeconds;
         char* end = nullptr;
         const double s = std::strtod(v, &end);
         if (*end != '\0' || !std::isfinite(s) || s < 0)
@@ -34,10 +34,20 @@ double watchdog_limit_from_env() {
 
 namespace cascade {
 
-// Threadpool::watchdog_fire, here with the rest of the watchdog. Nothing ran and no message moved
+// Threadpool::watchdog_fire, here with the rest of the watchdog: nothing ran and no message moved
 // for the limit while join() waited. Print what this rank waits for and end the job (a stuck task
 // may never return, so we cannot unwind).
 void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
+    watchdog_report(quiet_seconds, limit_seconds);
+    const std::string who = rank_prefix();
+    // Give the other ranks (whose watchdogs fire about now) a moment to print theirs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (hook_) hook_->abort_job(who + "watchdog: join() made no progress; see above");
+    JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
+}
+
+// What this rank waits for (also printed with the warning about a long task).
+void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
     std::ostringstream os;
     const std::string who = rank_prefix();
     os << "cascade: watchdog: " << who << "Threadpool '" << opts_.name << "': join() saw no task "
@@ -71,10 +81,6 @@ void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
     const std::string report = os.str();
     std::fputs(report.c_str(), stderr);
     std::fflush(stderr);
-    // Give the other ranks (whose watchdogs fire about now) a moment to print theirs.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    if (hook_) hook_->abort_job(who + "watchdog: join() made no progress; see above");
-    JoinHook::abort_job_default(who + "watchdog: join() made no progress; see above");
 }
 
 }  // namespace cascade

@@ -45,7 +45,11 @@ Futures::Futures(Threadpool& tp, Communicator* comm)
                 reinterpret_cast<detail::BodySink*>(static_cast<std::uintptr_t>(sink))
                     ->body_arrived();
             },
-            [](std::uint64_t&) -> char* { return nullptr; },
+            // Bodies are posted by the handlers of the messages they belong to: a frame of
+            // this message from the wire is malformed (its argument is not trusted).
+            [](std::uint64_t&) -> char* {
+                throw WireError("futures.body sent as a message of its own");
+            },
             [](std::uint64_t& body) {
                 delete reinterpret_cast<detail::Body*>(static_cast<std::uintptr_t>(body));
             },
@@ -187,14 +191,14 @@ struct FetchReply final : detail::Callback {
 }  // namespace
 
 void Futures::fetch(int owner, std::uint64_t id, detail::StateBase* proxy, std::uint64_t weight) {
-    proxy->retain();       // carried as the token, adopted by the reply
+    proxy->retain();       // named by the fetch's token, adopted by the reply
     if (owner == rank_) {  // a value kept here, fetched back through a redirect
         Export ex = take(id, weight, rank_);
         kept_in_place_.fetch_add(1, std::memory_order_relaxed);
         ex.state->on_ready(new LocalShare(proxy, ex.share));
         return;
     }
-    send_fetch(owner, {rank_, 0, id, reinterpret_cast<std::uintptr_t>(proxy), weight});
+    send_fetch(owner, {rank_, 0, id, tokens_.add(proxy), weight});
 }
 
 void Futures::release_export(int owner, std::uint64_t id, std::uint64_t weight) {
@@ -235,6 +239,7 @@ void Futures::answer_when_ready(detail::StateBase& s, SendExported send, int des
 void Futures::on_request(const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto h = r.get<detail::RequestHead>();
+    if (h.rank < 0 || h.rank >= size_) throw WireError("call from a rank that does not exist");
     if (h.fn >= n_fns_.load(std::memory_order_acquire))
         throw UsageError("rank " + std::to_string(rank_) + " received a call of async function #" +
                          std::to_string(h.fn) + " from rank " + std::to_string(h.rank) +
@@ -245,9 +250,10 @@ void Futures::on_request(const char* data, std::size_t size) {
     if (e->sig != h.sig)
         throw UsageError("rank " + std::to_string(rank_) + ": async function #" +
                          std::to_string(h.fn) + " called from rank " + std::to_string(h.rank) +
-                         " has other types than '" + e->name +
-                         "' here; register async functions (make_async) in the same order with "
-                         "the same signature on every rank");
+                         " is not '" + e->name +
+                         "' here (another name or other types); register async functions "
+                         "(make_async) in the same order with the same names and signatures on "
+                         "every rank");
     e->on_request(*this, h.rank, h.token, r);
 }
 
@@ -268,7 +274,10 @@ struct ValueBody final : detail::BodySink {
 void Futures::on_reply(const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto h = r.get<detail::ReplyHead>();
-    detail::Ref<detail::StateBase> st(reinterpret_cast<detail::StateBase*>(h.token));
+    if (h.rank < 0 || h.rank >= size_) throw WireError("reply from a rank that does not exist");
+    detail::StateBase* waiting = tokens_.take(h.token);
+    if (!waiting) throw WireError("reply for no call or fetch waiting here (unknown token)");
+    detail::Ref<detail::StateBase> st(waiting);
     switch (h.status) {
         case detail::reply_value:
             st->set_from_wire(r);
@@ -305,11 +314,13 @@ void Futures::on_reply(const char* data, std::size_t size) {
         default:
             throw WireError("bad reply status " + std::to_string(h.status));
     }
+    r.expect_end();
 }
 
 void Futures::on_fetch(const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto h = r.get<detail::FetchHead>();
+    if (h.rank < 0 || h.rank >= size_) throw WireError("fetch from a rank that does not exist");
     Export ex = take(h.id, h.weight, h.rank);  // one reference to pass on
     if (h.release) {
         ex.state->release();

@@ -106,13 +106,20 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
         return;
     }
     auto last = clock::now();
+    auto moved = last;  // a message moved or a task ran (for the watchdog)
+    std::uint64_t runs = tp.tasks_run();
     long nap_us = 5;
     while (!s.ready()) {
         if (comm.progress()) {
-            last = clock::now();
+            last = moved = clock::now();
             nap_us = 5;
             continue;
         }
+        if (const std::uint64_t r = tp.tasks_run(); r != runs) {
+            runs = r;
+            moved = clock::now();
+        }
+        comm.check_stall("a future's get() on the communication thread", moved);
         if (tp.idle()) {
             const auto quiet = clock::now() - last;
             if (quiet < std::chrono::microseconds(20)) continue;

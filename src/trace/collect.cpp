@@ -96,12 +96,15 @@ std::vector<char> serialize(const RankData& d) {
 
 namespace {
 
+// Parsing bytes that came over the network: every count is checked against the bytes left
+// before anything is allocated from it, and nothing may be left over.
 struct Reader {
     const char* p;
     const char* end;
+    std::size_t left() const { return static_cast<std::size_t>(end - p); }
     void get(void* dst, std::size_t n) {
-        if (static_cast<std::size_t>(end - p) < n) throw std::runtime_error("truncated trace data");
-        std::memcpy(dst, p, n);
+        if (left() < n) throw std::runtime_error("truncated trace data");
+        if (n) std::memcpy(dst, p, n);
         p += n;
     }
     std::uint64_t u64() {
@@ -109,33 +112,55 @@ struct Reader {
         get(&v, sizeof v);
         return v;
     }
-    std::string str() {
+    // A count of items of at least `min_bytes` each that must fit in what is left.
+    std::size_t count(std::size_t min_bytes) {
         const std::uint64_t n = u64();
+        if (n > left() / min_bytes) throw std::runtime_error("trace data: count past the end");
+        return static_cast<std::size_t>(n);
+    }
+    std::string str() {
+        const std::size_t n = count(1);
         std::string s(n, '\0');
         get(s.data(), n);
         return s;
     }
 };
 
+constexpr std::uint8_t kMaxKind = static_cast<std::uint8_t>(Kind::edge);  // the last kind
+
 }  // namespace
 
 RankData deserialize(const char* p, std::size_t n) {
     Reader r{p, p + n};
     RankData d;
-    d.rank = static_cast<int>(r.u64());
+    const std::uint64_t rank = r.u64();
+    if (rank >= (std::uint64_t(1) << 24)) throw std::runtime_error("trace data: bad rank");
+    d.rank = static_cast<int>(rank);
     d.offset = static_cast<std::int64_t>(r.u64());
-    d.strings.resize(r.u64());
+    // Times are nanoseconds: anything past 2^62 (146 years) is garbage, and bounding them
+    // keeps the sums and differences the writer takes inside 64 bits.
+    constexpr std::int64_t kMaxTime = std::int64_t(1) << 62;
+    auto time_ok = [&](std::int64_t t) { return t > -kMaxTime && t < kMaxTime; };
+    if (!time_ok(d.offset)) throw std::runtime_error("trace data: bad clock offset");
+    d.strings.resize(r.count(sizeof(std::uint64_t)));
     for (auto& s : d.strings)
         s = r.str();
-    const std::uint64_t nt = r.u64();
-    for (std::uint64_t t = 0; t < nt; ++t) {
+    const std::size_t nt = r.count(4 * sizeof(std::uint64_t));
+    for (std::size_t t = 0; t < nt; ++t) {
         d.threads.push_back(r.str());
         d.progress.push_back(r.u64());
         d.dropped.push_back(r.u64());
-        std::vector<Flat> evs(r.u64());
+        std::vector<Flat> evs(r.count(sizeof(Flat)));
         r.get(evs.data(), evs.size() * sizeof(Flat));
+        for (const Flat& f : evs) {
+            if (f.kind == 0 || f.kind > kMaxKind)
+                throw std::runtime_error("trace data: unknown event kind " +
+                                         std::to_string(f.kind));
+            if (!time_ok(f.t0) || !time_ok(f.t1)) throw std::runtime_error("trace data: bad time");
+        }
         d.events.push_back(std::move(evs));
     }
+    if (r.left() != 0) throw std::runtime_error("trace data: bytes left over");
     return d;
 }
 

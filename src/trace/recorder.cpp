@@ -304,6 +304,12 @@ StampClock stamp_clock() {
 Buffer::Buffer(std::uint32_t id, std::string label, std::size_t capacity)
     : capacity_(capacity), id_(id), label_(std::move(label)) {
     constexpr std::size_t kHuge = std::size_t(2) << 20;
+    // Bounded so the size below cannot wrap around (a wrapped size would be a small buffer
+    // written as if it held `capacity` events).
+    if (capacity == 0 || capacity > kMaxEventsPerThread)
+        throw UsageError("trace: " + std::to_string(capacity) +
+                         " events per thread (CASCADE_TRACE_EVENTS) is outside [1, " +
+                         std::to_string(kMaxEventsPerThread) + "]");
     const std::size_t bytes = (capacity * sizeof(Event) + kHuge - 1) / kHuge * kHuge;
     void* p = std::aligned_alloc(kHuge, bytes);
     if (!p) throw std::bad_alloc();

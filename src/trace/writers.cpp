@@ -2,11 +2,15 @@
 // graph in "cascadeGraph") and the DOT graph. Rank 0 matches the two ends of every active
 // message by (source, destination, sequence number), which gives both the flow arrows and
 // the cross-rank promise edges.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -338,16 +342,16 @@ class Writer {
             auto it = sends_.find({f.peer, d.rank, f.a});
             if (it == sends_.end()) return node(f.peer, "(unrecorded sender)", false);
             const Where w = it->second;
-            const RankData& s = ranks_[static_cast<std::size_t>(w.rank)];
+            const RankData& s = ranks_[pos_.at(w.rank)];
             return caller(s, w.thread, s.events[w.thread][w.index].c, am, depth + 1);
         }
         return node(d.rank, d.threads[t], false);
     }
 
     void build_graph() {
-        // Ranks are indexed by position below; make rank == position (they are 0..n-1).
+        // Where each rank's data is (one rank alone when a rank wrote its own events).
         for (std::size_t i = 0; i < ranks_.size(); ++i)
-            if (ranks_[i].rank != static_cast<int>(i)) throw std::runtime_error("missing rank");
+            if (!pos_.emplace(ranks_[i].rank, i).second) throw std::runtime_error("rank twice");
         for (auto& d : ranks_)
             for (auto& evs : d.events)
                 for (auto& f : evs)
@@ -364,6 +368,7 @@ class Writer {
     }
 
     std::vector<RankData> ranks_;
+    std::map<int, std::size_t> pos_;  // rank -> index in ranks_
     std::int64_t base_ = 0;
     bool first_ = true;
     std::uint64_t async_id_ = 0;
@@ -374,6 +379,47 @@ class Writer {
     std::map<std::tuple<std::size_t, std::size_t, std::string>, std::uint64_t> edges_;
 };
 
+// Writes a file whole or not at all: into a fresh temporary name beside it (created
+// exclusively, never through a symbolic link), then renamed over `path` (which replaces a
+// link at `path` instead of writing where it points). Returns false after printing why.
+bool write_file(const std::string& path, const char* what,
+                const std::function<void(std::FILE*)>& body) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    std::FILE* f = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
+    if (!f) {
+        std::cerr << "cascade: trace: cannot write " << what << " to '" << tmp
+                  << "': " << std::strerror(errno) << '\n';
+        if (fd >= 0) ::close(fd);
+        return false;
+    }
+    bool ok = true;
+    try {
+        body(f);
+    } catch (const std::exception& e) {
+        std::cerr << "cascade: trace: writing " << what << ": " << e.what() << '\n';
+        ok = false;
+    }
+    ok = std::fflush(f) == 0 && !std::ferror(f) && ok;
+    ok = std::fclose(f) == 0 && ok;
+    if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::cerr << "cascade: trace: cannot write " << what << " to '" << path
+                  << "': " << std::strerror(errno) << '\n';
+        ok = false;
+    } else if (!ok) {
+        std::cerr << "cascade: trace: cannot write " << what << " to '" << path << "'\n";
+    }
+    if (!ok) ::unlink(tmp.c_str());
+    return ok;
+}
+
+// Rank 0's trace path, known on every rank (set_rank_files_base): where a rank that ends the
+// job writes its own events (<path>.rank<N>.json).
+std::string& rank_files_base() {
+    static std::string* s = new std::string;
+    return *s;
+}
+
 }  // namespace
 
 void write_files(const std::vector<std::vector<char>>& blobs) {
@@ -383,20 +429,10 @@ void write_files(const std::vector<std::vector<char>>& blobs) {
     const Options& o = options();
     if (o.trace_path.empty() && o.dag_path.empty()) return;
     Writer w(std::move(ranks));
-    auto write = [](const std::string& path, const char* what, auto&& body) {
-        std::FILE* f = std::fopen(path.c_str(), "w");
-        if (!f) {
-            std::cerr << "cascade: trace: cannot write " << what << " to '" << path
-                      << "': " << std::strerror(errno) << '\n';
-            return;
-        }
-        body(f);
-        std::fclose(f);
-    };
     if (!o.trace_path.empty())
-        write(o.trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
+        write_file(o.trace_path, "the trace", [&](std::FILE* f) { w.write_json(f); });
     if (!o.dag_path.empty())
-        write(o.dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
+        write_file(o.dag_path, "the task graph", [&](std::FILE* f) { w.write_dot(f); });
     std::cerr << "cascade: trace: " << w.event_count() << " events";
     if (!o.trace_path.empty()) std::cerr << " -> " << o.trace_path;
     if (!o.dag_path.empty()) std::cerr << ", graph -> " << o.dag_path;
@@ -407,5 +443,39 @@ void write_files(const std::vector<std::vector<char>>& blobs) {
                      "(now "
                   << o.events_per_thread << " per thread)\n";
 }
+
+void set_rank_files_base(const std::string& path) {
+    rank_files_base() = path;
+}
+
+void write_rank(int rank, const std::vector<std::string>& am_names) noexcept {
+    if (!recording() || rank_files_base().empty()) return;
+    try {
+        const std::vector<char> blob = collect(rank, &am_names);
+        std::vector<RankData> one;
+        one.push_back(detail::deserialize(blob.data(), blob.size()));
+        std::string path = rank_files_base();
+        if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0)
+            path.resize(path.size() - 5);
+        path += ".rank" + std::to_string(rank) + ".json";
+        Writer w(std::move(one));
+        if (write_file(path, "this rank's events", [&](std::FILE* f) { w.write_json(f); }))
+            std::fprintf(stderr, "cascade: trace: rank %d: %zu events -> %s\n", rank,
+                         w.event_count(), path.c_str());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cascade: trace: rank %d: could not write its events: %s\n", rank,
+                     e.what());
+    }
+}
+
+namespace detail {
+void render_rank_blob(const char* data, std::size_t size, std::FILE* out) {
+    std::vector<RankData> one;
+    one.push_back(deserialize(data, size));
+    Writer w(std::move(one));
+    w.write_json(out);
+    w.write_dot(out);
+}
+}  // namespace detail
 
 }  // namespace cascade::trace

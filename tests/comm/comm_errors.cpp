@@ -1,6 +1,7 @@
 // Programs that must fail loudly (run by expect_failure.sh): each mode is one mistake.
 //   unknown    rank 1 sends an active message rank 0 never registered
 //   signature  ranks register the same AM id with different argument types
+//   same_types ranks register two AMs of the same types in different orders
 //   task       a task throws on rank 1 while rank 0 is busy
 //   handler    an active-message handler throws on rank 0
 #include <chrono>
@@ -32,6 +33,17 @@ int main(int argc, char** argv) {
             auto typed = comm.make_active_msg([](double&, double&) {}, "typed");
             typed->send(0, 1.0, 2.0);
         }
+    } else if (std::strcmp(mode, "same_types") == 0) {
+        auto plus = [](int&) {};
+        auto times = [](int&) {};
+        if (me == 0) {
+            comm.make_active_msg(plus, "plus_one");
+            comm.make_active_msg(times, "times_two");
+        } else {
+            auto t2 = comm.make_active_msg(times, "times_two");
+            comm.make_active_msg(plus, "plus_one");
+            t2->send(0, 1);
+        }
     } else if (std::strcmp(mode, "task") == 0) {
         tf.set_task([&](int k) {
             if (me == 1 && k == 3) throw std::runtime_error("boom in task");
@@ -54,7 +66,7 @@ int main(int argc, char** argv) {
             tf.fulfill_promise(0);
         }
     } else {
-        std::fprintf(stderr, "usage: %s unknown|signature|task|handler\n", argv[0]);
+        std::fprintf(stderr, "usage: %s unknown|signature|same_types|task|handler\n", argv[0]);
         return 2;
     }
     (void)ping;

@@ -139,3 +139,33 @@ TEST(Wire, TruncatedUserTypesAreDetected) {
         EXPECT_THROW(r.get<Legacy>(), WireError) << "cut at " << cut;
     }
 }
+
+// ---- malformed input is refused (each of these was accepted before) ----------------------
+
+TEST(Wire, BoolOtherThanZeroOrOneIsRefused) {
+    auto buf = encode(std::uint8_t(2));
+    wire::Reader r(buf.data(), buf.size());
+    EXPECT_THROW(r.get<bool>(), WireError);
+    auto ok = encode(true, false);
+    wire::Reader r2(ok.data(), ok.size());
+    auto [a, b] = wire::decode_all<bool, bool>(r2);
+    EXPECT_TRUE(a);
+    EXPECT_FALSE(b);
+}
+
+TEST(Wire, LeftoverBytesAreRefused) {
+    auto buf = encode(1, 2);
+    wire::Reader r(buf.data(), buf.size());
+    EXPECT_THROW((wire::decode_all<int>(r)), WireError);
+    wire::Reader r2(buf.data(), buf.size());
+    EXPECT_NO_THROW((wire::decode_all<int, int>(r2)));
+}
+
+TEST(Wire, NonZeroPaddingIsRefused) {
+    // A char, then a vector: its count, padding up to 8 bytes, then elements.
+    auto buf = encode(std::uint32_t(5), std::vector<double>{1.0});
+    ASSERT_EQ(buf.size(), 4u + 8u + 4u + 8u);
+    buf[12] = 1;  // padding after the count
+    wire::Reader r(buf.data(), buf.size());
+    EXPECT_THROW((wire::decode_all<std::uint32_t, std::vector<double>>(r)), WireError);
+}

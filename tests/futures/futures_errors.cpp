@@ -18,6 +18,18 @@ int main(int argc, char** argv) {
             fx.make_async([](double x) { return x; }, "doubles");
             if (me == 0) cascade::async(1, a, 3).get();
         }
+    } else if (std::strcmp(what, "same_types") == 0) {
+        // two functions of the same types, registered in another order on rank 1
+        auto plus1 = [](int x) { return x + 1; };
+        auto times2 = [](int x) { return x * 2; };
+        if (me == 1) {
+            fx.make_async(times2, "times2");
+            fx.make_async(plus1, "plus1");
+        } else {
+            auto a = fx.make_async(plus1, "plus1");
+            fx.make_async(times2, "times2");
+            if (me == 0) cascade::async(1, a, 3).get();
+        }
     } else if (std::strcmp(what, "missing") == 0) {
         if (me == 0) {
             auto a = fx.make_async([](int x) { return x; }, "only_on_0");

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -97,6 +98,25 @@ int run_pool() {
         tf.fulfill_promise({0, j});
     tp.join();
     return tp.tasks_run() == 200 ? 0 : 1;
+}
+
+// A ring of tasks over the ranks; rank 1's 20th task throws: the job ends (abort).
+int run_abort(Communicator& comm) {
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    Threadpool tp(2, &comm);
+    Taskflow<int> tf(&tp, "ring");
+    auto next = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "next");
+    tf.set_indegree([](int) { return 1; })
+        .set_name([](int) { return std::string("explode"); })
+        .set_mapping([](int) { return 0; })
+        .set_task([&](int k) {
+            if (me == 1 && k >= 20) throw std::runtime_error("boom in the ring");
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            if (k < 100000) next->send((me + 1) % n, k + 1);
+        });
+    if (me == 0) tf.fulfill_promise(0);
+    tp.join();
+    return 0;
 }
 
 int run_hang(Communicator& comm, bool consumer) {
@@ -208,12 +228,14 @@ int main(int argc, char** argv) {
             rc = run_hang(comm, true);
         } else if (std::strcmp(mode, "incomplete") == 0) {
             rc = run_hang(comm, false);
+        } else if (std::strcmp(mode, "abort") == 0) {
+            rc = run_abort(comm);
         } else if (std::strcmp(mode, "futures") == 0) {
             rc = run_futures(comm);
         } else if (std::strcmp(mode, "objects") == 0) {
             rc = run_objects(comm);
         } else {
-            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang|futures|objects\n",
+            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang|futures|objects|abort\n",
                          argv[0]);
         }
     }

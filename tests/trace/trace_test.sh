@@ -10,6 +10,10 @@
 #   futures  the run ends cleanly (the trace names the futures' tasks in ~Communicator, after
 #         their jobs were freed: this once crashed), the JSON is valid, and every rank has
 #         task slices named "async" and "future::then" (check_futures.py)
+#   symlink  the trace path is a symbolic link to another file: the trace replaces the link
+#         (written to a temporary name, then renamed) and the file it pointed to is untouched
+#   abort  rank 1's task throws at 3 ranks: the job fails, and each rank that could left its
+#         own events in <trace>.rank<R>.json (the failing one at least), each a valid trace
 #   objects  a mobile object that migrates: handler tasks named "add(Counter 0:1)", the
 #         migration "migrate(Counter 0:1)", and flows across ranks
 set -euo pipefail
@@ -25,6 +29,31 @@ run_mode=$mode
 if [[ $mode == edgesoff ]]; then
     unset CASCADE_DAG
     run_mode=load
+fi
+if [[ $mode == symlink ]]; then
+    victim="$out/symlink-victim-np$np.txt"
+    echo "not a trace" >"$victim"
+    ln -sf "$(basename "$victim")" "$json"
+    run_mode=dag
+fi
+if [[ $mode == abort ]]; then
+    rm -f "$out/$mode-np$np".rank*.json
+    if "$@" -n "$np" "$exe" "$run_mode" >"$out/$mode-np$np.log" 2>&1; then
+        echo "the job should have failed" >&2
+        exit 1
+    fi
+    cat "$out/$mode-np$np.log"
+    grep -q "task 'explode' on thread [0-9]* threw" "$out/$mode-np$np.log"
+    for r in $(seq 0 $((np - 1))); do
+        f="$out/$mode-np$np.rank$r.json"
+        if [[ -f $f ]]; then
+            "$PY" "$tool" validate "$f" --ranks 1
+        elif [[ $r == 1 ]]; then
+            echo "the failing rank left no events ($f)" >&2
+            exit 1
+        fi
+    done
+    exit 0
 fi
 "$@" -n "$np" "$exe" "$run_mode"
 case "$mode" in
@@ -57,6 +86,12 @@ case "$mode" in
         "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((300 * np)) \
             --expect-task async --expect-task 'future::then'
         "$PY" "$here/check_futures.py" "$json" "$np"
+        ;;
+    symlink)
+        [[ ! -L "$json" && -f "$json" ]] || { echo "trace still a link" >&2; exit 1; }
+        [[ "$(cat "$victim")" == "not a trace" ]] || { echo "link target overwritten" >&2; exit 1; }
+        "$PY" "$tool" validate "$json" --ranks "$np" --expect-task a
+        if ls "$out"/*.tmp.* >/dev/null 2>&1; then echo "temporary file left" >&2; exit 1; fi
         ;;
     objects)
         "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks 100 --cross-rank-flows \

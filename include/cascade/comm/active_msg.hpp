@@ -122,7 +122,7 @@ class ActiveMsg : public ActiveMsgBase {
     std::string_view types() const override { return wire::type_names<Ps...>(); }
     void on_frame(int, const char* data, std::size_t size) override {
         wire::Reader r(data, size);
-        auto args = wire::decode<Ps...>(r);
+        auto args = wire::decode_all<Ps...>(r);
         detail::HandlerScope scope;
         std::apply(f_, args);
     }

@@ -22,6 +22,7 @@
 #include "cascade/comm/active_msg.hpp"
 #include "cascade/comm/broadcasts.hpp"
 #include "cascade/comm/detail/bytes.hpp"
+#include "cascade/comm/detail/frames.hpp"
 #include "cascade/comm/large_active_msg.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
@@ -205,6 +206,15 @@ class Communicator : public JoinHook {
         std::uint64_t seq = 0;  // frames queued to this destination so far (names them in traces)
     };
 
+    // The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
+    // thread, draining sends, the destructor): ends the job with `what` and this rank's state
+    // once nothing moved since `since` for longer than the watchdog limit (CASCADE_WATCHDOG).
+    void check_stall(const char* what, std::chrono::steady_clock::time_point since);
+
+    // For tests of fail-stop: f runs at the start of every progress() on this rank (it may
+    // throw, as a failing MPI call or allocation would). Null: none.
+    void set_progress_fault_for_test(std::function<void()> f) { progress_fault_ = std::move(f); }
+
   private:
     template <class T, class... Ps>
     friend class LargeActiveMsg;
@@ -214,11 +224,7 @@ class Communicator : public JoinHook {
     void receive_large(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
                        std::size_t chunk, std::vector<char> args, int tag = -1);
 
-    struct Frame {  // header of one message inside an MPI buffer; frames are 8-byte aligned
-        std::uint32_t id;
-        std::uint32_t sig;
-        std::uint64_t len;
-    };
+    using Frame = detail::Frame;  // header of one message inside an MPI buffer (frames.hpp)
     struct PendingSend {
         detail::Bytes buf;
         std::vector<MPI_Request> reqs;
@@ -238,7 +244,8 @@ class Communicator : public JoinHook {
         std::int64_t t0 = 0;
         bool counted = true;  // a large AM (counts as processed once here), not a body
     };
-    enum Ctrl : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN };
+    // ABORT: the sender ends the job (a trace is recorded): write your events, then ABORT_ACK.
+    enum Ctrl : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN, ABORT, ABORT_ACK };
     struct CtrlMsg {
         std::uint32_t type;
         std::uint32_t epoch;
@@ -251,12 +258,20 @@ class Communicator : public JoinHook {
     void post_ctrl_slot(int slot);
     void send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end);
     void post_large(int dest, LargeSend l);
-    void receive_big(int source, const char* announce, std::size_t size);
+    void receive_big(int source, const detail::FrameRef& announce);
+    bool test_big_recvs();
+    PollResult poll_once(Threadpool& tp);
+    std::vector<std::string> am_names() const;
+    void write_trace_of_rank() noexcept;
+    void tell_peers_of_abort() noexcept;
+    void sent_from_outside(const ActiveMsgBase& am);
+    [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
     void test_sends();
     bool receive();
     void run_message(int source, const char* data, std::size_t size);
     void run_frames(int source, const char* data, std::size_t size);
+    void run_frame(int source, const detail::FrameRef& fr);
     bool test_large_recvs();
     void send_ctrl(int dest, CtrlMsg m);
     void on_ctrl(int source, const CtrlMsg& m);
@@ -295,7 +310,15 @@ class Communicator : public JoinHook {
     CtrlMsg ctrl_buf_[kCtrlSlots] = {};
     MPI_Request ctrl_req_[kCtrlSlots];
     int ctrl_head_ = 0;
-    detail::Bytes recv_buf_;  // big messages (announced in a small one)
+    detail::Bytes recv_buf_;  // big messages (announced in a small one), kept when small enough
+    // Big messages being received, one per source at most: that source's later messages
+    // wait in deferred_ (open_ counts the receive) until it arrived and ran.
+    struct BigRecv {
+        int source;
+        detail::Bytes buf;
+        MPI_Request req;
+    };
+    std::vector<BigRecv> big_recvs_;
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
     // Tags of bodies matched by tag (broadcasts): [kFirstBodyTag, kFirstBodyTag + kBodyTags),
     // below the trace's tag and the 32767 every MPI allows; one per body stream, reused after
@@ -314,7 +337,15 @@ class Communicator : public JoinHook {
     void* after_ctx_ = nullptr;
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
-    std::uint64_t send_serial_ = 1;  // next frame message's PendingSend::serial
+    std::function<void()> progress_fault_;  // set_progress_fault_for_test
+    // join() runs (from its first poll until it returns): a send from a thread outside the
+    // pool then could change the counts after completion was confirmed (checked mode says so).
+    std::atomic<bool> joining_{false};
+    bool abandoned_ = false;        // the pool was destroyed by an exception, work unfinished
+    bool trace_written_ = false;    // this rank's events were written on the way to an abort
+    std::uint64_t joins_done_ = 0;  // join()s that completed
+    std::uint64_t settled_q_ = 0, settled_p_ = 0;  // counts when the last one completed
+    std::uint64_t send_serial_ = 1;                // next frame message's PendingSend::serial
     Threadpool* tp_ = nullptr;
 
     std::atomic<std::uint64_t> queued_{0};

@@ -37,6 +37,7 @@ template <class T, class... Ps>
 class LargeActiveMsg : public ActiveMsgBase {
     static_assert(std::is_trivially_copyable_v<T>,
                   "large AM body elements must be trivially copyable");
+    static_assert((wire::require<Ps> && ...), "LargeActiveMsg: an argument type cannot travel");
 
   public:
     LargeActiveMsg(std::function<void(Ps&...)> on_arrival, std::function<T*(Ps&...)> where_to,
@@ -63,7 +64,7 @@ class LargeActiveMsg : public ActiveMsgBase {
     bool is_large() const noexcept override { return true; }
     void on_body_arrived(const char* args, std::size_t size) override {
         wire::Reader r(args, size);
-        auto t = wire::decode<Ps...>(r);
+        auto t = wire::decode_all<Ps...>(r);
         {
             detail::HandlerScope scope;
             std::apply(on_arrival_, t);
@@ -72,26 +73,26 @@ class LargeActiveMsg : public ActiveMsgBase {
     }
     void on_tree_body_arrived(const char* args, std::size_t size) override {
         wire::Reader r(args, size);
-        auto t = wire::decode<Ps...>(r);
+        auto t = wire::decode_all<Ps...>(r);
         detail::HandlerScope scope;
         std::apply(on_arrival_, t);
     }
     void* body_where(const char* args, std::size_t size) override {
         wire::Reader r(args, size);
-        auto t = wire::decode<Ps...>(r);
+        auto t = wire::decode_all<Ps...>(r);
         return std::apply(where_to_, t);
     }
     std::size_t body_element_size() const noexcept override { return sizeof(T); }
     void on_body_released(const char* args, std::size_t size) override {
         if (!on_forwarded_) return;
         wire::Reader r(args, size);
-        auto t = wire::decode<Ps...>(r);
+        auto t = wire::decode_all<Ps...>(r);
         std::apply(on_forwarded_, t);
     }
     void on_body_sent(const char* args, std::size_t size) override {
         if (!on_sent_) return;
         wire::Reader r(args, size);
-        auto t = wire::decode<Ps...>(r);
+        auto t = wire::decode_all<Ps...>(r);
         std::apply(on_sent_, t);
     }
 

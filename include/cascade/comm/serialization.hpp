@@ -59,10 +59,17 @@ constexpr bool custom = has_codec<T> || has_member_serialize<T>;
 
 enum class Kind { none, view, custom, bulk, elements, raw };
 
+// What may travel: trivially copyable values, sequences, types with a codec. A view is decoded in
+// place (it points into the message, whose elements are 8-byte aligned), so its elements
+// need no more than 8-byte alignment.
 template <class T>
 constexpr Kind kind_of() {
     if constexpr (is_view<T>::value) {
-        return Kind::view;
+        using E = std::remove_cv_t<typename T::value_type>;
+        if constexpr (std::is_trivially_copyable_v<E> && alignof(E) <= 8)
+            return Kind::view;
+        else
+            return Kind::none;
     } else if constexpr (custom<T>) {
         return Kind::custom;
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -223,13 +230,13 @@ class Reader {
         if constexpr (k == Kind::view) {
             using E = typename T::value_type;
             std::uint64_t n = get<std::uint64_t>();
-            take(1, pad8(p_));
+            skip_padding();
             const char* bytes = take(n, sizeof(std::remove_cv_t<E>));
             return T(reinterpret_cast<E*>(const_cast<char*>(bytes)), n);
         } else if constexpr (k == Kind::bulk) {
             using E = typename T::value_type;
             std::uint64_t n = get<std::uint64_t>();
-            take(1, pad8(p_));
+            skip_padding();
             const char* bytes = take(n, sizeof(E));
             if constexpr (alignof(E) <= 8) {
                 // Elements start 8-byte aligned: copy them in one pass (no zero-fill first).
@@ -257,6 +264,11 @@ class Reader {
             for (std::uint64_t i = 0; i < n; ++i)
                 out.push_back(get<typename T::value_type>());
             return out;
+        } else if constexpr (std::is_same_v<T, bool>) {
+            // Any byte other than 0 and 1 is not a bool: reading it as one is undefined.
+            const unsigned char b = static_cast<unsigned char>(*take(1, 1));
+            if (b > 1) throw WireError("malformed bool: byte " + std::to_string(b));
+            return b == 1;
         } else {
             const char* bytes = take(1, sizeof(T));
             T x;
@@ -264,9 +276,22 @@ class Reader {
             return x;
         }
     }
+    // Throws unless every byte was consumed: a message longer than its arguments is as
+    // malformed as a shorter one.
+    void expect_end() const {
+        if (p_ != end_)
+            throw WireError(std::to_string(remaining()) + " byte(s) left over after the arguments");
+    }
     std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - p_); }
 
   private:
+    // The writer zeroes the padding before sequence elements; anything else is malformed.
+    void skip_padding() {
+        const std::size_t pad = pad8(p_);
+        const char* at = take(1, pad);
+        for (std::size_t i = 0; i < pad; ++i)
+            if (at[i] != 0) throw WireError("non-zero padding");
+    }
     const char* take(std::uint64_t n, std::size_t elem) {
         if (elem != 0 && n > remaining() / elem)
             throw WireError("truncated message: need " + std::to_string(n) + " x " +
@@ -280,8 +305,9 @@ class Reader {
     const char* end_;
 };
 
-// A 32-bit hash of the argument types, carried in every message so that a receiver whose
-// AM of the same id has other types fails loudly instead of misreading bytes.
+// A 32-bit hash of the name and argument types, carried in every message so that a receiver
+// whose AM of the same id is another function (other types, or another name) fails loudly
+// instead of misreading bytes.
 template <class... Ps>
 std::string_view type_names() {
     return __PRETTY_FUNCTION__;
@@ -296,11 +322,26 @@ template <class... Ps>
 std::uint32_t signature() {
     return hash_name(type_names<Ps...>());
 }
+// The signature of a registered function: its name, then its types.
+inline std::uint32_t signature_of(std::string_view name, std::string_view types) noexcept {
+    std::uint32_t h = hash_name(name);
+    h = (h ^ 0xffu) * 16777619u;  // separator: ("ab", "c") and ("a", "bc") differ
+    for (char c : types)
+        h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    return h;
+}
 
 // Decodes Ps... from a Reader into a tuple, in order.
 template <class... Ps>
 std::tuple<Ps...> decode(Reader& r) {
     return std::tuple<Ps...>{r.get<Ps>()...};  // braced init: evaluated left to right
+}
+// Decodes exactly Ps...: throws WireError if bytes are left over.
+template <class... Ps>
+std::tuple<Ps...> decode_all(Reader& r) {
+    auto t = decode<Ps...>(r);
+    r.expect_end();
+    return t;
 }
 
 }  // namespace wire

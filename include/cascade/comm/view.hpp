@@ -1,9 +1,11 @@
 // view<T>: a pointer and a count. As an active-message argument it is sent by value (the
 // elements are copied into the message) and, on the receiver, points straight into the
-// message buffer, valid for the duration of the handler.
+// message buffer, valid for the duration of the handler. Its elements travel as raw bytes,
+// so T must be trivially copyable.
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 namespace cascade {
 
@@ -16,6 +18,9 @@ namespace cascade {
 /// ```
 template <class T>
 class view {
+    static_assert(std::is_trivially_copyable_v<std::remove_cv_t<T>>,
+                  "view<T>: T must be trivially copyable (its bytes travel as they are)");
+
   public:
     using value_type = T;
     view() = default;

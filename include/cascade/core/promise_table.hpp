@@ -5,7 +5,11 @@
 // lock and a few inline slots, so a fulfill from another core moves one line; only when a
 // shard holds more live entries than fit inline does it spill into an open-addressing table.
 // An entry lives only between a task's first promise and its last: memory follows the number
-// of partially-satisfied tasks, never the size of the graph.
+// of partially-satisfied tasks, never the size of the graph. Checked mode also remembers the
+// keys that ran, to name a promise that arrives after its task ran; only the latest
+// kDonePerShard of each shard (a bounded window), so a long run's memory stays flat. A late
+// promise for an older key starts a new entry instead, which join() then reports as a task
+// whose promises were never all fulfilled.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@ template <class K>
 class PromiseTable {
   public:
     static constexpr std::size_t kShards = 1024;
+    static constexpr std::size_t kDonePerShard = 256;  // completed keys remembered per shard
 
     explicit PromiseTable(bool track_done = false)
         : shards_(new Shard[kShards]), cold_(new Cold[kShards]), track_done_(track_done) {}
@@ -104,6 +109,16 @@ class PromiseTable {
         return total;
     }
 
+    // Completed keys remembered now (checked mode), at most kShards * kDonePerShard.
+    std::size_t completed_remembered() const {
+        std::size_t n = 0;
+        for (std::size_t si = 0; si < kShards; ++si) {
+            std::lock_guard<Spinlock> g(shards_[si].lock);
+            n += cold_[si].done.size();
+        }
+        return n;
+    }
+
   private:
     struct Slot {
         K key{};
@@ -119,10 +134,20 @@ class PromiseTable {
         std::vector<Slot> slots;
         std::size_t count = 0;
         std::unordered_set<K, KeyHash<K>> done;
+        std::vector<K> done_order;  // the keys in `done`, a ring: oldest at done_next
+        std::size_t done_next = 0;
     };
 
     Outcome finish(Cold& c, const K& k) {
-        if (track_done_) c.done.insert(k);
+        if (track_done_ && c.done.insert(k).second) {
+            if (c.done_order.size() < kDonePerShard) {
+                c.done_order.push_back(k);
+            } else {  // forget the oldest
+                c.done.erase(c.done_order[c.done_next]);
+                c.done_order[c.done_next] = k;
+                c.done_next = (c.done_next + 1) % kDonePerShard;
+            }
+        }
         return Outcome::ready;
     }
 

@@ -151,6 +151,7 @@ class Threadpool {
     void execute(Task& t, int me);
     void run_guarded(Task& t, int me);
     [[noreturn]] void watchdog_fire(double quiet_seconds, double limit_seconds);
+    void watchdog_report(double quiet_seconds, double limit_seconds);
     std::string rank_prefix() const;
 
     int n_;

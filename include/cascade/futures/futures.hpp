@@ -37,9 +37,14 @@
 #include "cascade/futures/detail/import_state.hpp"
 #include "cascade/futures/detail/lazy_state.hpp"
 #include "cascade/futures/detail/recycle.hpp"
+#include "cascade/futures/detail/reply_tokens.hpp"
 #include "cascade/futures/future.hpp"
 
 namespace cascade {
+
+namespace detail {
+struct FuzzFutures;  // the fuzzer's access to the message handlers (fuzz/)
+}
 
 /// async(where, ...): this rank.
 inline constexpr int here = -1;
@@ -112,6 +117,8 @@ class Futures {
     /// From this size on (bytes), a std::vector or std::string argument or result travels as
     /// a body of its own, straight into the callee's argument.
     static constexpr std::size_t kLargeArg = detail::kLargeBytes;
+    /// States waiting for a reply from another rank (calls and fetches in flight).
+    std::size_t awaiting_replies() const noexcept { return tokens_.size(); }
 
   private:
     // The library's side: exporting, importing and fetching states, sending values.
@@ -171,6 +178,7 @@ class Futures {
     void on_reply(const char* data, std::size_t size);
     void on_fetch(const char* data, std::size_t size);
     [[noreturn]] void fatal(const std::string& what);
+    friend struct detail::FuzzFutures;
 
     static constexpr std::size_t kMaxFunctions = 4096;
 
@@ -191,6 +199,8 @@ class Futures {
     std::atomic<std::uint64_t> bodies_received_{0};
     std::atomic<std::uint64_t> kept_in_place_{0};
     std::atomic<std::uint64_t> imports_shared_{0};
+    // States waiting for a reply, named by the tokens requests and fetches carry.
+    detail::ReplyTokens<detail::StateBase> tokens_;
     std::uint64_t next_export_id_ = 1;  // export ids are never reused (import tables key on them)
     friend void detail::forget_import(Futures*, const detail::ImportKey&, detail::StateBase*,
                                       std::uint64_t) noexcept;

@@ -17,6 +17,8 @@ namespace cascade::trace {
 
 class Buffer {
   public:
+    // At most 2^30 events (64 GiB) per thread.
+    static constexpr std::size_t kMaxEventsPerThread = std::size_t(1) << 30;
     // Allocates and touches the whole array now (huge pages where the system offers them),
     // so that recording does not page-fault: a first touch costs more than the event.
     Buffer(std::uint32_t id, std::string label, std::size_t capacity);

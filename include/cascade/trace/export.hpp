@@ -5,6 +5,7 @@
 // the communicator's part (comm/detail/trace_gather.hpp); this layer uses no MPI.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,20 @@ std::vector<char> collect(int rank, const std::vector<std::string>* am_names);
 void write_files(const std::vector<std::vector<char>>& blobs);
 // Without a Communicator: writes this process's events at exit (one rank).
 void write_at_exit();
+// Where a rank that ends the job writes its own events: rank 0's trace path (the
+// communicator tells every rank when it starts), empty: nowhere.
+void set_rank_files_base(const std::string& path);
+// A rank about to end the job (abort) writes its own events to <trace>.rank<R>.json, beside
+// the trace rank 0 would have written, so what led to the end can be seen.
+void write_rank(int rank, const std::vector<std::string>& am_names) noexcept;
+
+// Files are written to a temporary name and renamed into place, never through a symbolic
+// link, so a reader sees the old file or the new one whole.
+
+namespace detail {
+// Parses one rank's events as collect() makes them (throws std::runtime_error when they are
+// malformed) and writes them as JSON and DOT to `out`. For the fuzzer.
+void render_rank_blob(const char* data, std::size_t size, std::FILE* out);
+}  // namespace detail
 
 }  // namespace cascade::trace

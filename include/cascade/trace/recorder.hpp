@@ -113,7 +113,8 @@ struct StampClock {
     }
 };
 StampClock stamp_clock();
-// Offset (ns) to add to this process's steady_clock to get rank 0's (set by sync_clocks).
+// Offset (ns) to add to this process's steady_clock to get rank 0's (set when the Communicator
+// starts).
 void set_clock_offset(std::int64_t ns) noexcept;
 std::int64_t clock_offset() noexcept;
 // Whether the process-exit writer still has to write (false once a Communicator wrote).

@@ -66,6 +66,9 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
     if (max_bytes > (std::size_t(1) << 30))
         throw UsageError("active message '" + am.name() + "': " + std::to_string(max_bytes) +
                          " bytes of arguments; use a large active message for big payloads");
+    if (joining_.load(std::memory_order_relaxed)) [[unlikely]]
+        if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0)
+            sent_from_outside(am);
     Outbox& o = outbox_[dest];
     trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
     const std::int64_t t0 = tb ? trace::stamp() : 0;
@@ -78,6 +81,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         char* payload = o.buf.data() + at + sizeof(Frame);
         char* end = write(payload);
         len = static_cast<std::size_t>(end - payload);
+        std::memset(end, 0, detail::round8(len) - len);  // padding never carries stale bytes
         seq = o.seq++;
         Frame fr{am.id(), am.signature(), len};
         std::memcpy(o.buf.data() + at, &fr, sizeof fr);
@@ -203,7 +207,7 @@ void LargeActiveMsg<T, Ps...>::on_frame(int source, const char* data, std::size_
     const auto chunk = r.get<std::uint64_t>();
     std::vector<char> args(data + (size - r.remaining()), data + size);
     wire::Reader ra(args.data(), args.size());
-    auto t = wire::decode<Ps...>(ra);
+    auto t = wire::decode_all<Ps...>(ra);
     T* where = std::apply(where_to_, t);
     if (bytes > 0 && where == nullptr)
         throw UsageError("large active message '" + name() + "': where_to returned null for a " +

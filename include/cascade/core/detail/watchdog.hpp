@@ -1,8 +1,10 @@
-// detail::Watchdog: used by Threadpool::join() when CASCADE_WATCHDOG=<seconds> is set. It
-// fires when, for that long, no task of the pool ran and no message moved; join() then prints
-// what the rank waits for (tasks missing promises, workers busy, messages in flight,
-// completion state) and ends the job non-zero. A task that legitimately runs longer than the
-// limit also fires it, so the limit must be generous (the tests use 60 s).
+// detail::Watchdog: used by Threadpool::join(), on by default (CASCADE_WATCHDOG=<seconds>,
+// default kDefaultWatchdogSeconds; 0 turns it off). It fires when, for that long, no task of
+// the pool ran and no message moved: with every worker idle, join() then prints what the rank
+// waits for (tasks missing promises, messages in flight, completion state) and ends the job
+// non-zero; while a worker is busy (a task that runs longer than the limit) it prints a
+// warning and waits another limit. The communicator's other waits (a blocking send, a get()
+// on its thread, the last sends, the destructor) use the same limit.
 #pragma once
 
 #include <chrono>
@@ -10,8 +12,9 @@
 
 namespace cascade::detail {
 
-// The limit from CASCADE_WATCHDOG in seconds (read once; 0: off). Throws UsageError on a
-// value that is not a non-negative number.
+inline constexpr double kDefaultWatchdogSeconds = 600;
+// The limit from CASCADE_WATCHDOG in seconds (read once; unset or empty: the default; 0:
+// off). Throws UsageError on a value that is not a non-negative number.
 double watchdog_limit_from_env();
 
 class Watchdog {
@@ -46,6 +49,9 @@ class Watchdog {
         }
         return now - last_ >= limit_;
     }
+
+    // Starts a new quiet period now (after a warning).
+    void restart() noexcept { last_ = Clock::now(); }
 
     double quiet_seconds() const noexcept {
         return std::chrono::duration<double>(Clock::now() - last_).count();

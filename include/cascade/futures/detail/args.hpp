@@ -240,6 +240,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
         const auto owner = r.get<std::int32_t>();
         const auto id = r.get<std::uint64_t>();
         const auto weight = r.get<std::uint64_t>();
+        if (owner < 0 || owner >= fx.size()) throw WireError("future owned by no rank");
         if (owner == fx.rank()) {  // kept here: use it in place
             s = Ref<State<X>>(static_cast<State<X>*>(fx.take_export(id, weight, source)));
             exclusive = false;  // moved out only if no one else holds it (Slot::resolve)
@@ -263,6 +264,7 @@ void FnEntry<R, Ps...>::on_request(Futures& fx, int source, std::uint64_t token,
     auto* c = new Call<FnRef<R, Ps...>, R, Ps...>(FnRef<R, Ps...>{&f}, borrow);
     Ref<State<R>> hold(c);
     std::apply([&](auto&... slot) { (decode_arg(fx, source, r, slot, *c), ...); }, c->slots());
+    r.expect_end();
     c->reply_to(ReplyTo{&fx, source, token, &name, opts.keep_result && !std::is_void_v<R>});
     if (!opts.run_in_handler) c->set_stats(&stats);
     c->start(opts.run_in_handler);

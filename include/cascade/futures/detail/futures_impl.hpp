@@ -30,7 +30,6 @@ auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::t
                   "those (not view<T>)");
     auto e = std::make_unique<detail::FnEntry<R, Ps...>>();
     e->f = std::function<R(Ps & ...)>(std::forward<F>(f));
-    e->sig = wire::hash_name(wire::type_names<R, Ps...>());
     e->borrow = detail::borrow_mask<std::decay_t<F>>::value;
     e->opts = opts;
     std::lock_guard<std::mutex> g(register_mutex_);
@@ -39,6 +38,9 @@ auto Futures::make_async_impl(F&& f, std::string name, AsyncOptions opts, std::t
         throw UsageError("make_async: more than " + std::to_string(kMaxFunctions) + " functions");
     e->id = id;
     e->name = name.empty() ? "async#" + std::to_string(id) : std::move(name);
+    // Name and types: two functions of the same types registered in different orders on
+    // two ranks are told apart too.
+    e->sig = wire::signature_of(e->name, wire::type_names<R, Ps...>());
     auto* raw = e.get();
     owned_.push_back(std::move(e));
     fns_[id].store(raw, std::memory_order_release);
@@ -84,8 +86,8 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
     else
         st = new detail::State<R>();
     detail::Ref<detail::State<R>> ref(st);
-    st->retain();  // carried by the request as its token, adopted by the reply
-    const detail::RequestHead h{rank_, e.id, e.sig, 0, reinterpret_cast<std::uintptr_t>(st)};
+    st->retain();  // named by the request's token, adopted by the reply
+    const detail::RequestHead h{rank_, e.id, e.sig, 0, tokens_.add(st)};
     remote_calls_.fetch_add(1, std::memory_order_relaxed);
     const std::size_t chunk = comm_->large_chunk();
     send_frame(

@@ -79,7 +79,7 @@ class ThenJob final : public State<U>, public Callback, public Job {
 
 template <class T, class F>
 struct then_result {
-    using type =
+    using type = typename  // (clang 14 needs the typename)
         std::conditional_t<std::is_invocable_v<F&, future<T>>, std::invoke_result<F&, future<T>>,
                            std::conditional_t<std::is_void_v<T>, std::invoke_result<F&>,
                                               std::invoke_result<F&, value_t<T>&&>>>::type;

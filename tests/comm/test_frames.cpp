@@ -1,0 +1,84 @@
+// Frame parsing (cascade/comm/detail/frames.hpp) and reply tokens
+// (cascade/futures/detail/reply_tokens.hpp): malformed input is refused, never trusted.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cascade/comm/detail/frames.hpp"
+#include "cascade/futures/detail/reply_tokens.hpp"
+
+using namespace cascade;
+using detail::Frame;
+using detail::FrameRef;
+
+namespace {
+std::vector<std::uint64_t> message(std::initializer_list<std::pair<Frame, std::vector<char>>> fs) {
+    std::vector<char> bytes;
+    for (auto& [fr, payload] : fs) {
+        const char* h = reinterpret_cast<const char*>(&fr);
+        bytes.insert(bytes.end(), h, h + sizeof fr);
+        bytes.insert(bytes.end(), payload.begin(), payload.end());
+    }
+    std::vector<std::uint64_t> out((bytes.size() + 7) / 8);
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+}
+std::size_t count_frames(const std::vector<std::uint64_t>& m, std::size_t bytes) {
+    std::size_t n = 0;
+    detail::for_each_frame(reinterpret_cast<const char*>(m.data()), bytes,
+                           [&](const FrameRef&) { ++n; });
+    return n;
+}
+}  // namespace
+
+TEST(Frames, WellFormedMessagesSplit) {
+    auto m = message({{Frame{1, 2, 3}, {'a', 'b', 'c', 0, 0, 0, 0, 0}}, {Frame{4, 5, 0}, {}}});
+    EXPECT_EQ(count_frames(m, 40), 2u);
+}
+
+TEST(Frames, TruncatedAndOversizedFramesAreRefused) {
+    auto m = message({{Frame{1, 2, 8}, {1, 2, 3, 4, 5, 6, 7, 8}}});
+    EXPECT_THROW(count_frames(m, 20), WireError);  // payload cut
+    EXPECT_THROW(count_frames(m, 8), WireError);   // header cut
+    auto big = message({{Frame{1, 2, ~std::uint64_t(0)}, {}}});
+    EXPECT_THROW(count_frames(big, 16), WireError);
+    // A length whose padding runs past the end (the last frame must be padded too).
+    auto unpadded = message({{Frame{1, 2, 3}, {'a', 'b', 'c', 0, 0, 0, 0, 0}}});
+    EXPECT_THROW(count_frames(unpadded, 19), WireError);
+}
+
+TEST(Frames, NonZeroPaddingIsRefused) {
+    auto m = message({{Frame{1, 2, 3}, {'a', 'b', 'c', 0, 9, 0, 0, 0}}});
+    EXPECT_THROW(count_frames(m, 24), WireError);
+}
+
+TEST(Frames, AnnouncedSizesAreBounded) {
+    auto check = [](std::uint64_t bytes) {
+        char payload[8];
+        std::memcpy(payload, &bytes, 8);
+        return detail::announced_size(FrameRef{detail::kAnnounce, 0, payload, 8}, 1024, 1 << 20);
+    };
+    EXPECT_EQ(check(4096), 4096u);
+    EXPECT_THROW(check(512), WireError);         // would have been sent directly
+    EXPECT_THROW(check(4097), WireError);        // not whole frames
+    EXPECT_THROW(check(1ull << 40), WireError);  // over the limit
+}
+
+TEST(ReplyTokens, OnlyLiveTokensAreAnswered) {
+    detail::ReplyTokens<int> t;
+    int a = 1, b = 2;
+    const auto ta = t.add(&a), tb = t.add(&b);
+    EXPECT_EQ(t.size(), 2u);
+    EXPECT_EQ(t.take(0), nullptr);
+    EXPECT_EQ(t.take(reinterpret_cast<std::uintptr_t>(&a)), nullptr);  // an address is no token
+    EXPECT_EQ(t.take(ta ^ (std::uint64_t(2) << 32)), nullptr);         // wrong generation
+    EXPECT_EQ(t.take(ta), &a);
+    EXPECT_EQ(t.take(ta), nullptr);  // answered once
+    const auto ta2 = t.add(&a);      // reuses the slot under a new generation
+    EXPECT_NE(ta2, ta);
+    EXPECT_EQ(t.take(ta), nullptr);
+    EXPECT_EQ(t.take(tb), &b);
+    EXPECT_EQ(t.take(ta2), &a);
+    EXPECT_EQ(t.size(), 0u);
+}
