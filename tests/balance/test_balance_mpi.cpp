@@ -54,11 +54,22 @@ struct Outcome {
 };
 
 // Every rank sends `per_rank` ordered requests to each of the objects (4 per rank).
-Outcome run(const char* policy, bool enabled, bool pin_all, long per_rank, double period_s) {
+// Rotate without looking at the pinned flag: the objects layer alone must keep pins.
+struct IgnoresPins : BalancePolicy {
+    const char* name() const override { return "ignores_pins"; }
+    void balance(Balancer& b) override {
+        if (b.size() < 2) return;
+        for (const auto& o : b.local_objects())
+            b.migrate(o.key, (b.rank() + 1) % b.size());
+    }
+};
+
+Outcome run(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pin_all, long per_rank,
+            double period_s) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    Balancer bal(objs, make_policy(policy), {.period_s = period_s, .enabled = enabled});
+    Balancer bal(objs, std::move(policy), {.period_s = period_s, .enabled = enabled});
     const int me = comm.comm_rank(), n = comm.comm_size();
     auto bump = objs.make_handler<Tally>(
         [](Tally& t, int& sender, std::int64_t& seq) {
@@ -190,7 +201,7 @@ TEST(BalanceMpi, RotateKeepsTheGuaranteesOfTheObjectsLayer) {
     int n = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     const long per_rank = 1000;
-    const Outcome r = run("rotate", true, false, per_rank, 0.005);
+    const Outcome r = run(make_policy("rotate"), true, false, per_rank, 0.005);
     EXPECT_EQ(sum(r.local), 4L * n);                 // every object lives in exactly one place
     EXPECT_EQ(sum(r.count), 4L * n * n * per_rank);  // exactly once
     EXPECT_EQ(sum(r.disorder), 0);                   // per-sender order
@@ -205,7 +216,16 @@ TEST(BalanceMpi, RotateKeepsTheGuaranteesOfTheObjectsLayer) {
 TEST(BalanceMpi, PinnedObjectsNeverMove) {
     int n = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    const Outcome r = run("rotate", true, true, 300, 0.0005);
+    const Outcome r = run(make_policy("rotate"), true, true, 300, 0.0005);
+    EXPECT_EQ(sum(r.moved), 0);
+    EXPECT_EQ(sum(r.count), 4L * n * n * 300);
+    EXPECT_EQ(sum(r.disorder), 0);
+}
+
+TEST(BalanceMpi, PinsHoldAgainstAPolicyThatIgnoresThem) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const Outcome r = run(std::make_unique<IgnoresPins>(), true, true, 300, 0.0005);
     EXPECT_EQ(sum(r.moved), 0);
     EXPECT_EQ(sum(r.count), 4L * n * n * 300);
     EXPECT_EQ(sum(r.disorder), 0);
@@ -214,7 +234,7 @@ TEST(BalanceMpi, PinnedObjectsNeverMove) {
 TEST(BalanceMpi, BalancingOffMeansNoMigration) {
     int n = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    const Outcome r = run("rotate", false, false, 300, 0.0005);
+    const Outcome r = run(make_policy("rotate"), false, false, 300, 0.0005);
     EXPECT_EQ(sum(r.moved), 0);
     EXPECT_EQ(sum(r.steps), 0);
     EXPECT_EQ(sum(r.count), 4L * n * n * 300);
