@@ -151,6 +151,14 @@ Communicator::~Communicator() {
             std::vector<std::string> names;
             for (auto& am : ams_)
                 names.push_back(am->name());
+            const BroadcastCounters b = bcast_->counters();
+            trace::set_counter("broadcast.broadcasts", b.broadcasts);
+            trace::set_counter("broadcast.detected", b.detected);
+            trace::set_counter("broadcast.detected_sends", b.detected_sends);
+            trace::set_counter("broadcast.recipients", b.recipients);
+            trace::set_counter("broadcast.root_messages", b.root_messages);
+            trace::set_counter("broadcast.forwarded", b.forwarded);
+            trace::set_counter("broadcast.bodies_received", b.bodies_received);
             detail::trace_finish(comm_, names);
         } catch (const std::exception& e) {
             log::error(std::string("trace: could not write the trace: ") + e.what());

@@ -38,7 +38,7 @@ constexpr Variable kVariables[] = {
      "worker threads per rank for programs that use cascade::default_workers (every app)"},
     {"CASCADE_PIN_WORKERS", "1 or 0 (also on/off, true/false, yes/no)", "0",
      "pins worker i of each pool to the i-th CPU the rank may run on"},
-    {"CASCADE_BALANCE", "none or rotate", "none",
+    {"CASCADE_BALANCE", "none, rotate, diffusion or master_worker", "none",
      "the load-balancing policy of a Balancer made without one"},
     {"CASCADE_BCAST", "1 or 0 (also on/off, true/false, yes/no)", "1",
      "broadcast detection: one payload sent from one task to several ranks travels as a tree "
@@ -152,8 +152,7 @@ void validate() {
     count("CASCADE_TRACE_EVENTS", kTraceEventsMin, kTraceEventsMin, kTraceEventsMax);
     count("CASCADE_WORKERS", 1, 1, 4096);
     flag("CASCADE_PIN_WORKERS", false);
-    static constexpr std::string_view kPolicies[] = {"none", "rotate"};
-    choice("CASCADE_BALANCE", 0, kPolicies);
+    choice("CASCADE_BALANCE", 0, kBalancePolicies);
     flag("CASCADE_MEMBARRIER", true);
     flag("CASCADE_BCAST", true);
     static constexpr std::string_view kShapes[] = {"automatic", "binomial", "pipelined"};

@@ -56,6 +56,7 @@ RankData collect_data(int rank, const std::vector<std::string>* am_names) {
         d.events.push_back(std::move(evs));
     }
     d.strings = strings();
+    d.counters = counters();
     return d;
 }
 
@@ -91,6 +92,11 @@ std::vector<char> serialize(const RankData& d) {
         put_u64(out, d.dropped[t]);
         put_u64(out, d.events[t].size());
         put(out, d.events[t].data(), d.events[t].size() * sizeof(Flat));
+    }
+    put_u64(out, d.counters.size());
+    for (const auto& [name, value] : d.counters) {
+        put_str(out, name);
+        put_u64(out, value);
     }
     return out;
 }
@@ -160,6 +166,11 @@ RankData deserialize(const char* p, std::size_t n) {
             if (!time_ok(f.t0) || !time_ok(f.t1)) throw std::runtime_error("trace data: bad time");
         }
         d.events.push_back(std::move(evs));
+    }
+    const std::uint64_t nc = r.count(2 * sizeof(std::uint64_t));
+    for (std::uint64_t i = 0; i < nc; ++i) {
+        std::string name = r.str();
+        d.counters.emplace_back(std::move(name), r.u64());
     }
     if (r.left() != 0) throw std::runtime_error("trace data: bytes left over");
     return d;

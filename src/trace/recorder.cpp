@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -34,6 +35,7 @@ struct State {
     std::vector<std::string> strings{std::string()};
     std::unordered_map<std::string, std::uint32_t> ids{{std::string(), 0}};
     std::unordered_map<const TaskVTable*, PartsFn> kinds;
+    std::map<std::string, std::uint64_t> counters;
     int external_threads = 0;
     std::atomic<std::int64_t> offset{0};
     std::int64_t tick0 = 0, ns0 = 0;  // first stamp()/steady_clock sample
@@ -260,6 +262,18 @@ std::vector<Buffer*> buffers() {
     for (auto& b : s.buffers)
         out.push_back(b.get());
     return out;
+}
+
+void set_counter(const std::string& name, std::uint64_t value) {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    s.counters[name] = value;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> counters() {
+    State& s = state();
+    std::lock_guard<std::mutex> g(s.mutex);
+    return {s.counters.begin(), s.counters.end()};
 }
 
 std::vector<std::string> strings() {

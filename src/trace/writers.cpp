@@ -156,7 +156,16 @@ class Writer {
         std::fputs(",\"clock_offsets_ns\":\"", out);
         for (std::size_t r = 0; r < ranks_.size(); ++r)
             std::fprintf(out, "%s%lld", r ? " " : "", static_cast<long long>(ranks_[r].offset));
-        std::fputs("\"},\n\"cascadeGraph\":{\"nodes\":[", out);
+        std::fputs("\",\"counters\":{", out);
+        for (std::size_t r = 0; r < ranks_.size(); ++r) {
+            std::fprintf(out, "%s\"%d\":{", r ? "," : "", ranks_[r].rank);
+            for (std::size_t i = 0; i < ranks_[r].counters.size(); ++i)
+                std::fprintf(out, "%s%s:%llu", i ? "," : "",
+                             json_str(ranks_[r].counters[i].first).c_str(),
+                             static_cast<unsigned long long>(ranks_[r].counters[i].second));
+            std::fputs("}", out);
+        }
+        std::fputs("}},\n\"cascadeGraph\":{\"nodes\":[", out);
         for (std::size_t n = 0; n < nodes_.size(); ++n)
             std::fprintf(out, "%s\n{\"rank\":%d,\"name\":%s,\"task\":%s}", n ? "," : "",
                          nodes_[n].rank, json_str(nodes_[n].name).c_str(),
@@ -230,7 +239,13 @@ class Writer {
         return id < d.strings.size() ? d.strings[id] : empty;
     }
     std::string node_id(std::size_t n) const {
-        return "r" + std::to_string(nodes_[n].rank) + ":" + nodes_[n].name;
+        // Appended step by step: GCC 12 warns falsely (-Wrestrict) on the inlined
+        // "r" + ... + ":" + name chain.
+        std::string id = "r";
+        id += std::to_string(nodes_[n].rank);
+        id += ':';
+        id += nodes_[n].name;
+        return id;
     }
     void event(std::FILE* out, const std::string& s) {
         std::fputs(first_ ? "" : ",\n", out);

@@ -2,7 +2,8 @@
 # trace_test.sh MODE NP OUTDIR TOOL EXE MPIEXEC [MPIEXEC FLAGS...]
 # Runs `MPIEXEC -n NP FLAGS EXE MODE` with CASCADE_TRACE and CASCADE_DAG set, then checks:
 #   load  the JSON is valid Chrome trace-event format (tools/cascade-trace validate) with NP
-#         ranks, tasks and active-message flows across ranks; summary and gantt run on it
+#         ranks, tasks and active-message flows across ranks; every rank's counters are in the
+#         file and in the summary; summary and gantt run on it
 #   pool  the same for a Threadpool without Communicator (written at exit), and two DOT edges
 #   dag   the DOT file holds exactly the edges of the known graph (check_dag.py)
 #   perrank  the load program with CASCADE_TRACE=...%r.json: one valid file per rank, each
@@ -76,7 +77,10 @@ case "$mode" in
         [[ $np -gt 1 ]] && flows=(--cross-rank-flows)
         "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((400 * np)) \
             --min-flows $((150 * np)) "${flows[@]}" --expect-task 'work(7)' --expect-task 'done(7)'
-        "$PY" "$tool" summary "$json"
+        "$PY" "$tool" summary "$json" | tee "$out/$mode-np$np.summary"
+        # Every rank's counters are in the file and the summary prints them.
+        "$PY" -c 'import json, sys; c = json.load(open(sys.argv[1]))["otherData"]["counters"]; sys.exit(0 if len(c) == int(sys.argv[2]) and all("broadcast.root_messages" in v for v in c.values()) else 1)' "$json" "$np"
+        grep -q '^broadcast.root_messages' "$out/$mode-np$np.summary"
         "$PY" "$tool" gantt "$json" -o "$out/$mode-np$np.png"
         test -s "$out/$mode-np$np.png"
         ;;

@@ -69,6 +69,10 @@ inline constexpr std::uint64_t kTraceEventsMin = 16;
 /// See kTraceEventsMin.
 inline constexpr std::uint64_t kTraceEventsMax = std::uint64_t(1) << 28;
 
+/// The values of CASCADE_BALANCE: the policies balance::make_policy knows by name.
+inline constexpr std::string_view kBalancePolicies[] = {"none", "rotate", "diffusion",
+                                                        "master_worker"};
+
 /// The largest byte count CASCADE_BCAST_PIECE and CASCADE_BCAST_PIPELINE accept (1 TiB).
 inline constexpr std::uint64_t kBroadcastBytesMax = std::uint64_t(1) << 40;
 

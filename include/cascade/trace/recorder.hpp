@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cascade/core/settings.hpp"
@@ -102,12 +103,17 @@ void resolve_owner(const TaskVTable* vt, const void* owner);
 // the task described by (vt, payload). Called only when recording_edges().
 void record_edge(const TaskVTable* vt, const void* payload, std::size_t bytes) noexcept;
 
+// Sets a named counter of this rank (e.g. "broadcast.root_messages"); the trace file lists
+// every rank's counters and `cascade-trace summary` prints them. Thread-safe, not per event.
+void set_counter(const std::string& name, std::uint64_t value);
+
 // ---- used by the exporter --------------------------------------------------------------------
 // Names every event not named yet (the taskflows it refers to must be alive).
 void resolve_all();
 std::vector<Buffer*> buffers();
 std::vector<std::string> strings();  // a copy of the interned strings, by id
 std::uint32_t intern(const std::string& s);
+std::vector<std::pair<std::string, std::uint64_t>> counters();  // by name
 // Converts stamp() values of this process to steady_clock nanoseconds (a linear fit
 // between the first sample, taken when recording started, and one taken now).
 struct StampClock {

@@ -25,7 +25,8 @@ struct RankData {
     std::vector<std::string> threads;     // labels (graph nodes of threads outside tasks)
     std::vector<std::uint64_t> progress;  // 1: the thread drove MPI
     std::vector<std::uint64_t> dropped;
-    std::vector<std::vector<Flat>> events;  // per thread
+    std::vector<std::vector<Flat>> events;                        // per thread
+    std::vector<std::pair<std::string, std::uint64_t>> counters;  // set_counter, by name
 };
 
 std::vector<char> serialize(const RankData& d);
