@@ -1,4 +1,5 @@
-// The balancing layer: policies that ship with Cascade and the Balancer that runs them.
+// The Balancer: runs a policy on every rank (periodic steps after handlers, idle calls from
+// the pool's idle workers) and turns its decisions into balancing migrations.
 #include "cascade/balance/balancer.hpp"
 
 #include <chrono>
@@ -7,36 +8,12 @@
 namespace cascade {
 
 namespace {
-
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
-
-class NoBalancing final : public BalancePolicy {
-  public:
-    const char* name() const override { return "none"; }
-    void balance(Balancer&) override {}
-};
-
-class Rotate final : public BalancePolicy {
-  public:
-    const char* name() const override { return "rotate"; }
-    void balance(Balancer& b) override {
-        if (b.size() < 2) return;
-        for (const auto& o : b.local_objects())
-            if (!o.pinned) b.migrate(o.key, (b.rank() + 1) % b.size());
-    }
-};
-
 }  // namespace
-
-std::unique_ptr<BalancePolicy> make_policy(const std::string& name) {
-    if (name.empty() || name == "none") return std::make_unique<NoBalancing>();
-    if (name == "rotate") return std::make_unique<Rotate>();
-    throw UsageError("balance: unknown policy '" + name + "' (none, rotate)");
-}
 
 Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, BalanceOptions opts)
     : objs_(objs), policy_(std::move(policy)), opts_(opts), enabled_(opts.enabled) {
@@ -50,15 +27,40 @@ Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, Balance
         },
         "balance.message");
     objs_.set_observer(this);
+    objs_.pool().set_idle_hook(this);
 }
 
 Balancer::~Balancer() {
+    objs_.pool().set_idle_hook(nullptr);
     objs_.set_observer(nullptr);
 }
 
-void Balancer::migrate(const ObjectKey& k, int dest) {
+std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs) const {
+    double sum = 0;
+    int n = 0;
+    for (const auto& o : objs)
+        if (o.recent_s > 0) sum += o.recent_s, ++n;
+    const double fallback = n ? sum / n : opts_.default_request_s;
+    std::vector<double> w;
+    w.reserve(objs.size());
+    for (const auto& o : objs)
+        w.push_back(o.leaving     ? 0.0  // already given away
+                    : o.user_load ? o.load
+                                  : double(o.pending) * (o.recent_s > 0 ? o.recent_s : fallback));
+    return w;
+}
+
+double Balancer::work_left() const {
+    double sum = 0;
+    for (double w : work_left(local_objects()))
+        sum += w;
+    return sum;
+}
+
+bool Balancer::migrate(const ObjectKey& k, int dest) {
+    if (!enabled() || !objs_.rebalance(k, dest)) return false;
     migrations_.fetch_add(1, std::memory_order_relaxed);
-    objs_.rebalance(k, dest);
+    return true;
 }
 
 void Balancer::send(int dest, const char* data, std::size_t size) {
@@ -77,6 +79,15 @@ void Balancer::after_handler(const ObjectKey& key, double seconds) {
     if (!last_step_ns_.compare_exchange_strong(last, now)) return;
     steps_.fetch_add(1, std::memory_order_relaxed);
     policy_->balance(*this);
+}
+
+long Balancer::on_idle(Threadpool&, int) {
+    if (!enabled() || size() < 2) return 0;
+    const long period_us = std::max(1L, static_cast<long>(opts_.period_s * 1e6));
+    std::unique_lock<std::mutex> lk(step_mutex_, std::try_to_lock);
+    if (!lk.owns_lock()) return period_us;  // a step runs: look again later
+    idle_calls_.fetch_add(1, std::memory_order_relaxed);
+    return policy_->idle(*this) ? period_us : 0;
 }
 
 }  // namespace cascade

@@ -347,21 +347,35 @@ void Threadpool::worker_loop(int me) {
             execute(t, me);
             continue;
         }
+        // An idle hook that wants another call soon keeps this worker counted busy until
+        // then (join() waits for what the hook still has to do).
+        bool counted_idle = true;
+        long timeout_us = kSleepTimeoutUs;
+        if (idle_hook_.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+            become_active();
+            const long again = call_idle_hook(me);
+            if (again > 0) {
+                timeout_us = std::min(again, kSleepTimeoutUs);
+                counted_idle = false;
+            } else {
+                become_idle();
+            }
+        }
         std::uint32_t epoch = notifier_.prepare_wait(me);
         if (stop_.load(std::memory_order_seq_cst)) {
             notifier_.cancel_wait(me);
-            become_active();
+            if (counted_idle) become_active();
             if (obs) obs->on_idle(ow, idle_since);
             break;
         }
         if (has_work_for(me)) {
             notifier_.cancel_wait(me);
-            become_active();
+            if (counted_idle) become_active();
             if (obs) obs->on_idle(ow, idle_since);
             continue;
         }
-        notifier_.commit_wait(me, epoch, kSleepTimeoutUs);
-        become_active();
+        notifier_.commit_wait(me, epoch, timeout_us);
+        if (counted_idle) become_active();
         if (obs) obs->on_idle(ow, idle_since);
     }
     if (obs) obs->on_worker_stop(ow);

@@ -24,7 +24,13 @@ void Objects::execute(Record* r, Invocation* inv) {
                 std::lock_guard<std::mutex> g(shard(r->key).m);
                 pinned = r->pinned;
             }
-            if (pinned) return finish(r, true, 0);
+            if (pinned) {
+                {
+                    std::lock_guard<std::mutex> g(shard(r->key).m);
+                    r->rebalancing = false;
+                }
+                return finish(r, true, 0);
+            }
             guard.release();
             return do_migrate(r, inv);
         }
@@ -73,6 +79,39 @@ void Objects::submit_op(const ObjectKey& k, OpKind kind, int arg) {
     submit(h, detail::ArgWriter{});
 }
 
+bool Objects::rebalance(const ObjectKey& k, int dest) {
+    if (dest < 0 || dest >= size_)
+        throw UsageError("objects: migrate of object " + to_string(k) + " to rank " +
+                         std::to_string(dest) + ", outside [0, " + std::to_string(size_) + ")");
+    if (dest == rank_) return false;
+    Shard& s = shard(k);
+    std::vector<Pending> out;
+    {
+        std::lock_guard<std::mutex> g(s.m);
+        auto it = s.map.find(k);
+        if (it == s.map.end() || !it->second.rec) return false;
+        Record& r = *it->second.rec;
+        if (r.pinned || r.rebalancing || r.migrating) return false;
+        // A pin already issued wins over the balancing that would jump ahead of it.
+        for (const Invocation* q : r.ready)
+            if (q->h.kind == OpKind::pin) return false;
+        for (const auto& [sk, q] : r.held)
+            if (q->h.kind == OpKind::pin) return false;
+        auto* inv = new Invocation;
+        inv->h.key = k;
+        inv->h.kind = OpKind::rebalance;
+        inv->h.arg = dest;
+        inv->h.sender = rank_;
+        r.rebalancing = true;
+        // Ahead of the queued requests (no sequence number: it is not one of the sender's
+        // ordered requests); they travel with the object in their order.
+        r.ready.push_front(inv);
+        dispatch_locked(r, out);
+    }
+    start(out);
+    return true;
+}
+
 void Objects::finish(Record* r, bool excl, double seconds) {
     Shard& s = shard(r->key);
     std::vector<Pending> out;
@@ -83,6 +122,9 @@ void Objects::finish(Record* r, bool excl, double seconds) {
         else
             --r->running_shared;
         r->busy_s += seconds;
+        // Recent handler time: what the next handlers will likely cost (a balancing policy's
+        // estimate of the work queued on the object).
+        if (seconds > 0) r->recent_s = r->recent_s > 0 ? 0.5 * (r->recent_s + seconds) : seconds;
         ++r->handled;
         dispatch_locked(*r, out);
     }

@@ -20,6 +20,7 @@ struct MigrateHead {
     std::uint32_t n_expected;
     std::uint64_t version;
     double busy_s;
+    double recent_s;
     std::uint64_t handled;
     std::uint32_t n_ready;
     std::uint32_t n_held;

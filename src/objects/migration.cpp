@@ -47,6 +47,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
                    static_cast<std::uint32_t>(rec->expected.size()),
                    rec->version + 1,
                    rec->busy_s,
+                   rec->recent_s,
                    rec->handled,
                    static_cast<std::uint32_t>(rec->ready.size()),
                    static_cast<std::uint32_t>(rec->held.size()),
@@ -126,6 +127,7 @@ void Objects::install(const char* data, std::size_t size, int) {
     rec->type = t;
     rec->version = mh.version;
     rec->busy_s = mh.busy_s;
+    rec->recent_s = mh.recent_s;
     rec->handled = mh.handled;
     rec->pinned = mh.pinned != 0;
     for (std::uint32_t i = 0; i < mh.n_expected; ++i) {

@@ -239,9 +239,12 @@ std::vector<ObjectLoad> Objects::local_objects() const {
             l.key = k;
             l.type = r.type->name;
             l.busy_s = r.busy_s;
-            l.load = r.type->load ? r.type->load(r.obj) : r.busy_s;
+            l.recent_s = r.recent_s;
+            l.user_load = static_cast<bool>(r.type->load);
+            l.load = l.user_load ? r.type->load(r.obj) : r.busy_s;
             l.pending = r.ready.size() + r.held.size();
             l.pinned = r.pinned;
+            l.leaving = r.rebalancing;
             l.handled = r.handled;
             v.push_back(l);
         }

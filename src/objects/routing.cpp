@@ -272,6 +272,9 @@ void Objects::start(std::vector<Pending>& out) {
         t.vt = &ObjTask::vtable;
         t.emplace<ObjTask>(
             ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
+        // A balancing migration runs before the handlers queued on this worker: the work it
+        // carries away is what it is for.
+        if (p.inv->h.kind == OpKind::rebalance) t.priority = 1.0;
         tp_.push(t, tp_.pick_thread(), false);
     }
     out.clear();

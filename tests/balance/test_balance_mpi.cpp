@@ -1,14 +1,21 @@
 // Balancing (run at 1-8 ranks): the rotate policy moves every object at every step while
 // thousands of requests run, and the objects layer keeps its guarantees (exactly once,
-// per-sender order, exclusivity, contents); pinned objects never move; balancing off means
-// no migration.
+// per-sender order, exclusivity, contents); diffusion and master-worker spread the work of
+// objects created on one rank over all ranks (measured busy times); pinned objects never
+// move; balancing off means no migration; switching it on while running starts it.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cascade/balance/balancer.hpp>
+#include <cascade/balance/diffusion.hpp>
+#include <cascade/balance/master_worker.hpp>
 #include <cascade/cascade.hpp>
+#include <chrono>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace cascade;
@@ -34,16 +41,24 @@ long sum(long x) {
     return y;
 }
 
+std::vector<double> gather(double x) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    std::vector<double> all(n);
+    MPI_Allgather(&x, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    return all;
+}
+
 struct Outcome {
     long count = 0, disorder = 0, overlaps = 0, names = 0, local = 0, moved = 0, steps = 0;
 };
 
 // Every rank sends `per_rank` ordered requests to each of the objects (4 per rank).
-Outcome run(const char* policy, bool enabled, bool pin_all, long per_rank) {
+Outcome run(const char* policy, bool enabled, bool pin_all, long per_rank, double period_s) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    Balancer bal(objs, make_policy(policy), {.period_s = 0.0005, .enabled = enabled});
+    Balancer bal(objs, make_policy(policy), {.period_s = period_s, .enabled = enabled});
     const int me = comm.comm_rank(), n = comm.comm_size();
     auto bump = objs.make_handler<Tally>(
         [](Tally& t, int& sender, std::int64_t& seq) {
@@ -89,13 +104,93 @@ Outcome run(const char* policy, bool enabled, bool pin_all, long per_rank) {
     return r;
 }
 
+// A small synthetic run: rank 0 creates 6 objects per rank and queues `per_object` requests
+// of 1 ms of sleep on each (sleep: each rank stands for a core however oversubscribed).
+struct Work {
+    int done = 0;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(done);
+    }
+};
+
+struct Spread {
+    std::vector<double> busy;  // per rank: seconds of handlers run there
+    long done = 0, moved = 0, migrations = 0;
+};
+
+Spread concentrated(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pin_all,
+                    int per_object, int enable_after = -1) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    Balancer bal(objs, std::move(policy), {.period_s = 0.002, .enabled = enabled});
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::atomic<double> busy{0};
+    std::atomic<int> handled{0};
+    auto work = objs.make_handler<Work>(
+        [&](Work& w) {
+            const auto t0 = std::chrono::steady_clock::now();
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            ++w.done;
+            busy.fetch_add(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            if (++handled == enable_after) bal.enable(true);
+        },
+        {.name = "work"});
+    const int n_objects = 6 * n;
+    std::vector<mobile_ptr<Work>> ps;
+    if (me == 0)
+        for (int i = 0; i < n_objects; ++i) {
+            ps.push_back(objs.create<Work>());
+            if (pin_all) objs.pin(ps.back());
+        }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0)
+        tp.insert([&] {
+            for (int k = 0; k < per_object; ++k)
+                for (auto& p : ps)
+                    work->invoke(p);
+        });
+    tp.join();
+    Spread s;
+    s.busy = gather(busy.load());
+    long done = 0, moved = 0;
+    for (int i = 1; i <= n_objects; ++i) {
+        mobile_ptr<Work> p(ObjectKey{0, 0, std::uint64_t(i)});
+        if (Work* w = objs.local(p)) {
+            done += w->done;
+            if (me != 0) ++moved;
+        }
+    }
+    s.done = sum(done);
+    s.moved = sum(moved);
+    s.migrations = sum(long(bal.migrations()));
+    return s;
+}
+
+void expect_balanced(const Spread& s, int per_object) {
+    const int n = int(s.busy.size());
+    EXPECT_EQ(s.done, 6L * n * per_object);  // exactly once
+    if (n < 2) return;
+    double total = 0, lo = 1e30, hi = 0;
+    for (double b : s.busy)
+        total += b, lo = std::min(lo, b), hi = std::max(hi, b);
+    const double mean = total / n;
+    // Static placement leaves every rank but 0 at zero: max/mean = n. Balanced within
+    // object granularity on an oversubscribed machine: a loose bound.
+    EXPECT_LT(hi / mean, 2.0) << "max busy " << hi << " s, mean " << mean << " s";
+    EXPECT_GT(lo / mean, 0.2) << "min busy " << lo << " s, mean " << mean << " s";
+    EXPECT_GT(s.migrations, 0);
+}
+
 }  // namespace
 
 TEST(BalanceMpi, RotateKeepsTheGuaranteesOfTheObjectsLayer) {
     int n = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     const long per_rank = 1000;
-    const Outcome r = run("rotate", true, false, per_rank);
+    const Outcome r = run("rotate", true, false, per_rank, 0.005);
     EXPECT_EQ(sum(r.local), 4L * n);                 // every object lives in exactly one place
     EXPECT_EQ(sum(r.count), 4L * n * n * per_rank);  // exactly once
     EXPECT_EQ(sum(r.disorder), 0);                   // per-sender order
@@ -110,7 +205,7 @@ TEST(BalanceMpi, RotateKeepsTheGuaranteesOfTheObjectsLayer) {
 TEST(BalanceMpi, PinnedObjectsNeverMove) {
     int n = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    const Outcome r = run("rotate", true, true, 300);
+    const Outcome r = run("rotate", true, true, 300, 0.0005);
     EXPECT_EQ(sum(r.moved), 0);
     EXPECT_EQ(sum(r.count), 4L * n * n * 300);
     EXPECT_EQ(sum(r.disorder), 0);
@@ -119,14 +214,74 @@ TEST(BalanceMpi, PinnedObjectsNeverMove) {
 TEST(BalanceMpi, BalancingOffMeansNoMigration) {
     int n = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    const Outcome r = run("rotate", false, false, 300);
+    const Outcome r = run("rotate", false, false, 300, 0.0005);
     EXPECT_EQ(sum(r.moved), 0);
     EXPECT_EQ(sum(r.steps), 0);
     EXPECT_EQ(sum(r.count), 4L * n * n * 300);
 }
 
+TEST(BalanceMpi, DiffusionSpreadsAConcentratedPlacement) {
+    expect_balanced(concentrated(std::make_unique<Diffusion>(), true, false, 40), 40);
+}
+
+TEST(BalanceMpi, MasterWorkerSpreadsAConcentratedPlacement) {
+    expect_balanced(concentrated(std::make_unique<MasterWorker>(), true, false, 40), 40);
+}
+
+TEST(BalanceMpi, DiffusionAndMasterWorkerLeavePinnedObjects) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    for (const char* name : {"diffusion", "master_worker"}) {
+        const Spread s = concentrated(make_policy(name), true, true, 10);
+        EXPECT_EQ(s.moved, 0) << name;
+        EXPECT_EQ(s.migrations, 0) << name;
+        EXPECT_EQ(s.done, 6L * n * 10) << name;
+    }
+}
+
+TEST(BalanceMpi, DiffusionAndMasterWorkerOffMeanNoMigration) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    for (const char* name : {"diffusion", "master_worker"}) {
+        const Spread s = concentrated(make_policy(name), false, false, 10);
+        EXPECT_EQ(s.moved, 0) << name;
+        EXPECT_EQ(s.migrations, 0) << name;
+        EXPECT_EQ(s.done, 6L * n * 10) << name;
+        for (int r = 1; r < n; ++r)
+            EXPECT_EQ(s.busy[r], 0.0) << name;
+    }
+}
+
+TEST(BalanceMpi, SwitchedOnWhileRunning) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    // Off at first; rank 0 switches it on after 5 handlers (the others stay on throughout
+    // as well: a rank's switch governs its own steps and objects).
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    const Spread s = concentrated(make_policy("diffusion"), me != 0, false, 30, 5);
+    EXPECT_EQ(s.done, 6L * n * 30);
+    if (n > 1) {
+        EXPECT_GT(s.migrations, 0);
+        EXPECT_GT(s.moved, 0);
+    }
+}
+
 TEST(BalanceMpi, PolicyByName) {
     EXPECT_STREQ(make_policy("none")->name(), "none");
     EXPECT_STREQ(make_policy("rotate")->name(), "rotate");
+    EXPECT_STREQ(make_policy("diffusion")->name(), "diffusion");
+    EXPECT_STREQ(make_policy("master_worker")->name(), "master_worker");
     EXPECT_THROW(make_policy("bogus"), UsageError);
+}
+
+TEST(BalanceMpi, PolicyFromTheEnvironment) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    setenv("CASCADE_BALANCE", "master_worker", 1);
+    Balancer bal(objs);
+    unsetenv("CASCADE_BALANCE");
+    EXPECT_STREQ(bal.policy().name(), "master_worker");
+    tp.join();
 }

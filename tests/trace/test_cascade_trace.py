@@ -85,6 +85,26 @@ class Summary(unittest.TestCase):
             self.assertGreater(os.path.getsize(png), 1000)
 
 
+class Busy(unittest.TestCase):
+    def test_fractions(self):
+        width, t0, rows = ct.busy_over_time(synthetic(), 4)
+        self.assertAlmostEqual(width, 10)
+        self.assertAlmostEqual(t0, 0)
+        for got, want in zip(rows["rank 0"], [1.0, 0.0, 0.0, 1.0]):
+            self.assertAlmostEqual(got, want)
+        for got, want in zip(rows["rank 1"], [0.0, 0.8, 0.8, 0.0]):
+            self.assertAlmostEqual(got, want)
+
+    def test_cli(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.json")
+            with open(path, "w") as f:
+                json.dump(synthetic(), f)
+            png = os.path.join(tmp, "busy.png")
+            self.assertEqual(ct.main(["busy", path, "-o", png, "--bins", "8"]), 0)
+            self.assertGreater(os.path.getsize(png), 1000)
+
+
 class Validate(unittest.TestCase):
     def test_valid(self):
         self.assertEqual(ct.validate(synthetic(), ranks=2, min_tasks=3, min_flows=1,

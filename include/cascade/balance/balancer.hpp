@@ -1,8 +1,9 @@
 // Balancer: runs a BalancePolicy over the mobile objects of one Objects (PREMA's implicit load
-// balancing layer). The policy comes from the code or from CASCADE_BALANCE=none|rotate.
+// balancing layer). The policy comes from the code or from
+// CASCADE_BALANCE=none|rotate|diffusion|master_worker.
 //
 //   cascade::Objects objs(tp, comm);
-//   cascade::Balancer bal(objs, cascade::make_policy("rotate"), {.period_s = 0.001});
+//   cascade::Balancer bal(objs, cascade::make_policy("diffusion"), {.period_s = 0.002});
 //   objs.pin(p);            // balancing leaves p where it is
 //   bal.enable(false);      // and on again with enable(true), while running
 #pragma once
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cascade/balance/policy.hpp"
+#include "cascade/core/idle_hook.hpp"
 #include "cascade/objects/objects.hpp"
 
 namespace cascade {
@@ -21,22 +23,27 @@ namespace cascade {
 struct BalanceOptions {
     double period_s = 0.002;  ///< between two balancing steps on a rank
     bool enabled = true;
+    /// Work estimate of one queued request on an object that never ran a handler, when no
+    /// object of this rank did either (seconds).
+    double default_request_s = 0.001;
 };
 
-class Balancer final : private ObjectsObserver {
+class Balancer final : private ObjectsObserver, private IdleHook {
   public:
-    /// Same point on every rank (registers a message). `policy` null: from CASCADE_BALANCE
-    /// (default "none").
+    /// Same point on every rank (registers a message), before the work starts. `policy`
+    /// null: from CASCADE_BALANCE (default "none").
     Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy = nullptr,
              BalanceOptions opts = {});
     Balancer(const Balancer&) = delete;
     Balancer& operator=(const Balancer&) = delete;
     ~Balancer() override;
 
-    /// Switches balancing on or off (any thread, any time).
+    /// Switches balancing on or off (any thread, any time). Off: no step runs and this rank
+    /// moves none of its objects.
     void enable(bool on) noexcept { enabled_.store(on, std::memory_order_release); }
     bool enabled() const noexcept { return enabled_.load(std::memory_order_acquire); }
     BalancePolicy& policy() noexcept { return *policy_; }
+    const BalanceOptions& options() const noexcept { return opts_; }
 
     // ---- for policies --------------------------------------------------------------------
     int rank() const noexcept { return objs_.rank(); }
@@ -45,26 +52,37 @@ class Balancer final : private ObjectsObserver {
     /// The objects living here with their loads, and their sum.
     std::vector<ObjectLoad> local_objects() const { return objs_.local_objects(); }
     double rank_load() const { return objs_.rank_load(); }
-    /// Moves an object to `dest` unless it is pinned when the request reaches it.
-    void migrate(const ObjectKey& k, int dest);
-    /// Sends bytes to the policy of rank `dest` (its on_message).
+    /// Estimated work waiting on each object (seconds): the user's load where the type has a
+    /// load function (Objects::set_load), else its queued requests times its recent handler
+    /// time (this rank's average, or default_request_s, for an object that never ran one);
+    /// 0 for an object a balancing migration is taking away.
+    std::vector<double> work_left(const std::vector<ObjectLoad>& objs) const;
+    /// The sum over the objects living here: this rank's load as the policies see it.
+    double work_left() const;
+    /// Moves a local object to `dest` ahead of the requests queued on it (they go with it),
+    /// after the handlers running on it. False, and nothing happens, if it does not live
+    /// here, is pinned, is already moving, or balancing is off.
+    bool migrate(const ObjectKey& k, int dest);
+    /// Sends bytes to the policy of rank `dest` (its on_message; `dest` may be this rank).
     void send(int dest, const char* data, std::size_t size);
 
-    /// Balancing steps run on this rank, and migrations they asked for.
+    /// Balancing steps run on this rank, idle calls, and migrations its policy started.
     std::uint64_t steps() const noexcept { return steps_.load(); }
+    std::uint64_t idle_calls() const noexcept { return idle_calls_.load(); }
     std::uint64_t migrations() const noexcept { return migrations_.load(); }
 
   private:
     void after_handler(const ObjectKey& key, double seconds) override;
+    long on_idle(Threadpool& tp, int worker) override;
 
     Objects& objs_;
     std::unique_ptr<BalancePolicy> policy_;
     BalanceOptions opts_;
     std::atomic<bool> enabled_;
     ActiveMsg<std::int32_t, view<char>>* msg_ = nullptr;
-    std::mutex step_mutex_;  // one step at a time
+    std::mutex step_mutex_;  // one step (or idle call) at a time
     std::atomic<std::int64_t> last_step_ns_{0};
-    std::atomic<std::uint64_t> steps_{0}, migrations_{0};
+    std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0};
 };
 
 }  // namespace cascade

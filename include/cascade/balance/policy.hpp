@@ -30,6 +30,14 @@ class BalancePolicy {
     /// one at a time, every BalanceOptions::period_s while handlers run here. May read the
     /// loads, migrate local objects and send policy messages.
     virtual void balance(Balancer& b) = 0;
+    /// A worker of this rank found nothing to do (PREMA's pop on an empty pool): the time to
+    /// ask other ranks for work. Return true to be called again one period later while the
+    /// rank stays idle; the rank then counts as busy (join() waits), so return false once
+    /// there is nothing left to ask for. One call at a time, never during balance().
+    virtual bool idle(Balancer& b) {
+        (void)b;
+        return false;
+    }
     /// A handler ran on `key` for `seconds` (PREMA's notify): the object's load changed.
     virtual void notify(Balancer& b, const ObjectKey& key, double seconds) {
         (void)b, (void)key, (void)seconds;
@@ -40,9 +48,10 @@ class BalancePolicy {
     }
 };
 
-/// Policies that ship with Cascade, by name: "none" (never moves anything) and "rotate"
-/// (every unpinned object moves to the next rank at every step: tests pack, unpack and
-/// ordering under constant migration). Throws UsageError for another name.
+/// Policies that ship with Cascade, by name: "none" (never moves anything), "rotate" (every
+/// unpinned object moves to the next rank at every step: tests pack, unpack and ordering
+/// under constant migration), "diffusion" and "master_worker" (with their default options;
+/// see diffusion.hpp and master_worker.hpp). Throws UsageError for another name.
 std::unique_ptr<BalancePolicy> make_policy(const std::string& name);
 
 }  // namespace cascade

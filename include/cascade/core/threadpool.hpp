@@ -17,6 +17,7 @@
 
 #include "cascade/core/detail/closure.hpp"
 #include "cascade/core/detail/taskflow_base.hpp"
+#include "cascade/core/idle_hook.hpp"
 #include "cascade/core/join_hook.hpp"
 #include "cascade/core/notifier.hpp"
 #include "cascade/core/observer.hpp"
@@ -112,6 +113,9 @@ class Threadpool {
     std::exception_ptr error() const;
     /// True when every worker is idle and no task is queued (nothing runs in this pool).
     bool idle() const noexcept { return locally_idle(); }
+    /// Calls `hook` when a worker finds nothing to do (null: nobody); see idle_hook.hpp.
+    /// Setting null returns once no worker is inside the previous hook.
+    void set_idle_hook(IdleHook* hook) noexcept;
     /// Wakes the thread blocked in join() so it re-polls its hook (e.g. a message to send,
     /// or a value a future waits for).
     void wake_joiner() noexcept {
@@ -165,6 +169,10 @@ class Threadpool {
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};
     std::atomic<unsigned> round_robin_{0};
     JoinHook* hook_ = nullptr;
+    // Read only by idle workers; idle_calls_ counts those inside it (set_idle_hook waits).
+    std::atomic<IdleHook*> idle_hook_{nullptr};
+    std::atomic<int> idle_calls_{0};
+    long call_idle_hook(int me) noexcept;
     // The observer (see observer.hpp) when the pool was created, and its handle of each
     // worker; null when none (the only cost of observation when it is off).
     Observer* observer_ = nullptr;

@@ -48,9 +48,12 @@ struct ObjectLoad {
     ObjectKey key;
     const char* type = "";
     double load = 0;            ///< the user load function's value, else busy_s
+    bool user_load = false;     ///< load comes from the user's function (Objects::set_load)
     double busy_s = 0;          ///< measured time of the handlers run on it (everywhere)
+    double recent_s = 0;        ///< recent handler time (moving average; 0: none ran yet)
     std::size_t pending = 0;    ///< requests queued on it here
     bool pinned = false;        ///< Objects::pin: balancing leaves it here
+    bool leaving = false;       ///< a balancing migration of it is queued or running
     std::uint64_t handled = 0;  ///< handlers run on it (everywhere)
 };
 
@@ -116,9 +119,11 @@ class Objects {
     void pin(mobile_ptr<T> p) {
         submit_op(p.key(), detail::OpKind::pin, -1);
     }
-    /// A migration asked by a balancing policy: like migrate, but nothing happens if the
-    /// object is pinned when the request reaches it.
-    void rebalance(const ObjectKey& k, int dest) { submit_op(k, detail::OpKind::rebalance, dest); }
+    /// A migration asked by a balancing policy for an object living here: it goes ahead of
+    /// the requests queued on the object (they travel with it, in order) and runs as soon as
+    /// the handlers running on it end. Returns false, and nothing happens, if the object does
+    /// not live here, is pinned (or a pin is queued on it) or is already about to move.
+    bool rebalance(const ObjectKey& k, int dest);
     /// Tells `obs` about every handler run here (null: nobody). Set before work starts.
     void set_observer(ObjectsObserver* obs) noexcept { observer_.store(obs); }
 

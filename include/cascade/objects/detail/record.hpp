@@ -85,12 +85,14 @@ struct Record {
     bool running_exclusive = false;
     bool migrating = false;         // a migration runs: start nothing more
     bool pinned = false;            // balancing policies leave it where it is (travels with it)
+    bool rebalancing = false;       // a balancing migration is queued or running
     std::deque<Invocation*> ready;  // in order, waiting for access
     // Arrived ahead of an earlier request from the same sender: (sender, seq) -> request.
     std::map<std::pair<int, std::uint64_t>, Invocation*> held;
     std::vector<std::pair<int, std::uint64_t>> expected;  // next seq per sender
     double busy_s = 0;                                    // measured handler time (load)
-    std::uint64_t handled = 0;                            // handlers run
+    double recent_s = 0;        // moving average of the last handlers' times (travels with it)
+    std::uint64_t handled = 0;  // handlers run
     std::uint64_t& next_expected(int sender) {
         for (auto& e : expected)
             if (e.first == sender) return e.second;

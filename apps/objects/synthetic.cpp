@@ -1,0 +1,193 @@
+// PREMA's synthetic load-balancing benchmark (thesis §3.3.3): 10 mobile objects per worker,
+// 20 % of them heavy (2.5x the work of a light one), each running a fixed number of handlers.
+// Placements: "concentrated" (the heavy objects piled on the first quarter of the ranks, which
+// carry twice the work of the others: static max/min busy ~ 2, like the thesis's MPI run) and
+// "round_robin" (every rank gets the same mix: already balanced). Work is a calibrated spin,
+// or with --fake-work a sleep, so that each rank stands for one core however many ranks share
+// this machine's cores. Prints the time, the ideal (total work / workers), the busy time of
+// the most and least loaded rank, and checks that every handler ran once (a checksum per
+// object that does not depend on where it ran).
+//
+//   mpiexec -n 8 --oversubscribe objects_synthetic --fake-work --policy diffusion
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cascade/balance/balancer.hpp>
+#include <cascade/cascade.hpp>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "common/record.hpp"
+#include "spin.hpp"
+
+namespace {
+
+struct Unit {
+    std::uint32_t index = 0;  // global object number
+    std::uint32_t done = 0;   // handlers run
+    std::uint64_t sum = 0;    // checksum of the handlers run, in order
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(index, done, sum);
+    }
+};
+
+std::uint64_t mix(std::uint64_t s, std::uint64_t v) {
+    return (s ^ v) * 0x100000001b3ULL + (v << 7);
+}
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// Spin iterations per second on this core (a few short runs, the fastest).
+double calibrate() {
+    double best = 0;
+    for (int i = 0; i < 5; ++i) {
+        const std::uint64_t iters = 2000000;
+        const double t0 = now();
+        cascade_bench::spin(iters);
+        best = std::max(best, double(iters) / (now() - t0));
+    }
+    return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"PREMA's synthetic benchmark: light and heavy mobile objects, balanced or not"};
+    int per_worker = 10, handlers = 20, threads = 1;
+    double heavy_fraction = 0.2, heavy_factor = 2.5, light_ms = 2.0, period_ms = 2.0;
+    std::string placement = "concentrated", policy = "diffusion";
+    bool fake = false;
+    app.add_option("--objects-per-worker", per_worker, "mobile objects per worker thread");
+    app.add_option("--handlers", handlers, "handlers run on each object");
+    app.add_option("--light-ms", light_ms, "work of one handler on a light object (ms)");
+    app.add_option("--heavy-fraction", heavy_fraction, "fraction of heavy objects");
+    app.add_option("--heavy-factor", heavy_factor, "work of a heavy object / a light one");
+    app.add_option("--threads", threads, "worker threads per rank");
+    app.add_option("--placement", placement, "concentrated | round_robin")
+        ->check(CLI::IsMember({"concentrated", "round_robin"}));
+    app.add_option("--policy", policy, "static | diffusion | master_worker | rotate")
+        ->check(CLI::IsMember({"static", "diffusion", "master_worker", "rotate"}));
+    app.add_option("--period-ms", period_ms, "balancing period (ms)");
+    app.add_flag("--fake-work", fake, "sleep instead of spinning (each rank stands for a core)");
+    CLI11_PARSE(app, argc, argv);
+
+    cascade::Communicator comm;
+    cascade::Threadpool tp(threads, &comm, 0, "synthetic");
+    cascade::Objects objs(tp, comm);
+    cascade::Balancer bal(objs, cascade::make_policy(policy == "static" ? "none" : policy),
+                          {.period_s = period_ms * 1e-3});
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int workers = n * threads;
+    const int n_objects = per_worker * workers;
+    const int n_heavy = static_cast<int>(heavy_fraction * n_objects + 0.5);
+    auto weight = [&](int i) { return i < n_heavy ? heavy_factor : 1.0; };
+
+    // Placement: rank of each object (same computation on every rank).
+    std::vector<int> where(n_objects);
+    if (placement == "round_robin") {  // heavy ones first, dealt like cards: the same mix each
+        for (int i = 0; i < n_objects; ++i)
+            where[i] = i % n;
+    } else {  // greedy by weight toward targets 2 (first quarter of the ranks) : 1 (the rest)
+        const int k = std::max(1, n / 4);
+        std::vector<double> load(n, 0.0);
+        for (int i = 0; i < n_objects; ++i) {
+            int best = 0;
+            for (int r = 1; r < n; ++r)
+                if (load[r] / (r < k ? 2.0 : 1.0) < load[best] / (best < k ? 2.0 : 1.0)) best = r;
+            where[i] = best;
+            load[best] += weight(i);
+        }
+    }
+
+    const double iters_per_s = fake ? 0 : calibrate();
+    std::atomic<double> busy{0};
+    auto run = objs.make_handler<Unit>(
+        [&](Unit& u) {
+            const double t0 = now();
+            const double s = light_ms * 1e-3 * weight(int(u.index));
+            if (fake)
+                std::this_thread::sleep_for(std::chrono::duration<double>(s));
+            else
+                cascade_bench::spin(static_cast<std::uint64_t>(s * iters_per_s));
+            ++u.done;
+            u.sum = mix(u.sum, u.index * 1000003ULL + u.done);
+            busy.fetch_add(now() - t0, std::memory_order_relaxed);
+        },
+        {.name = "unit"});
+
+    std::vector<cascade::mobile_ptr<Unit>> mine;
+    for (int i = 0; i < n_objects; ++i)
+        if (where[i] == me) mine.push_back(objs.create<Unit>(Unit{std::uint32_t(i), 0, 0}));
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now();
+    tp.insert([&] {  // every handler of every local object, interleaved
+        for (int h = 0; h < handlers; ++h)
+            for (auto& p : mine)
+                run->invoke(p);
+    });
+    tp.join();
+    const double mine_s = now() - t0;
+
+    // Check: every object ran its handlers once each, in order (the checksum says so).
+    long bad = 0, done = 0;
+    for (int r = 0; r < n; ++r) {
+        std::uint64_t id = 0;
+        for (int i = 0; i < n_objects; ++i) {
+            if (where[i] != r) continue;
+            ++id;
+            if (Unit* u = objs.local(cascade::mobile_ptr<Unit>(cascade::ObjectKey{r, 0, id}))) {
+                std::uint64_t want = 0;
+                for (std::uint32_t h = 1; h <= std::uint32_t(handlers); ++h)
+                    want = mix(want, std::uint32_t(i) * 1000003ULL + h);
+                done += u->done;
+                bad += u->index != std::uint32_t(i) || u->sum != want;
+            }
+        }
+    }
+    long all_done = 0, all_bad = 0, migrations = long(bal.migrations());
+    long all_migrations = 0;
+    double seconds = 0, b = busy.load(), max_busy = 0, min_busy = 0;
+    MPI_Allreduce(&done, &all_done, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&migrations, &all_migrations, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine_s, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&b, &max_busy, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&b, &min_busy, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    double total_work = 0;
+    for (int i = 0; i < n_objects; ++i)
+        total_work += handlers * light_ms * 1e-3 * weight(i);
+    const double ideal = total_work / workers;
+    const bool ok = all_done == long(n_objects) * handlers && all_bad == 0;
+    if (me == 0) {
+        std::printf(
+            "synthetic: %d ranks x %d threads, %d objects (%d heavy), %s placement, %s, %s work: "
+            "%.3f s (ideal %.3f s, %.2fx), busy max %.3f s min %.3f s, %ld migrations: %s\n",
+            n, threads, n_objects, n_heavy, placement.c_str(), policy.c_str(),
+            fake ? "sleep" : "spin", seconds, ideal, seconds / ideal, max_busy, min_busy,
+            all_migrations, ok ? "OK" : "WRONG");
+        cascade_bench::Record()
+            .add("bench", "synthetic")
+            .add("placement", placement)
+            .add("policy", policy)
+            .add("ranks", n)
+            .add("threads", threads)
+            .add("work", fake ? "sleep" : "spin")
+            .add("seconds", seconds)
+            .add("ideal_seconds", ideal)
+            .add("busy_max", max_busy)
+            .add("busy_min", min_busy)
+            .add("migrations", all_migrations)
+            .add("objects", n_objects)
+            .add("handlers", handlers)
+            .add("light_ms", light_ms)
+            .add("ok", ok)
+            .print_result();
+    }
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,66 @@
+// Diffusion (PREMA's diffusive policy): a rank whose queued work falls below a limit asks a
+// small neighbourhood of ranks for their loads, then asks the most loaded one for objects;
+// the neighbourhood is redrawn at random when none has work, and a neighbour that refused
+// is replaced. A rank with much more work than the limit also tells a random neighbourhood
+// now and then, so that ranks which went quiet (nothing found) ask it directly.
+//
+//   cascade::Balancer bal(objs, std::make_unique<cascade::Diffusion>(
+//                                   cascade::DiffusionOptions{.limit_s = 0.005}));
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "cascade/balance/policy.hpp"
+
+namespace cascade {
+
+struct DiffusionOptions {
+    double limit_s = 0.01;     ///< below this much queued work (seconds) a rank asks for more
+    int neighbours = 4;        ///< neighbourhood size (at most ranks - 1)
+    int max_empty_rounds = 3;  ///< an idle rank stops asking after this many fruitless rounds
+                               ///< in a row, until it runs handlers or hears of work
+    double announce = 4;       ///< a rank with more than announce x limit_s of work tells
+    int announce_every = 8;    ///< a random neighbourhood so, every this many steps
+};
+
+class Diffusion final : public BalancePolicy {
+  public:
+    explicit Diffusion(DiffusionOptions opts = {}) : opts_(opts) {}
+    const char* name() const override { return "diffusion"; }
+    void balance(Balancer& b) override;
+    bool idle(Balancer& b) override;
+    void notify(Balancer& b, const ObjectKey& key, double seconds) override;
+    void on_message(Balancer& b, int source, const char* data, std::size_t size) override;
+
+  private:
+    enum class Phase { quiet, polling, asking };
+    struct Msg {
+        // 1 load?, 2 load (x), 3 give me work (x: my load), 4 given (x), 5 I have work (x)
+        std::uint8_t kind;
+        double x;
+    };
+    void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
+    void draw_neighbours(Balancer& b);
+    void replace_neighbour(Balancer& b, int who);
+    static void post(Balancer& b, std::vector<std::pair<int, Msg>>& out);
+
+    DiffusionOptions opts_;
+    std::mutex m_;
+    std::mt19937 rng_{12345};
+    bool seeded_ = false;
+    std::vector<int> neighbours_;
+    Phase phase_ = Phase::quiet;
+    int replies_ = 0;
+    double best_load_ = 0, my_load_ = 0;
+    int best_rank_ = -1;
+    int steps_ = 0;
+    // Something happened here since the last round (set by notify without the lock).
+    std::atomic<bool> credit_{true};
+    std::atomic<int> empty_rounds_{0};
+};
+
+}  // namespace cascade

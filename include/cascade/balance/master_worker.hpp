@@ -1,0 +1,61 @@
+// Master-worker (PREMA's master-worker policy): one rank, the master, keeps the table of
+// every rank's load, which ranks report as it changes; a rank whose queued work falls below
+// a limit asks the master, which tells the most loaded rank to send it objects, or keeps it
+// waiting until a rank reports work to spare.
+//
+//   cascade::Balancer bal(objs, std::make_unique<cascade::MasterWorker>(
+//                                   cascade::MasterWorkerOptions{.master = 0}));
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "cascade/balance/policy.hpp"
+
+namespace cascade {
+
+struct MasterWorkerOptions {
+    double limit_s = 0.01;  ///< below this much queued work (seconds) a rank asks the master
+    int master = 0;         ///< the rank that keeps the load table
+    double report = 0.25;   ///< a rank reports its load when it changed by this fraction
+};
+
+class MasterWorker final : public BalancePolicy {
+  public:
+    explicit MasterWorker(MasterWorkerOptions opts = {}) : opts_(opts) {}
+    const char* name() const override { return "master_worker"; }
+    void balance(Balancer& b) override;
+    bool idle(Balancer& b) override;
+    void notify(Balancer& b, const ObjectKey& key, double seconds) override;
+    void on_message(Balancer& b, int source, const char* data, std::size_t size) override;
+
+  private:
+    struct Msg {
+        // 1 load report (x), 2 ask for work (x: load), 3 give `rank` work (x: its load),
+        // 4 work given (x), 5 could not give `rank` work (x: load)
+        std::uint8_t kind;
+        std::int32_t rank;
+        double x;
+    };
+    using Out = std::vector<std::pair<int, Msg>>;
+    void step(Balancer& b, bool from_idle);
+    void serve(Out& out);  // master, locked: match waiting ranks with loaded ones
+    static void post(Balancer& b, Out& out);
+
+    MasterWorkerOptions opts_;
+    std::mutex m_;
+    // Every rank.
+    bool waiting_ = false;  // asked the master, no answer yet
+    double reported_ = -1;
+    std::atomic<bool> credit_{true};  // handlers ran since the last request
+    // The master.
+    std::vector<double> table_;
+    std::vector<double> asked_;  // a waiting rank's load when it asked
+    std::vector<char> refused_;  // refused to give since its last report
+    std::deque<int> queue_;      // ranks waiting for work
+};
+
+}  // namespace cascade

@@ -1,0 +1,35 @@
+// Threadpool's idle hook (idle_hook.hpp): called by workers that found nothing to do.
+#include <thread>
+
+#include "cascade/core/detail/task_epilogue.hpp"
+#include "cascade/core/threadpool.hpp"
+
+namespace cascade {
+
+long Threadpool::call_idle_hook(int me) noexcept {
+    idle_calls_.fetch_add(1, std::memory_order_seq_cst);
+    long again = 0;
+    if (IdleHook* h = idle_hook_.load(std::memory_order_seq_cst)) {
+        try {
+            again = h->on_idle(*this, me);
+            detail::run_task_epilogue();  // e.g. messages held back like a task's
+        } catch (...) {
+            fail(std::current_exception());
+            again = 0;
+        }
+    }
+    idle_calls_.fetch_sub(1, std::memory_order_seq_cst);
+    return again;
+}
+
+void Threadpool::set_idle_hook(IdleHook* hook) noexcept {
+    idle_hook_.store(hook, std::memory_order_seq_cst);
+    if (hook) {
+        wake_workers();  // sleeping workers call it at once
+        return;
+    }
+    while (idle_calls_.load(std::memory_order_seq_cst) > 0)
+        std::this_thread::yield();
+}
+
+}  // namespace cascade
