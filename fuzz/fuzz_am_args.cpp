@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cascade/comm/active_msg.hpp"
+#include "cascade/comm/communicator.hpp"  // LargeActiveMsg and its templates
 
 using namespace cascade;
 
@@ -73,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const char* p = reinterpret_cast<const char*>(buf.data());
     const std::size_t n = size - 1;
     try {
-        switch (data[0] % 7) {
+        switch (data[0] % 9) {
             case 0:
                 am0.on_frame(0, p, n);
                 break;
@@ -91,6 +92,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 break;
             case 5:
                 large.on_body_arrived(p, n);
+                break;
+            case 6:
+                large.on_tree_body_arrived(p, n);
+                break;
+            case 7:
+                (void)large.body_where(p, n);
                 break;
             default:
                 large.on_body_sent(p, n);

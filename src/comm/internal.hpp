@@ -28,8 +28,6 @@ inline int am_tag(std::uint32_t epoch) {
 constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
 // A big message's receive buffer is kept for the next one only up to this capacity.
 constexpr std::size_t kKeptRecvBuffer = std::size_t(4) << 20;
-// Largest body a header may announce (2^46 bytes: 64 TiB).
-constexpr std::size_t kMaxBody = std::size_t(1) << 46;
 // Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most this capacity.
 constexpr std::size_t kMaxSpareBufferBytes = std::size_t(1) << 20;
 constexpr int kMaxMessagesPerProgress = 64;

@@ -21,9 +21,7 @@ void Communicator::receive_large(int source, ActiveMsgBase& am, void* dest, std:
     if (chunk > kDefaultChunk)
         throw WireError("body chunk of " + std::to_string(chunk) + " bytes (at most " +
                         std::to_string(kDefaultChunk) + ")");
-    if (bytes > kMaxBody)
-        throw WireError("body of " + std::to_string(bytes) + " bytes (at most " +
-                        std::to_string(kMaxBody) + ")");
+    (void)detail::body_elements(bytes, 1);
     PendingRecv r{&am, source, {}, std::move(args)};
     r.seq = cur_seq_;
     r.bytes = bytes;

@@ -158,7 +158,14 @@ detail::StateBase* Futures::take_export(std::uint64_t id, std::uint64_t weight, 
 void Futures::receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
                            detail::BodySink* sink) {
     bodies_received_.fetch_add(1, std::memory_order_relaxed);
-    comm_->receive_body(source, *body_am_, dest, bytes, chunk, detail::body_token(sink));
+    try {
+        comm_->receive_body(source, *body_am_, dest, bytes, chunk, detail::body_token(sink));
+    } catch (...) {
+        // Not posted (a malformed header: the job ends): the sink expected this body, so it
+        // hears of it now and lets go of what it held for it (a call not started yet frees).
+        sink->body_arrived();
+        throw;
+    }
 }
 
 namespace {
@@ -290,6 +297,9 @@ void Futures::on_reply(const char* data, std::size_t size) {
         case detail::reply_body: {
             const auto n = r.get<std::uint64_t>();
             const auto chunk = r.get<std::uint64_t>();
+            // Checked before the value is sized (receive_body would refuse it after).
+            if (chunk > Communicator::kDefaultChunk)
+                throw WireError("body chunk of " + std::to_string(chunk) + " bytes");
             std::size_t bytes = 0;
             void* dest = st->begin_body(n, bytes);
             receive_body(h.rank, dest, bytes, static_cast<std::size_t>(chunk),

@@ -61,6 +61,25 @@ void for_each_frame(const char* data, std::size_t size, F&& f) {
     }
 }
 
+// Largest body, in bytes, a header may announce: 2^46 (64 TiB). The receiver sizes its
+// buffer from the announced count before the body arrives, so the count is bounded first.
+// Fuzzing builds (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, see fuzz/) use 16 MiB: under
+// AddressSanitizer a failed operator new is reported as a crash, not thrown as bad_alloc.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+inline constexpr std::uint64_t kMaxBody = std::uint64_t(1) << 24;
+#else
+inline constexpr std::uint64_t kMaxBody = std::uint64_t(1) << 46;
+#endif
+
+// The element count of an announced body of `n` elements of `elem` bytes each, once checked
+// against kMaxBody.
+inline std::size_t body_elements(std::uint64_t n, std::size_t elem) {
+    if (elem == 0 || n > kMaxBody / elem)
+        throw WireError("body of " + std::to_string(n) + " x " + std::to_string(elem) +
+                        " bytes (at most " + std::to_string(kMaxBody) + " bytes)");
+    return static_cast<std::size_t>(n);
+}
+
 // The size announced by a kAnnounce frame: more than `small` (it would have been sent
 // directly) and at most `limit` bytes, a whole number of frames (a multiple of 8).
 inline std::size_t announced_size(const FrameRef& fr, std::size_t small, std::size_t limit) {

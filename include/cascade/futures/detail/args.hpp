@@ -215,8 +215,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
         const auto chunk = r.get<std::uint64_t>();
         if constexpr (body_capable<X> && !param_traits<P>::shared) {
             using E = typename X::value_type;
-            if (n > (std::uint64_t(1) << 62) / sizeof(E)) throw WireError("bad body size");
-            slot.value.emplace(Recycler<X>::take(static_cast<std::size_t>(n)));
+            slot.value.emplace(Recycler<X>::take(body_elements(n, sizeof(E))));
             sink.expect_body();
             fx.receive_body(source, slot.value->data(), static_cast<std::size_t>(n) * sizeof(E),
                             static_cast<std::size_t>(chunk), &sink);

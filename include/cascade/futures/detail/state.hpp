@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "cascade/comm/detail/frames.hpp"
 #include "cascade/comm/serialization.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/futures/detail/recycle.hpp"
@@ -213,8 +214,7 @@ class State : public StateBase {
     void* begin_body(std::uint64_t n, std::size_t& bytes) override {
         if constexpr (body_capable<T>) {
             using E = typename T::value_type;
-            if (n > (std::uint64_t(1) << 62) / sizeof(E)) throw WireError("bad body size");
-            value_.emplace(Recycler<T>::take(static_cast<std::size_t>(n)));
+            value_.emplace(Recycler<T>::take(body_elements(n, sizeof(E))));
             bytes = static_cast<std::size_t>(n) * sizeof(E);
             return value_->data();
         } else {
