@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "cascade/core/settings.hpp"
 #include "cascade/core/observer.hpp"
+#include "cascade/core/settings.hpp"
 #include "cascade/core/task.hpp"
 #include "cascade/trace/buffer.hpp"
 #include "cascade/trace/event.hpp"
