@@ -6,7 +6,8 @@
 //       large active message (--large-bytes body) from the previous rank's tasks; one task
 //       in --async-every calls async on the next rank with a 128 KiB vector argument and a
 //       128 KiB vector result (bodies both ways). After each batch rank 0 prints a record
-//       {"bench":"soak","workload":"mixed","tasks":<so far>,"rss_mb":<largest rank>,...}.
+//       {"bench":"soak","workload":"mixed","tasks":<so far>,"rss_mb":<largest
+//       rank>,"heap_mb":<bytes in use, largest rank>,...}.
 //   --workload flood_small: ranks 1.. send --messages small active messages in all to rank 0
 //       as fast as they can, into a handler that works --slow-ns per message; one record
 //       with the peak resident set (VmHWM) of the receiver and of the senders.
@@ -15,6 +16,7 @@
 //   The floods stop the job when the receiver's resident set passes --rss-limit-mb (default
 //   2048): the record then has "limit_exceeded": true and the peak reached.
 // Every message and result is checked; a wrong one ends the run with status 1.
+#include <malloc.h>
 #include <mpi.h>
 
 #include <atomic>
@@ -93,6 +95,13 @@ double status_mb(const char* field) {
     while (std::getline(f, line))
         if (line.compare(0, n, field) == 0) return std::stod(line.substr(n + 1)) / 1024.0;
     return 0;
+}
+
+// Bytes the allocator hands out now (all arenas), in MiB: RSS minus this is what the
+// allocator keeps free (fragmentation) rather than what the program holds.
+double heap_in_use_mb() {
+    const struct mallinfo2 mi = mallinfo2();
+    return static_cast<double>(mi.uordblks + mi.hblkhd) / (1024.0 * 1024.0);
 }
 
 double reduce(double x, MPI_Op op) {
@@ -197,6 +206,7 @@ int run_mixed(const Options& o) {
         base += per_rank;  // keys of every rank advance together: next batch, new keys
         const double rss = status_mb("VmRSS:");
         const double rss_max = reduce(rss, MPI_MAX), rss_sum = reduce(rss, MPI_SUM);
+        const double heap_max = reduce(heap_in_use_mb(), MPI_MAX);
         if (me == 0)
             cascade_bench::Record()
                 .add("bench", "soak")
@@ -206,6 +216,7 @@ int run_mixed(const Options& o) {
                 .add("tasks", done)
                 .add("rss_mb", rss_max, "%.2f")
                 .add("rss_mb_sum", rss_sum, "%.2f")
+                .add("heap_mb", heap_max, "%.2f")
                 .add("batch_seconds", secs, "%.3f")
                 .add("seconds", cascade_bench::now_seconds() - first_t, "%.2f")
                 .print();

@@ -29,9 +29,9 @@ constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
 // A big message's receive buffer is kept for the next one only up to this capacity.
 constexpr std::size_t kKeptRecvBuffer = std::size_t(4) << 20;
 // Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most this capacity.
-constexpr std::size_t kMaxSpareBufferBytes = std::size_t(1) << 20;
+constexpr std::size_t kMaxSpareBufferBytes = std::size_t(256) << 10;
 constexpr int kMaxMessagesPerProgress = 64;
-constexpr std::size_t kMaxSpareBuffers = 16;
+constexpr std::size_t kMaxSpareBuffers = 8;
 constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
 constexpr auto kFirstCountDelay = std::chrono::microseconds(20);
 constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
