@@ -104,10 +104,10 @@ Communicator::~Communicator() {
     // Complete what is in flight so MPI can shut down cleanly (a peer that never receives it
     // is the watchdog's).
     const auto since = std::chrono::steady_clock::now();
-    for (auto& ps : sends_) {
-        int done = ps.reqs.empty();
+    {
+        int done = send_reqs_.empty();
         while (!done) {
-            if (MPI_Testall(static_cast<int>(ps.reqs.size()), ps.reqs.data(), &done,
+            if (MPI_Testall(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &done,
                             MPI_STATUSES_IGNORE) != MPI_SUCCESS)
                 break;
             if (!done) {
@@ -231,7 +231,7 @@ bool Communicator::progress() {
     tls_comm_thread = this;
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
     const std::uint64_t before = mpi_sends_ + processed_;
-    const std::size_t sends_before = sends_.size();
+    const std::size_t sends_before = live_sends_;
     struct Depth {
         int& d;
         explicit Depth(int& x) : d(++x) {}
@@ -246,7 +246,7 @@ bool Communicator::progress() {
     any |= test_large_recvs();
     if (after_progress_ && handlers_open_ == 0) any |= after_progress_(after_ctx_);
     if (!was) tls_comm_thread = nullptr;
-    any = any || mpi_sends_ + processed_ != before || sends_.size() != sends_before;
+    any = any || mpi_sends_ + processed_ != before || live_sends_ != sends_before;
     if (t0 != 0 && any) [[unlikely]] {
         trace::mark_progress_thread();
         if (trace::Buffer* tb = trace::this_thread()) tb->slice(trace::Kind::progress, t0);
@@ -255,7 +255,7 @@ bool Communicator::progress() {
 }
 
 bool Communicator::is_done() const {
-    return outbox_pending_.load(std::memory_order_acquire) == 0 && sends_.empty() &&
+    return outbox_pending_.load(std::memory_order_acquire) == 0 && live_sends_ == 0 &&
            large_recvs_.empty() && big_recvs_.empty();
 }
 
@@ -306,9 +306,8 @@ std::string Communicator::describe_state() const {
     std::ostringstream os;
     os << "messages: " << queued() << " active messages queued here, " << processed_
        << " processed here; " << outbox_pending_.load() << " destination(s) with unsent messages, "
-       << sends_.size() << " MPI send(s) in flight, " << large_recvs_.size()
-       << " large bod(ies) and " << big_recvs_.size()
-       << " big message(s) being received; completion: epoch " << epoch_;
+       << live_sends_ << " MPI send(s) in flight, " << large_recvs_.size() << " large bod(ies) and "
+       << big_recvs_.size() << " big message(s) being received; completion: epoch " << epoch_;
     if (last_q_ == ~0ull)
         os << ", no COUNT sent yet";
     else

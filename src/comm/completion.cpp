@@ -43,7 +43,7 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
     check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, comm_, &req),
               "MPI_Isend");
     ps.reqs.push_back(req);
-    sends_.push_back(std::move(ps));
+    track_send(std::move(ps));
 }
 
 void Communicator::on_ctrl(int source, const CtrlMsg& m) {
@@ -220,9 +220,9 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         // epoch inside this one (ranks that finished first may have sent them already).
         reset_epoch();
         const auto since = std::chrono::steady_clock::now();
-        while (!sends_.empty()) {
+        while (live_sends_ > 0) {
             test_sends();
-            if (!sends_.empty()) {
+            if (live_sends_ > 0) {
                 check_stall("join(), completing the last sends of an epoch", since);
                 std::this_thread::yield();
             }

@@ -110,7 +110,7 @@ void Communicator::flush() {
             ps.dest = d;
             ps.bytes = n;
             o.frame_bytes_in_flight.fetch_add(n, std::memory_order_relaxed);
-            sends_.push_back(std::move(ps));
+            track_send(std::move(ps));
         } else if (buf.capacity() && buf.capacity() <= kMaxSpareBufferBytes &&
                    spare_bufs_.size() < kMaxSpareBuffers) {
             spare_bufs_.push_back(std::move(buf));
@@ -135,7 +135,7 @@ void Communicator::post_large(int d, LargeSend l) {
     ps.dest = d;
     if (trace::recording()) ps.t0 = trace::stamp();
     ++pending_large_sends_;
-    sends_.push_back(std::move(ps));
+    track_send(std::move(ps));
 }
 
 void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end) {
@@ -157,54 +157,101 @@ void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, st
     ++mpi_sends_;
 }
 
+// Sends in flight: their requests join one array that test_sends() hands to MPI_Testsome,
+// so a poll costs one MPI call whatever the number of sends in flight.
+void Communicator::track_send(PendingSend ps) {
+    std::uint32_t slot;
+    if (!free_sends_.empty()) {
+        slot = free_sends_.back();
+        free_sends_.pop_back();
+    } else {
+        slot = static_cast<std::uint32_t>(sends_.size());
+        sends_.emplace_back();
+    }
+    ps.outstanding = ps.reqs.size();
+    ps.live = true;
+    for (MPI_Request r : ps.reqs) {
+        send_reqs_.push_back(r);
+        send_req_slot_.push_back(slot);
+    }
+    ps.reqs.clear();
+    if (ps.outstanding == 0) sends_done_.push_back(slot);
+    sends_[slot] = std::move(ps);
+    ++live_sends_;
+}
+
 void Communicator::test_sends() {
-    for (std::size_t i = 0; i < sends_.size();) {
-        PendingSend& s = sends_[i];
-        int done = 1;
-        if (!s.reqs.empty())
-            check_mpi(MPI_Testall(static_cast<int>(s.reqs.size()), s.reqs.data(), &done,
-                                  MPI_STATUSES_IGNORE),
-                      "MPI_Testall");
-        if (!done) {
-            ++i;
-            continue;
-        }
-        PendingSend finished = std::move(s);
-        sends_[i] = std::move(sends_.back());
-        sends_.pop_back();
-        if (finished.large) {
-            --pending_large_sends_;
-            LargeSend& l = *finished.large;
-            outbox_[finished.dest].body_bytes_in_flight.fetch_sub(l.bytes,
-                                                                  std::memory_order_release);
-            if (trace::recording()) [[unlikely]] {
-                trace::Buffer* tb = trace::this_thread();
-                if (trace::Event* e = tb ? tb->reserve(trace::Kind::large_send) : nullptr) {
-                    e->t0 = finished.t0;
-                    e->t1 = trace::stamp();
-                    e->peer = finished.dest;
-                    e->am = l.am->id();
-                    e->b = l.bytes;
-                    tb->commit();
-                }
+    if (send_reqs_.size() > null_send_reqs_) {
+        testsome_idx_.resize(send_reqs_.size());
+        int count = 0;
+        check_mpi(MPI_Testsome(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &count,
+                               testsome_idx_.data(), MPI_STATUSES_IGNORE),
+                  "MPI_Testsome");
+        if (count != MPI_UNDEFINED) {
+            for (int k = 0; k < count; ++k) {
+                const std::uint32_t slot =
+                    send_req_slot_[static_cast<std::size_t>(testsome_idx_[k])];
+                if (--sends_[slot].outstanding == 0) sends_done_.push_back(slot);
             }
-            try {
-                l.am->on_body_sent(l.args.data(), l.args.size());
-            } catch (...) {
-                handler_failed(*l.am, rank_, std::current_exception(), "on_sent");
+            null_send_reqs_ += static_cast<std::size_t>(count);
+        }
+        // Completed requests are MPI_REQUEST_NULL now: drop them once they are half the array.
+        if (null_send_reqs_ * 2 > send_reqs_.size()) {
+            std::size_t w = 0;
+            for (std::size_t r = 0; r < send_reqs_.size(); ++r) {
+                if (send_reqs_[r] == MPI_REQUEST_NULL) continue;
+                send_reqs_[w] = send_reqs_[r];
+                send_req_slot_[w] = send_req_slot_[r];
+                ++w;
             }
-            continue;
+            send_reqs_.resize(w);
+            send_req_slot_.resize(w);
+            null_send_reqs_ = 0;
         }
-        if (finished.dest >= 0)
-            outbox_[finished.dest].frame_bytes_in_flight.fetch_sub(finished.bytes,
-                                                                   std::memory_order_release);
-        if (finished.buf.capacity() <= kMaxSpareBufferBytes &&
-            spare_bufs_.size() < kMaxSpareBuffers) {
-            // Only moderate buffers are kept: a burst's big ones return to the system.
-            finished.buf.clear();
-            finished.announce.clear();
-            spare_bufs_.push_back(std::move(finished.buf));
+    }
+    // on_sent callbacks may queue more sends (new slots): take the list first.
+    while (!sends_done_.empty()) {
+        const std::uint32_t slot = sends_done_.back();
+        sends_done_.pop_back();
+        PendingSend finished = std::move(sends_[slot]);
+        sends_[slot].live = false;
+        free_sends_.push_back(slot);
+        --live_sends_;
+        finish_send(finished);
+    }
+}
+
+void Communicator::finish_send(PendingSend& finished) {
+    if (finished.large) {
+        --pending_large_sends_;
+        LargeSend& l = *finished.large;
+        outbox_[finished.dest].body_bytes_in_flight.fetch_sub(l.bytes, std::memory_order_release);
+        if (trace::recording()) [[unlikely]] {
+            trace::Buffer* tb = trace::this_thread();
+            if (trace::Event* e = tb ? tb->reserve(trace::Kind::large_send) : nullptr) {
+                e->t0 = finished.t0;
+                e->t1 = trace::stamp();
+                e->peer = finished.dest;
+                e->am = l.am->id();
+                e->b = l.bytes;
+                tb->commit();
+            }
         }
+        try {
+            l.am->on_body_sent(l.args.data(), l.args.size());
+        } catch (...) {
+            handler_failed(*l.am, rank_, std::current_exception(), "on_sent");
+        }
+        return;
+    }
+    if (finished.dest >= 0)
+        outbox_[finished.dest].frame_bytes_in_flight.fetch_sub(finished.bytes,
+                                                               std::memory_order_release);
+    if (finished.buf.capacity() <= kMaxSpareBufferBytes && spare_bufs_.size() < kMaxSpareBuffers) {
+        // Only moderate buffers are kept: a burst's big ones return to the system.
+        finished.buf.clear();
+        finished.announce.clear();
+        spare_bufs_.push_back(std::move(finished.buf));
     }
 }
 
@@ -217,7 +264,7 @@ void Communicator::flush_blocking() {
     const std::uint64_t upto = send_serial_;
     auto pending = [&] {
         return held_ > 0 || std::any_of(sends_.begin(), sends_.end(), [&](const PendingSend& s) {
-                   return !s.large && s.serial < upto;
+                   return s.live && !s.large && s.serial < upto;
                });
     };
     auto moved = std::chrono::steady_clock::now();

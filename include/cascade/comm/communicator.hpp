@@ -248,6 +248,8 @@ class Communicator : public JoinHook {
         int dest = -1;                                      // destination rank
         std::size_t bytes = 0;                              // frame bytes (back-pressure)
         std::uint64_t serial = 0;                           // frame messages, in flush order
+        std::size_t outstanding = 0;                        // its requests not yet complete
+        bool live = false;                                  // a slot of sends_ in use
         std::int64_t t0 = 0;
     };
     struct PendingRecv {
@@ -284,6 +286,8 @@ class Communicator : public JoinHook {
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
     void test_sends();
+    void track_send(PendingSend ps);
+    void finish_send(PendingSend& finished);
     void wait_for_room(int dest);
     std::ptrdiff_t room_left(Outbox& o) const;
     bool receive();
@@ -307,7 +311,16 @@ class Communicator : public JoinHook {
     std::vector<std::unique_ptr<ActiveMsgBase>> ams_;
     std::unique_ptr<Outbox[]> outbox_;
     std::atomic<int> outbox_pending_{0};
-    std::deque<PendingSend> sends_;
+    // Sends in flight: slots (live ones are in use, the others listed in free_sends_), and
+    // every request of theirs in one array tested with MPI_Testsome, each with its slot.
+    std::vector<PendingSend> sends_;
+    std::vector<std::uint32_t> free_sends_;
+    std::size_t live_sends_ = 0;
+    std::vector<MPI_Request> send_reqs_;
+    std::vector<std::uint32_t> send_req_slot_;
+    std::size_t null_send_reqs_ = 0;         // completed entries of send_reqs_ not yet compacted
+    std::vector<int> testsome_idx_;          // scratch for MPI_Testsome
+    std::vector<std::uint32_t> sends_done_;  // slots whose requests all completed
     std::deque<PendingRecv> large_recvs_;
     std::vector<MPI_Status> statuses_;  // scratch for MPI_Testall
     std::vector<detail::Bytes> spare_bufs_;
