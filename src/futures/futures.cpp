@@ -198,14 +198,22 @@ struct FetchReply final : detail::Callback {
 }  // namespace
 
 void Futures::fetch(int owner, std::uint64_t id, detail::StateBase* proxy, std::uint64_t weight) {
-    proxy->retain();       // named by the fetch's token, adopted by the reply
     if (owner == rank_) {  // a value kept here, fetched back through a redirect
-        Export ex = take(id, weight, rank_);
+        Export ex = take(id, weight, rank_);  // throws (an unknown id) before any reference
+        proxy->retain();                      // adopted by the share
         kept_in_place_.fetch_add(1, std::memory_order_relaxed);
         ex.state->on_ready(new LocalShare(proxy, ex.share));
         return;
     }
-    send_fetch(owner, {rank_, 0, id, tokens_.add(proxy), weight});
+    proxy->retain();  // named by the fetch's token, adopted by the reply
+    std::uint64_t token = 0;
+    try {
+        token = tokens_.add(proxy);
+    } catch (...) {
+        proxy->release();
+        throw;
+    }
+    send_fetch(owner, {rank_, 0, id, token, weight});
 }
 
 void Futures::release_export(int owner, std::uint64_t id, std::uint64_t weight) {
