@@ -28,7 +28,11 @@ void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, 
         [&](Outbox& o) {
             o.larges.push_back(
                 LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk});
+            o.body_bytes_queued += bytes;
+            ++o.bodies_queued;
         });
+    if (opts_.max_bytes_in_flight != 0 && room_left(outbox_[dest]) < 0) [[unlikely]]
+        wait_for_room(dest);
 }
 
 void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
@@ -55,9 +59,18 @@ void Communicator::send_body_now(int dest, ActiveMsgBase& am, const void* body, 
 
 void Communicator::flush() {
     if (outbox_pending_.load(std::memory_order_acquire) == 0) return;
+    held_ = 0;
     for (int d = 0; d < size_; ++d) {
         Outbox& o = outbox_[d];
         if (!o.nonempty.load(std::memory_order_acquire)) continue;
+        // Back-pressure: enough large bodies are on their way to d; what is queued for it
+        // (frames and bodies, in order) waits until some have arrived.
+        if (opts_.max_bytes_in_flight != 0 &&
+            o.body_bytes_in_flight.load(std::memory_order_relaxed) >= opts_.max_bytes_in_flight)
+            [[unlikely]] {
+            ++held_;
+            continue;
+        }
         detail::Bytes buf;
         if (!spare_bufs_.empty()) {
             buf = std::move(spare_bufs_.back());
@@ -68,6 +81,8 @@ void Communicator::flush() {
             std::lock_guard<Spinlock> g(o.lock);
             std::swap(buf, o.buf);
             std::swap(larges, o.larges);
+            o.body_bytes_queued = 0;
+            o.bodies_queued = 0;
             o.nonempty.store(false, std::memory_order_release);
             outbox_pending_.fetch_sub(1, std::memory_order_acq_rel);
         }
@@ -92,6 +107,9 @@ void Communicator::flush() {
             }
             if (n > start) send_segment(ps, d, start, n);
             ps.serial = send_serial_++;
+            ps.dest = d;
+            ps.bytes = n;
+            o.frame_bytes_in_flight.fetch_add(n, std::memory_order_relaxed);
             sends_.push_back(std::move(ps));
         } else if (buf.capacity() && buf.capacity() <= kMaxSpareBufferBytes &&
                    spare_bufs_.size() < kMaxSpareBuffers) {
@@ -112,6 +130,7 @@ void Communicator::post_large(int d, LargeSend l) {
         check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, tag, comm_, &req), "MPI_Isend");
         ps.reqs.push_back(req);
     }
+    outbox_[d].body_bytes_in_flight.fetch_add(l.bytes, std::memory_order_relaxed);
     ps.large = std::make_unique<LargeSend>(std::move(l));
     ps.dest = d;
     if (trace::recording()) ps.t0 = trace::stamp();
@@ -156,6 +175,8 @@ void Communicator::test_sends() {
         if (finished.large) {
             --pending_large_sends_;
             LargeSend& l = *finished.large;
+            outbox_[finished.dest].body_bytes_in_flight.fetch_sub(l.bytes,
+                                                                  std::memory_order_release);
             if (trace::recording()) [[unlikely]] {
                 trace::Buffer* tb = trace::this_thread();
                 if (trace::Event* e = tb ? tb->reserve(trace::Kind::large_send) : nullptr) {
@@ -172,8 +193,13 @@ void Communicator::test_sends() {
             } catch (...) {
                 handler_failed(*l.am, rank_, std::current_exception(), "on_sent");
             }
-        } else if (finished.buf.capacity() <= kMaxSpareBufferBytes &&
-                   spare_bufs_.size() < kMaxSpareBuffers) {
+            continue;
+        }
+        if (finished.dest >= 0)
+            outbox_[finished.dest].frame_bytes_in_flight.fetch_sub(finished.bytes,
+                                                                   std::memory_order_release);
+        if (finished.buf.capacity() <= kMaxSpareBufferBytes &&
+            spare_bufs_.size() < kMaxSpareBuffers) {
             // Only moderate buffers are kept: a burst's big ones return to the system.
             finished.buf.clear();
             finished.announce.clear();
@@ -190,8 +216,9 @@ void Communicator::flush_blocking() {
     flush();
     const std::uint64_t upto = send_serial_;
     auto pending = [&] {
-        return std::any_of(sends_.begin(), sends_.end(),
-                           [&](const PendingSend& s) { return !s.large && s.serial < upto; });
+        return held_ > 0 || std::any_of(sends_.begin(), sends_.end(), [&](const PendingSend& s) {
+                   return !s.large && s.serial < upto;
+               });
     };
     auto moved = std::chrono::steady_clock::now();
     while (pending()) {
@@ -200,6 +227,65 @@ void Communicator::flush_blocking() {
             check_stall("flush_blocking (a blocking_send)", moved);
             std::this_thread::yield();
         }
+    }
+}
+
+std::size_t Communicator::bytes_in_flight(int dest) const {
+    if (dest < 0 || dest >= size_)
+        throw UsageError("bytes_in_flight: rank " + std::to_string(dest) + " outside [0, " +
+                         std::to_string(size_) + ")");
+    Outbox& o = outbox_[dest];
+    std::size_t queued = 0;
+    {
+        std::lock_guard<Spinlock> g(o.lock);
+        queued = o.buf.size();
+    }
+    return queued + o.frame_bytes_in_flight.load(std::memory_order_acquire);
+}
+
+// Back-pressure (CommunicatorOptions::max_bytes_in_flight): negative when the frames queued
+// for a destination and those MPI still holds pass the limit, or the bodies queued and in
+// flight do (one body alone always goes, whatever its size).
+std::ptrdiff_t Communicator::room_left(Outbox& o) const {
+    const std::size_t cap = opts_.max_bytes_in_flight;
+    std::size_t frames = 0, bodies = 0, count = 0;
+    {
+        std::lock_guard<Spinlock> g(o.lock);
+        frames = o.buf.size();
+        bodies = o.body_bytes_queued;
+        count = o.bodies_queued;
+    }
+    frames += o.frame_bytes_in_flight.load(std::memory_order_acquire);
+    const std::size_t flying = o.body_bytes_in_flight.load(std::memory_order_acquire);
+    if (frames > cap) return -1;
+    if (bodies + flying > cap && (flying > 0 || count > 1)) return -1;
+    return static_cast<std::ptrdiff_t>(cap - frames);
+}
+
+// Back-pressure (CommunicatorOptions::max_bytes_in_flight): enqueue found the frames queued
+// for `dest` and those MPI still holds over the limit. The communication thread outside any
+// handler makes room by progressing; inside a handler it never waits (the handler's sends
+// may then pass the limit); any other thread waits until the communication thread drained
+// the queue.
+void Communicator::wait_for_room(int dest) {
+    Outbox& o = outbox_[dest];
+    auto full = [&] { return room_left(o) < 0; };
+    if (on_comm_thread()) {
+        if (progress_depth_ > 0) return;
+        auto moved = std::chrono::steady_clock::now();
+        while (full()) {
+            if (progress()) {
+                moved = std::chrono::steady_clock::now();
+            } else {
+                check_stall("a send waiting for room to its destination (back-pressure)", moved);
+                std::this_thread::yield();
+            }
+        }
+        return;
+    }
+    while (full()) {
+        if (tp_) tp_->wake_joiner();
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 }
 

@@ -43,6 +43,12 @@ struct CommunicatorOptions {
     /// Broadcast detection (see Broadcasts): -1 from CASCADE_BCAST (on unless "0"), 0 off,
     /// 1 on.
     int broadcast_detection = -1;
+    /// Back-pressure, per destination: once this many bytes of small messages are queued or
+    /// in flight to one rank, a thread other than the communication thread that sends there
+    /// waits until MPI has delivered some; once this many bytes of large bodies are in flight
+    /// to one rank, nothing more leaves for it until some complete. A single body bigger
+    /// than this still goes. 0: no limit.
+    std::size_t max_bytes_in_flight = std::size_t(128) << 20;
 };
 
 /// The distributed layer of one process (see the top of this file). Create it before the
@@ -133,6 +139,9 @@ class Communicator : public JoinHook {
     /// MPI messages this rank sent so far (several active messages may share one). Read it on
     /// the communication thread or after join().
     std::uint64_t mpi_messages_sent() const noexcept { return mpi_sends_; }
+    /// Bytes of small messages queued for `dest` or handed to MPI and not yet delivered: what
+    /// CommunicatorOptions::max_bytes_in_flight bounds (any thread; a snapshot).
+    std::size_t bytes_in_flight(int dest) const;
 
     /// Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
     /// receiver follows the sender's value). Settable for tests of the chunked path, from any
@@ -228,12 +237,18 @@ class Communicator : public JoinHook {
     };
     /// What is queued for one destination (one per rank, on its own cache line).
     struct alignas(64) Outbox {
-        Spinlock lock;                      ///< Guards every other member.
+        Spinlock lock;                      ///< Guards buf, larges, seq and body_bytes_queued.
         detail::Bytes buf;                  ///< Frames not yet sent.
         std::vector<LargeSend> larges;      ///< Large bodies to post after these frames.
         std::atomic<bool> nonempty{false};  ///< Something is queued (read without the lock).
         /// Frames queued to this destination so far (names them in traces).
         std::uint64_t seq = 0;
+        /// Back-pressure: bytes of frames handed to MPI and not yet delivered.
+        std::atomic<std::size_t> frame_bytes_in_flight{0};
+        /// Back-pressure: bytes of large bodies posted to MPI and not yet delivered.
+        std::atomic<std::size_t> body_bytes_in_flight{0};
+        std::size_t body_bytes_queued = 0;  ///< Bytes of the bodies in `larges`.
+        std::size_t bodies_queued = 0;      ///< Number of bodies in `larges`.
     };
 
     /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
@@ -260,7 +275,8 @@ class Communicator : public JoinHook {
         std::vector<MPI_Request> reqs;
         std::deque<std::array<std::uint64_t, 3>> announce;  // frames announcing big messages
         std::unique_ptr<LargeSend> large;                   // on_sent to run on completion
-        int dest = -1;                                      // large sends: for the trace
+        int dest = -1;                                      // destination rank
+        std::size_t bytes = 0;                              // frame bytes (back-pressure)
         std::uint64_t serial = 0;                           // frame messages, in flush order
         std::int64_t t0 = 0;
     };
@@ -298,6 +314,8 @@ class Communicator : public JoinHook {
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
     void test_sends();
+    void wait_for_room(int dest);
+    std::ptrdiff_t room_left(Outbox& o) const;
     bool receive();
     void run_message(int source, const char* data, std::size_t size);
     void run_frames(int source, const char* data, std::size_t size);
@@ -367,6 +385,7 @@ class Communicator : public JoinHook {
     void* after_ctx_ = nullptr;
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
+    int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)
     std::function<void()> progress_fault_;  // set_progress_fault_for_test
     // join() runs (from its first poll until it returns): a send from a thread outside the
     // pool then could change the counts after completion was confirmed (checked mode says so).

@@ -74,6 +74,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
     const std::int64_t t0 = tb ? trace::stamp() : 0;
     std::uint64_t seq = 0;
     std::size_t len = 0;
+    bool full = false;  // back-pressure: this destination's queue and MPI hold enough
     {
         std::lock_guard<Spinlock> g(o.lock);
         const std::size_t at = o.buf.size();
@@ -90,6 +91,9 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         queued_.fetch_add(1, std::memory_order_release);
         if (!o.nonempty.exchange(true, std::memory_order_acq_rel))
             outbox_pending_.fetch_add(1, std::memory_order_release);
+        const std::size_t cap = opts_.max_bytes_in_flight;
+        full = cap != 0 &&
+               o.buf.size() + o.frame_bytes_in_flight.load(std::memory_order_relaxed) > cap;
     }
     if (tb) [[unlikely]] {
         if (trace::Event* e = tb->reserve(trace::Kind::send)) {
@@ -103,6 +107,8 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         }
     }
     if (tp_ && !on_comm_thread()) tp_->wake_joiner();
+    if (full) [[unlikely]]
+        wait_for_room(dest);
 }
 
 template <class... Ps>
