@@ -20,14 +20,18 @@
 
 namespace cascade {
 
+/// Settings of a Balancer.
 struct BalanceOptions {
     double period_s = 0.002;  ///< between two balancing steps on a rank
-    bool enabled = true;
+    bool enabled = true;      ///< balancing starts switched on (see Balancer::enable)
     /// Work estimate of one queued request on an object that never ran a handler, when no
     /// object of this rank did either (seconds).
     double default_request_s = 0.001;
 };
 
+/// Runs a BalancePolicy over the mobile objects of one Objects (see the top of this file):
+/// periodic steps while handlers run, idle calls when workers find nothing to do, and the
+/// policy's messages. Its members may be called from any thread.
 class Balancer final : private ObjectsObserver, private IdleHook {
   public:
     /// Same point on every rank (registers a message), before the work starts. `policy`
@@ -41,16 +45,23 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// Switches balancing on or off (any thread, any time). Off: no step runs and this rank
     /// moves none of its objects.
     void enable(bool on) noexcept { enabled_.store(on, std::memory_order_release); }
+    /// Whether balancing is on (see enable).
     bool enabled() const noexcept { return enabled_.load(std::memory_order_acquire); }
+    /// The policy that decides (given, or chosen by CASCADE_BALANCE).
     BalancePolicy& policy() noexcept { return *policy_; }
+    /// The options given to the constructor.
     const BalanceOptions& options() const noexcept { return opts_; }
 
     // ---- for policies --------------------------------------------------------------------
+    /// This rank.
     int rank() const noexcept { return objs_.rank(); }
+    /// The number of ranks.
     int size() const noexcept { return objs_.size(); }
+    /// The objects layer being balanced.
     Objects& objects() noexcept { return objs_; }
-    /// The objects living here with their loads, and their sum.
+    /// The objects living here with their loads (Objects::local_objects).
     std::vector<ObjectLoad> local_objects() const { return objs_.local_objects(); }
+    /// The sum of their loads (Objects::rank_load).
     double rank_load() const { return objs_.rank_load(); }
     /// Estimated work waiting on each object (seconds): the user's load where the type has a
     /// load function (Objects::set_load), else its queued requests times its recent handler
@@ -66,9 +77,11 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// Sends bytes to the policy of rank `dest` (its on_message; `dest` may be this rank).
     void send(int dest, const char* data, std::size_t size);
 
-    /// Balancing steps run on this rank, idle calls, and migrations its policy started.
+    /// Balancing steps run on this rank so far.
     std::uint64_t steps() const noexcept { return steps_.load(); }
+    /// Calls of the policy's idle() on this rank so far.
     std::uint64_t idle_calls() const noexcept { return idle_calls_.load(); }
+    /// Migrations this rank's policy started so far.
     std::uint64_t migrations() const noexcept { return migrations_.load(); }
 
   private:

@@ -18,17 +18,22 @@
 
 namespace cascade {
 
+/// Settings of the Diffusion policy.
 struct DiffusionOptions {
     double limit_s = 0.01;     ///< below this much queued work (seconds) a rank asks for more
     int neighbours = 4;        ///< neighbourhood size (at most ranks - 1)
     int max_empty_rounds = 3;  ///< an idle rank stops asking after this many fruitless rounds
                                ///< in a row, until it runs handlers or hears of work
-    double announce = 4;       ///< a rank with more than announce x limit_s of work tells
-    int announce_every = 8;    ///< a random neighbourhood so, every this many steps
+    /// A rank with more than announce x limit_s of work tells a random neighbourhood so
+    /// (every announce_every steps).
+    double announce = 4;
+    int announce_every = 8;  ///< steps between two such announcements
 };
 
+/// PREMA's diffusive policy (see the top of this file).
 class Diffusion final : public BalancePolicy {
   public:
+    /// The policy with these settings.
     explicit Diffusion(DiffusionOptions opts = {}) : opts_(opts) {}
     const char* name() const override { return "diffusion"; }
     void balance(Balancer& b) override;

@@ -17,14 +17,17 @@
 
 namespace cascade {
 
+/// Settings of the MasterWorker policy.
 struct MasterWorkerOptions {
     double limit_s = 0.01;  ///< below this much queued work (seconds) a rank asks the master
     int master = 0;         ///< the rank that keeps the load table
     double report = 0.25;   ///< a rank reports its load when it changed by this fraction
 };
 
+/// PREMA's master-worker policy (see the top of this file).
 class MasterWorker final : public BalancePolicy {
   public:
+    /// The policy with these settings (every rank must give the same master).
     explicit MasterWorker(MasterWorkerOptions opts = {}) : opts_(opts) {}
     const char* name() const override { return "master_worker"; }
     void balance(Balancer& b) override;

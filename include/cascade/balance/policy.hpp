@@ -21,6 +21,8 @@ namespace cascade {
 
 class Balancer;
 
+/// How a rank decides which of its mobile objects to move where (see the top of this file).
+/// Derive from it and override balance() (and idle(), notify(), on_message() as needed).
 class BalancePolicy {
   public:
     virtual ~BalancePolicy() = default;

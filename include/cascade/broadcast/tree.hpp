@@ -18,31 +18,35 @@
 
 namespace cascade::broadcast {
 
-enum class Shape : std::uint32_t { binomial = 0, chain = 1 };
+/// How a node splits its sub-list (see the top of this file).
+enum class Shape : std::uint32_t {
+    binomial = 0,  ///< Children at positions 2^j, largest first.
+    chain = 1      ///< One child, which forwards to the rest (pipelined bodies).
+};
 
-// One entry of a sub-list, as it travels in message headers.
+/// One entry of a sub-list, as it travels in message headers.
 struct Recipient {
-    std::int32_t rank;
-    float priority;
+    std::int32_t rank;  ///< The receiving rank.
+    float priority;     ///< Its priority (higher: placed to receive earlier).
 };
 
-// A child of a node: the recipient at list[at], forwarding to list[at+1 .. at+1+count).
+/// A child of a node: the recipient at list[at], forwarding to list[at+1 .. at+1+count).
 struct Child {
-    std::size_t at;
-    std::size_t count;
+    std::size_t at;     ///< Index of the child in the node's list.
+    std::size_t count;  ///< Entries after it that the child forwards to.
 };
 
-// The children of a node holding `m` recipients, in the order it sends to them.
+/// The children of a node holding `m` recipients, in the order it sends to them.
 void children(Shape shape, std::size_t m, std::vector<Child>& out);
 
-// steps[p]: the step at which position p (1..m) receives, counting the root's first send as
-// step 1 and each send of a node as one step (a node sends to its children one after another).
+/// steps[p]: the step at which position p (1..m) receives, counting the root's first send as
+/// step 1 and each send of a node as one step (a node sends to its children one after another).
 void arrival_steps(Shape shape, std::size_t m, std::vector<std::size_t>& steps);
 
-// The root's list: ranks placed at positions so that higher priorities get earlier arrival
-// steps. Ties keep the given order rotated left by `rotation`, so that successive broadcasts
-// make different ranks inner nodes; with equal priorities and rotation 0 the list is the
-// given order (position i+1 holds ranks[i]). `priorities` is empty or one per rank.
+/// The root's list: ranks placed at positions so that higher priorities get earlier arrival
+/// steps. Ties keep the given order rotated left by `rotation`, so that successive broadcasts
+/// make different ranks inner nodes; with equal priorities and rotation 0 the list is the
+/// given order (position i+1 holds ranks[i]). `priorities` is empty or one per rank.
 void arrange(Shape shape, std::span<const int> ranks, std::span<const double> priorities,
              std::size_t rotation, std::vector<Recipient>& out);
 

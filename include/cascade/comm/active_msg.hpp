@@ -32,39 +32,57 @@ class Communicator;
 class ActiveMsgBase {
   public:
     virtual ~ActiveMsgBase() = default;
+    /// Registration order: the same on every rank, the id messages carry on the wire.
     std::uint32_t id() const noexcept { return id_; }
+    /// Hash of the argument types; a frame whose signature differs is rejected on arrival.
     std::uint32_t signature() const noexcept { return sig_; }
     /// The name given at registration (diagnostics, traces).
     const std::string& name() const noexcept { return name_; }
     /// Argument types as the compiler spells them, for diagnostics.
     virtual std::string_view types() const = 0;
-    // Runs the handler for one received frame (small AMs) or starts receiving the body
-    // (large AMs). Throws WireError on malformed input.
+    /// Runs the handler for one frame received from rank `source` (small AMs) or starts
+    /// receiving the body (large AMs); `data`/`size` are the serialized arguments. Called by
+    /// the Communicator on the communication thread. Throws WireError on malformed input.
     virtual void on_frame(int source, const char* data, std::size_t size) = 0;
+    /// True for a LargeActiveMsg (a body travels after the arguments).
     virtual bool is_large() const noexcept { return false; }
-    // Large AMs: the body arrived (receiver) / may be reused (sender); args as serialized.
+    /// Large AMs, receiver: the body arrived; runs on_arrival with the arguments (given as
+    /// serialized: pointer and size). Communication thread.
     virtual void on_body_arrived(const char*, std::size_t) {}
+    /// Large AMs, sender: the body may be reused; runs on_sent with the serialized arguments.
     virtual void on_body_sent(const char*, std::size_t) {}
-    // Large AMs received through a broadcast: where the body goes (where_to), the size of its
-    // elements, and that Cascade no longer reads the buffer (on_forwarded).
+    /// Large AMs received through a broadcast: where the body goes (the result of where_to
+    /// for these serialized arguments); null for other messages.
     virtual void* body_where(const char*, std::size_t) { return nullptr; }
-    virtual void on_tree_body_arrived(const char*, std::size_t) {}  // on_arrival only
+    /// Large AMs received through a broadcast: the body arrived; runs on_arrival only (the
+    /// buffer may still be read to forward it, see on_body_released).
+    virtual void on_tree_body_arrived(const char*, std::size_t) {}
+    /// Size in bytes of one element of the body (sizeof(T) for a LargeActiveMsg<T, ...>).
     virtual std::size_t body_element_size() const noexcept { return 1; }
+    /// Large AMs received through a broadcast: Cascade no longer reads the body buffer (it
+    /// was forwarded to every child); runs on_forwarded.
     virtual void on_body_released(const char*, std::size_t) {}
 
-    // Broadcast detection for this AM (on by default when the Communicator's is on): its
-    // sends made by one task or handler are held until it ends and those with the same
-    // arguments leave as one broadcast. Off for messages that must leave at once (a task that
-    // sends and then waits for a reply without running other tasks).
+    /// Broadcast detection for this AM (on by default when the Communicator's is on): its
+    /// sends made by one task or handler are held until it ends and those with the same
+    /// arguments leave as one broadcast. Turn it off for messages that must leave at once (a
+    /// task that sends and then waits for a reply without running other tasks). Set it before
+    /// sending; not synchronized with concurrent sends.
     void set_broadcast_detection(bool on) noexcept { detect_ = on; }
+    /// Whether broadcast detection applies to this AM (see set_broadcast_detection).
     bool broadcast_detection() const noexcept { return detect_; }
 
   protected:
     friend class Communicator;
+    /// The Communicator that registered this AM (set at registration).
     Communicator* comm_ = nullptr;
+    /// See id().
     std::uint32_t id_ = 0;
+    /// See signature().
     std::uint32_t sig_ = 0;
+    /// See broadcast_detection().
     bool detect_ = true;
+    /// See name().
     std::string name_;
 };
 
@@ -106,12 +124,15 @@ class ActiveMsg : public ActiveMsgBase {
     /// Queues the message for rank `dest` (any rank, this one included); returns at once
     /// (the arguments are copied). Thread-safe.
     void send(int dest, const Ps&... ps);
-    // Every rank in dests (which may include this one, and must not repeat a rank) runs the
-    // handler once with these arguments: one broadcast tree. A std::vector<int> converts.
+    /// Every rank in `dests` (which may include this one, and must not repeat a rank) runs
+    /// the handler once with these arguments: one broadcast tree. A std::vector<int>
+    /// converts. Thread-safe; returns at once.
     void send(std::span<const int> dests, const Ps&... ps);
-    // The same with one priority per destination: higher priorities receive earlier.
+    /// The same with one priority per destination (`priorities[i]` for `dests[i]`): higher
+    /// priorities receive earlier.
     void send(std::span<const int> dests, std::span<const double> priorities, const Ps&... ps);
-    // send(dest) without broadcast detection.
+    /// send(dest, ps...) without broadcast detection: the message is queued at once, even
+    /// inside a task or handler. Thread-safe.
     void send_now(int dest, const Ps&... ps);
     /// Sends and, when called from the communication thread, waits until the send completed
     /// (receiving and running handlers meanwhile, so sends to itself cannot deadlock).
@@ -120,6 +141,7 @@ class ActiveMsg : public ActiveMsgBase {
     void blocking_send(int dest, const Ps&... ps);
 
     std::string_view types() const override { return wire::type_names<Ps...>(); }
+    /// Decodes the arguments and runs the handler (communication thread).
     void on_frame(int, const char* data, std::size_t size) override {
         wire::Reader r(data, size);
         auto args = wire::decode_all<Ps...>(r);

@@ -33,12 +33,15 @@ namespace cascade {
 
 /// Settings of a Communicator.
 struct CommunicatorOptions {
+    /// Verbosity (TaskTorrent's `verb`): 0 quiet; higher values log more of what this rank
+    /// does.
     int verb = 0;
     /// Send the small messages queued for one destination as one MPI message.
     bool aggregate = true;
     /// MPI thread level requested if the Communicator initializes MPI itself.
     int thread_level = MPI_THREAD_FUNNELED;
-    // Broadcast detection (see Broadcasts): -1 from CASCADE_BCAST (on unless "0"), 0 off, 1 on.
+    /// Broadcast detection (see Broadcasts): -1 from CASCADE_BCAST (on unless "0"), 0 off,
+    /// 1 on.
     int broadcast_detection = -1;
     /// Back-pressure, per destination: once this many bytes of small messages are queued or
     /// in flight to one rank, a thread other than the communication thread that sends there
@@ -73,10 +76,13 @@ class Communicator : public JoinHook {
     /// Collective: all ranks destroy their Communicator (the trace is gathered here).
     ~Communicator() override;
 
-    /// This rank, the number of ranks, the host's name, the (duplicated) MPI communicator.
+    /// This rank (0 .. comm_size() - 1).
     int comm_rank() const noexcept { return rank_; }
+    /// The number of ranks.
     int comm_size() const noexcept { return size_; }
+    /// The host's name (MPI_Get_processor_name).
     std::string processor_name() const;
+    /// The private duplicate of the MPI communicator given to the constructor.
     MPI_Comm mpi_comm() const noexcept { return comm_; }
 
     /// Registers an active message running f (any non-generic callable taking its
@@ -84,6 +90,7 @@ class Communicator : public JoinHook {
     /// The Communicator owns the returned object.
     template <class F>
     auto make_active_msg(F&& f, std::string name = "");
+    /// The same for a std::function; the other overload converts to this one.
     template <class... Ps>
     ActiveMsg<Ps...>* make_active_msg(std::function<void(Ps&...)> f, std::string name = "");
 
@@ -100,27 +107,37 @@ class Communicator : public JoinHook {
     /// Work a higher layer left for the end of progress(), outside any handler: `fn(ctx)`
     /// runs there and returns whether it did anything. One per communicator (null: none).
     using AfterProgress = bool (*)(void* ctx);
+    /// Installs the after-progress function (replacing the previous one; null: none). Set it
+    /// from the communication thread or before join().
     void set_after_progress(AfterProgress fn, void* ctx) noexcept {
         after_progress_ = fn;
         after_ctx_ = ctx;
     }
+    /// The installed after-progress function, or null.
     AfterProgress after_progress() const noexcept { return after_progress_; }
     /// True on the communication thread while it is inside progress().
     bool in_progress() const noexcept { return progress_depth_ > 0 && on_comm_thread(); }
     /// True when nothing is queued, in flight, or being received by this rank.
     bool is_done() const;
 
-    // Broadcasts: detection switch, shape settings, counters (see cascade/comm/broadcasts.hpp).
+    /// Broadcasts: detection switch, shape settings, counters (see cascade/comm/broadcasts.hpp).
     Broadcasts& broadcasts() noexcept { return *bcast_; }
+    /// Read-only broadcasts(): settings and counters.
     const Broadcasts& broadcasts() const noexcept { return *bcast_; }
 
-    /// Aggregation of small messages per destination (CommunicatorOptions::aggregate).
+    /// Turns aggregation of small messages per destination on or off
+    /// (CommunicatorOptions::aggregate). Not synchronized: set it while nothing is sent.
     void set_aggregation(bool on) noexcept { opts_.aggregate = on; }
+    /// Whether small messages to one destination are sent together as one MPI message.
     bool aggregation() const noexcept { return opts_.aggregate; }
 
-    /// AM counts (user messages only): queued here / processed here; MPI messages sent.
+    /// Active messages queued by this rank so far (user messages only). Any thread.
     std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
+    /// Active messages whose handlers ran on this rank so far (user messages only). Read it
+    /// on the communication thread or after join().
     std::uint64_t processed() const noexcept { return processed_; }
+    /// MPI messages this rank sent so far (several active messages may share one). Read it on
+    /// the communication thread or after join().
     std::uint64_t mpi_messages_sent() const noexcept { return mpi_sends_; }
     /// Bytes of small messages queued for `dest` or handed to MPI and not yet delivered: what
     /// CommunicatorOptions::max_bytes_in_flight bounds (any thread; a snapshot).
@@ -134,6 +151,7 @@ class Communicator : public JoinHook {
         large_chunk_.store(bytes == 0 || bytes > kDefaultChunk ? kDefaultChunk : bytes,
                            std::memory_order_relaxed);
     }
+    /// The current chunk size for large bodies, in bytes (see set_large_chunk).
     std::size_t large_chunk() const noexcept {
         return large_chunk_.load(std::memory_order_relaxed);
     }
@@ -147,6 +165,7 @@ class Communicator : public JoinHook {
     /// One poll of join()'s loop: progress, then the completion protocol (public for
     /// diagnostics that drive it in a tight loop).
     PollResult poll(Threadpool& tp) override;
+    /// True while this Communicator has work for the communication thread.
     bool wants_progress() const override;
     int rank() const noexcept override { return rank_; }
     /// What this rank waits for (messages in flight, completion state), for the watchdog.
@@ -156,7 +175,9 @@ class Communicator : public JoinHook {
 
     // ---- for layers built on active messages (futures, and ActiveMsg itself) ---------------
     struct Outbox;
+    /// The default `extra` of enqueue(): nothing more under the outbox lock.
     struct NoExtra {
+        /// Does nothing.
         void operator()(Outbox&) const noexcept {}
     };
     /// Appends one frame for `am` to dest's outbox; `write(char* out)` serializes at most
@@ -177,11 +198,15 @@ class Communicator : public JoinHook {
     /// pieces arrive).
     void receive_body(int source, ActiveMsgBase& am, void* dest, std::size_t bytes,
                       std::size_t chunk, std::vector<char> args, int tag = -1);
+    /// attach_body on a tag from new_body_tag() (tag < 0: the ordered body tag), for bodies
+    /// matched by tag (broadcasts).
     static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
                             std::size_t chunk, std::vector<char> args, int tag);
     /// Posts a body send at once (communication thread), on a tag from new_body_tag().
     void send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
                        std::size_t chunk, std::vector<char> args, int tag);
+    /// A fresh MPI tag for one body stream matched by tag (broadcasts); tags are reused
+    /// after many streams. Thread-safe.
     int new_body_tag() noexcept;
     /// A large message to one rank (what LargeActiveMsg::send_large queues).
     void enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
@@ -190,6 +215,7 @@ class Communicator : public JoinHook {
     ActiveMsgBase* find_am(std::uint32_t id) const noexcept {
         return id < ams_.size() ? ams_[id].get() : nullptr;
     }
+    /// The pool attached to this Communicator (Threadpool tp(n, &comm)), or null.
     Threadpool* pool() const noexcept { return tp_; }
     /// Broadcast detection: where to write the arguments of a send held back, or null.
     char* held_send(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
@@ -197,37 +223,41 @@ class Communicator : public JoinHook {
         return bcast_->defer_begin(am, dest, max_bytes);
     }
 
+    /// The default (and largest) chunk size of large bodies: 1 GiB.
     static constexpr std::size_t kDefaultChunk = std::size_t(1) << 30;
 
+    /// A large body queued for one destination, sent after the frames queued before it.
     struct LargeSend {
-        ActiveMsgBase* am;
-        const char* body;
-        std::size_t bytes;
-        std::vector<char> args;
-        std::size_t chunk;  // the one written in the header: the receiver posts by it
-        int tag = -1;       // < 0: the ordered body tag
+        ActiveMsgBase* am;       ///< The large AM whose on_body_sent runs on completion.
+        const char* body;        ///< The body (the sender's memory, valid until on_sent).
+        std::size_t bytes;       ///< Body size in bytes.
+        std::vector<char> args;  ///< The serialized arguments (passed to on_body_sent).
+        std::size_t chunk;       ///< The one written in the header: the receiver posts by it.
+        int tag = -1;            ///< MPI tag from new_body_tag(); < 0: the ordered body tag.
     };
+    /// What is queued for one destination (one per rank, on its own cache line).
     struct alignas(64) Outbox {
-        Spinlock lock;
-        detail::Bytes buf;
-        std::vector<LargeSend> larges;
-        std::atomic<bool> nonempty{false};
-        std::uint64_t seq = 0;  // frames queued to this destination so far (names them in traces)
-        // Bytes of frames flushed into MPI messages not yet completed (back-pressure; read by
-        // waiting senders), and of large bodies posted and not yet completed (progress thread).
+        Spinlock lock;                      ///< Guards buf, larges, seq and body_bytes_queued.
+        detail::Bytes buf;                  ///< Frames not yet sent.
+        std::vector<LargeSend> larges;      ///< Large bodies to post after these frames.
+        std::atomic<bool> nonempty{false};  ///< Something is queued (read without the lock).
+        /// Frames queued to this destination so far (names them in traces).
+        std::uint64_t seq = 0;
+        /// Back-pressure: bytes of frames handed to MPI and not yet delivered.
         std::atomic<std::size_t> frame_bytes_in_flight{0};
+        /// Back-pressure: bytes of large bodies posted to MPI and not yet delivered.
         std::atomic<std::size_t> body_bytes_in_flight{0};
-        std::size_t body_bytes_queued = 0;  // bodies of `larges` (under the lock)
-        std::size_t bodies_queued = 0;
+        std::size_t body_bytes_queued = 0;  ///< Bytes of the bodies in `larges`.
+        std::size_t bodies_queued = 0;      ///< Number of bodies in `larges`.
     };
 
-    // The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
-    // thread, draining sends, the destructor): ends the job with `what` and this rank's state
-    // once nothing moved since `since` for longer than the watchdog limit (CASCADE_WATCHDOG).
+    /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
+    /// thread, draining sends, the destructor): ends the job with `what` and this rank's state
+    /// once nothing moved since `since` for longer than the watchdog limit (CASCADE_WATCHDOG).
     void check_stall(const char* what, std::chrono::steady_clock::time_point since);
 
-    // For tests of fail-stop: f runs at the start of every progress() on this rank (it may
-    // throw, as a failing MPI call or allocation would). Null: none.
+    /// For tests of fail-stop: f runs at the start of every progress() on this rank (it may
+    /// throw, as a failing MPI call or allocation would). Null: none.
     void set_progress_fault_for_test(std::function<void()> f) { progress_fault_ = std::move(f); }
 
   private:

@@ -40,6 +40,7 @@ class LargeActiveMsg : public ActiveMsgBase {
     static_assert((wire::require<Ps> && ...), "LargeActiveMsg: an argument type cannot travel");
 
   public:
+    /// The three callbacks described above (Communicator::make_large_active_msg makes them).
     LargeActiveMsg(std::function<void(Ps&...)> on_arrival, std::function<T*(Ps&...)> where_to,
                    std::function<void(Ps&...)> on_sent)
         : on_arrival_(std::move(on_arrival)),
@@ -56,10 +57,13 @@ class LargeActiveMsg : public ActiveMsgBase {
     /// not repeat a rank) where_to and on_arrival run once; on_sent runs here once, when the
     /// body may be reused. Inner nodes of the tree forward from the buffer where_to gave.
     void send_large(std::span<const int> dests, view<T> body, const Ps&... ps);
+    /// The same with one priority per destination (`priorities[i]` for `dests[i]`): higher
+    /// priorities receive earlier.
     void send_large(std::span<const int> dests, std::span<const double> priorities, view<T> body,
                     const Ps&... ps);
     /// send_large(dest) without broadcast detection.
     void send_large_now(int dest, view<T> body, const Ps&... ps);
+    /// Sets on_forwarded(ps...) (see above); set it before messages arrive.
     void set_on_forwarded(std::function<void(Ps&...)> f) { on_forwarded_ = std::move(f); }
 
     std::string_view types() const override { return wire::type_names<T, Ps...>(); }

@@ -130,14 +130,18 @@ inline std::size_t pad8(const char* p) noexcept {
 template <class T>
 std::size_t size_of(const T& x);
 
-// Archive that adds up an upper bound of the bytes its arguments take.
+/// Archive that adds up an upper bound of the bytes its arguments take (what a codec's
+/// serialize() sees while a message is being sized).
 class Sizer {
   public:
+    /// False: serialize() is writing (here: measuring) values, not reading them.
     static constexpr bool loading = false;
+    /// Adds the wire size bounds of `xs...`.
     template <class... Xs>
     void operator()(const Xs&... xs) {
         ((n_ += size_of(xs)), ...);
     }
+    /// The bytes added up so far.
     std::size_t bytes() const noexcept { return n_; }
 
   private:
@@ -165,15 +169,19 @@ std::size_t size_of(const T& x) {
     }
 }
 
-// Archive that writes its arguments at `out` (which holds at least size_of of them).
+/// Archive that writes its arguments at `out` (which holds at least size_of of them).
 class Writer {
   public:
+    /// False: serialize() is writing values.
     static constexpr bool loading = false;
+    /// Writes from `out` on (8-byte aligned, large enough: see Sizer).
     explicit Writer(char* out) : p_(out) {}
+    /// Writes `xs...` in order.
     template <class... Xs>
     void operator()(const Xs&... xs) {
         (put(xs), ...);
     }
+    /// Writes one value in its wire format (raw bytes, a counted sequence, or its codec).
     template <class T>
     void put(const T& x) {
         constexpr Kind k = kind_of<T>();
@@ -199,22 +207,28 @@ class Writer {
             p_ += sizeof(T);
         }
     }
+    /// Where the next byte goes: the end of what was written.
     char* position() const noexcept { return p_; }
 
   private:
     char* p_;
 };
 
-// Archive that reads values back, in the order they were written.
+/// Archive that reads values back, in the order they were written. Throws WireError on
+/// malformed or truncated input.
 class Reader {
   public:
+    /// True: serialize() is reading values.
     static constexpr bool loading = true;
+    /// Reads the `size` bytes from `begin` (8-byte aligned, as frames are).
     Reader(const char* begin, std::size_t size) : p_(begin), end_(begin + size) {}
 
+    /// Reads into `xs...` in order.
     template <class... Xs>
     void operator()(Xs&... xs) {
         (read_into(xs), ...);
     }
+    /// Reads one value into `x` (a codec type is decoded in place).
     template <class T>
     void read_into(T& x) {
         if constexpr (kind_of<T>() == Kind::custom)
@@ -223,6 +237,7 @@ class Reader {
             x = get<T>();
     }
 
+    /// Reads and returns one value of type T; a view<E> points into the buffer.
     template <class T>
     T get() {
         constexpr Kind k = kind_of<T>();
@@ -276,12 +291,13 @@ class Reader {
             return x;
         }
     }
-    // Throws unless every byte was consumed: a message longer than its arguments is as
-    // malformed as a shorter one.
+    /// Throws WireError unless every byte was consumed: a message longer than its arguments
+    /// is as malformed as a shorter one.
     void expect_end() const {
         if (p_ != end_)
             throw WireError(std::to_string(remaining()) + " byte(s) left over after the arguments");
     }
+    /// Bytes not read yet.
     std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - p_); }
 
   private:

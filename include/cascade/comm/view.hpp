@@ -22,14 +22,23 @@ class view {
                   "view<T>: T must be trivially copyable (its bytes travel as they are)");
 
   public:
+    /// The element type.
     using value_type = T;
+    /// An empty view (null, 0).
     view() = default;
+    /// The `size` elements starting at `data` (not owned; not copied until sent).
     view(T* data, std::size_t size) : data_(data), size_(size) {}
+    /// The first element.
     T* data() const noexcept { return data_; }
+    /// The number of elements.
     std::size_t size() const noexcept { return size_; }
+    /// True when size() is 0.
     bool empty() const noexcept { return size_ == 0; }
+    /// Iterator to the first element.
     T* begin() const noexcept { return data_; }
+    /// Iterator past the last element.
     T* end() const noexcept { return data_ + size_; }
+    /// Element `i` (unchecked).
     T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
   private:

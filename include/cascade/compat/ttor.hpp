@@ -255,6 +255,8 @@ class Threadpool_shared : public cascade::Threadpool {
     }
 
   protected:
+    /// For ttor::Threadpool: a pool whose join() also waits for `comm` (distributed
+    /// completion).
     Threadpool_shared(int n_threads, Communicator* comm, int verb, std::string basename,
                       bool start_immediately)
         : cascade::Threadpool(n_threads, comm, verb, std::move(basename), start_immediately) {}

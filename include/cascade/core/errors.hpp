@@ -36,9 +36,11 @@ class TaskError : public std::runtime_error {
           thread_(thread),
           rank_(rank),
           original_(std::move(original)) {}
-    /// The task's name, the worker it ran on, and the rank (-1: no communicator).
+    /// The task's name.
     const std::string& task() const noexcept { return task_; }
+    /// The worker it ran on.
     int thread() const noexcept { return thread_; }
+    /// The rank it ran on (-1: no communicator).
     int rank() const noexcept { return rank_; }
     /// The exception the task threw, to rethrow or inspect.
     std::exception_ptr original() const noexcept { return original_; }
@@ -53,6 +55,7 @@ class TaskError : public std::runtime_error {
 /// join() ended while some tasks still waited for promises that never came (checked mode).
 class IncompleteGraphError : public std::runtime_error {
   public:
+    /// `count` tasks left waiting; `what` is the message.
     IncompleteGraphError(std::size_t count, const std::string& what)
         : std::runtime_error(what), count_(count) {}
     /// How many tasks were left waiting (the message names the first ten).

@@ -13,6 +13,8 @@ namespace cascade {
 
 class Threadpool;
 
+/// What a pool's idle workers call (see the top of this file); set with
+/// Threadpool::set_idle_hook. Called concurrently by several idle workers.
 class IdleHook {
   public:
     virtual ~IdleHook() = default;

@@ -36,9 +36,10 @@ class JoinHook {
     virtual bool wants_progress() const = 0;
     /// The pool is being destroyed: forget it.
     virtual void detach(Threadpool& tp) noexcept = 0;
-    /// For diagnostics (watchdog, errors): this process's rank (-1: none), and what it waits
-    /// for (messages in flight, completion-protocol state).
+    /// For diagnostics (watchdog, errors): this process's rank (-1: none).
     virtual int rank() const noexcept { return -1; }
+    /// For diagnostics: what this process waits for (messages in flight, completion-protocol
+    /// state); empty by default.
     virtual std::string describe_state() const { return {}; }
     /// Ends the whole job (the watchdog fired): prints `what` and exits non-zero.
     [[noreturn]] virtual void abort_job(const std::string& what);

@@ -64,6 +64,7 @@ std::uint64_t component(const T& x) noexcept {
 /// pairs and arrays of them, else std::hash<K>).
 template <class K>
 struct KeyHash {
+    /// The hash of `k` (mixed, so consecutive integers spread over the shards).
     std::size_t operator()(const K& k) const noexcept {
         if constexpr (std::is_integral_v<K> || std::is_enum_v<K>) {
             return static_cast<std::size_t>(detail::mix64(static_cast<std::uint64_t>(k)));

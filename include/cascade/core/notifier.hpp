@@ -15,34 +15,49 @@
 
 namespace cascade {
 
+/// Sleep and wake-up of idle workers without lost wake-ups (see the top of this file). Each
+/// worker w uses its own slot; every member is thread-safe.
 class Notifier {
   public:
+    /// A notifier for workers 0 .. n-1.
     explicit Notifier(int n);
 
+    /// Worker w is about to sleep: marks it sleeping and returns the epoch to pass to
+    /// commit_wait. The worker must then re-check its queues.
     std::uint32_t prepare_wait(int w) noexcept;
+    /// Worker w found work on its re-check: leaves the sleeping state without sleeping.
     void cancel_wait(int w) noexcept;
-    // Sleeps until notified or timeout_us elapsed; always leaves the sleeping state.
+    /// Sleeps until notified (since prepare_wait returned `epoch`) or `timeout_us`
+    /// microseconds elapsed (< 0: no limit); always leaves the sleeping state.
     void commit_wait(int w, std::uint32_t epoch, long timeout_us) noexcept;
 
-    // Wakes worker w if it is asleep; returns whether it was.
+    /// Wakes worker w if it is asleep; returns whether it was.
     bool notify(int w) noexcept;
-    // Wakes one sleeping worker other than `except` (-1: any); returns whether one was found.
+    /// Wakes one sleeping worker other than `except` (-1: any); returns whether one was found.
     bool notify_one(int except = -1) noexcept;
+    /// Wakes every worker (those asleep, and those between prepare_wait and commit_wait).
     void notify_all() noexcept;
 
-    // Between publishing work and reading sleeping() (see top).
+    /// The producer's barrier between publishing work and reading sleeping() (see the top of
+    /// this file).
     void publish_barrier() const noexcept {
         if (asymmetric_)
             std::atomic_signal_fence(std::memory_order_seq_cst);
         else
             std::atomic_thread_fence(std::memory_order_seq_cst);
     }
+    /// Workers between prepare_wait and the end of commit_wait / cancel_wait (read after
+    /// publish_barrier()).
     int sleeping() const noexcept { return n_sleeping_.load(std::memory_order_seq_cst); }
+    /// sleeping() without ordering: a hint (e.g. to skip wake-ups nobody needs).
     int sleeping_relaxed() const noexcept { return n_sleeping_.load(std::memory_order_relaxed); }
 
-    // Futex helpers, also used by the Threadpool for its joiner.
+    /// Futex wait, also used by the Threadpool for its joiner: sleeps while `word` holds
+    /// `expected`, until wake_all(word) or `timeout_us` microseconds (< 0: no limit). May
+    /// return spuriously. Elsewhere than Linux: a short sleep.
     static void wait_on(std::atomic<std::uint32_t>& word, std::uint32_t expected,
                         long timeout_us) noexcept;
+    /// Changes `word` and wakes every thread in wait_on(word, ...).
     static void wake_all(std::atomic<std::uint32_t>& word) noexcept;
 
   private:

@@ -39,11 +39,13 @@ class Observer {
     /// A pool was created with worker number `index` (called in order, by its constructor).
     /// The value returned identifies that worker in the calls below.
     virtual void* on_worker_created(const std::string& label, int index) = 0;
-    /// The calling thread starts / stops serving as `worker`.
+    /// The calling thread starts serving as `worker`.
     virtual void on_worker_start(void* /*worker*/) noexcept {}
+    /// The calling thread stops serving as `worker` (the pool is stopping).
     virtual void on_worker_stop(void* /*worker*/) noexcept {}
     /// Task `t` starts on `worker`; the value returned is passed to on_task_end.
     virtual std::uint64_t on_task_begin(void* /*worker*/, const Task& /*t*/) noexcept { return 0; }
+    /// The task that on_task_begin announced on `worker` ended; `begin` is what it returned.
     virtual void on_task_end(void* /*worker*/, std::uint64_t /*begin*/) noexcept {}
     /// `worker` took a task from worker `victim`'s queue.
     virtual void on_steal(void* /*worker*/, int /*victim*/) noexcept {}
@@ -60,9 +62,11 @@ class Observer {
     /// Called only while wants_promises() (a promise is far more frequent than a task).
     virtual void on_promise(const TaskVTable* /*vt*/, const void* /*payload*/,
                             std::size_t /*bytes*/) noexcept {}
+    /// Whether on_promise is called (true unless the observer turned it off). Any thread.
     bool wants_promises() const noexcept { return promises_.load(std::memory_order_relaxed); }
 
   protected:
+    /// Turns on_promise calls on or off (e.g. off while not recording edges).
     void set_wants_promises(bool on) noexcept { promises_.store(on, std::memory_order_relaxed); }
 
   private:

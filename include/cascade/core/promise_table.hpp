@@ -24,19 +24,30 @@
 
 namespace cascade {
 
+/// Remaining-promise counts of the partially satisfied tasks of one Taskflow (see the top of
+/// this file). Every member is thread-safe.
 template <class K>
 class PromiseTable {
   public:
+    /// Number of shards (each with its own lock).
     static constexpr std::size_t kShards = 1024;
-    static constexpr std::size_t kDonePerShard = 256;  // completed keys remembered per shard
+    /// Completed keys remembered per shard in checked mode.
+    static constexpr std::size_t kDonePerShard = 256;
 
+    /// An empty table; `track_done` (checked mode) remembers recently completed keys.
     explicit PromiseTable(bool track_done = false)
         : shards_(new Shard[kShards]), cold_(new Cold[kShards]), track_done_(track_done) {}
 
-    enum class Outcome { waiting, ready, already_done };
+    /// What fulfill() did.
+    enum class Outcome {
+        waiting,      ///< The task still misses promises.
+        ready,        ///< That was its last promise (or its only one): it may run.
+        already_done  ///< Checked mode: the task already ran (a promise too many).
+    };
 
-    // Records one promise for `k`, whose total is `indegree`. Returns ready when this was the
-    // last promise (or the only one), already_done when tracking completed keys and k ran.
+    /// Records one promise for `k`, whose total is `indegree`. Returns ready when this was the
+    /// last promise (or the only one), already_done when tracking completed keys and k ran.
+    /// `remaining_out`, if given, receives the promises still missing.
     Outcome fulfill(const K& k, int indegree, int* remaining_out = nullptr) {
         const std::size_t h = KeyHash<K>{}(k);
         const std::size_t si = h % kShards;
@@ -90,8 +101,8 @@ class PromiseTable {
         return Outcome::waiting;
     }
 
-    // Number of partially-fulfilled tasks; appends up to `max_keys` of them with the number
-    // of promises they still miss.
+    /// Number of partially-fulfilled tasks; appends up to `max_keys` of them to `keys`, with
+    /// the number of promises they still miss.
     std::size_t pending(std::size_t max_keys, std::vector<std::pair<K, int>>& keys) const {
         std::size_t total = 0;
         for (std::size_t si = 0; si < kShards; ++si) {
@@ -109,7 +120,7 @@ class PromiseTable {
         return total;
     }
 
-    // Completed keys remembered now (checked mode), at most kShards * kDonePerShard.
+    /// Completed keys remembered now (checked mode), at most kShards * kDonePerShard.
     std::size_t completed_remembered() const {
         std::size_t n = 0;
         for (std::size_t si = 0; si < kShards; ++si) {

@@ -17,15 +17,21 @@
 
 namespace cascade {
 
-// A binary max-heap on Task::priority. Unlike std::pop_heap, sifting stops as soon as the
-// order holds, so equal priorities (the common case) cost O(1) per push and pop.
+/// A binary max-heap on Task::priority. Unlike std::pop_heap, sifting stops as soon as the
+/// order holds, so equal priorities (the common case) cost O(1) per push and pop. Not
+/// thread-safe (ReadyQueue locks around it).
 class TaskHeap {
   public:
+    /// An empty heap with room for 256 tasks.
     TaskHeap() { v_.reserve(256); }
+    /// True when no task is queued.
     bool empty() const noexcept { return v_.empty(); }
+    /// The number of queued tasks.
     std::size_t size() const noexcept { return v_.size(); }
+    /// The task of highest priority (the heap must not be empty).
     const Task& top() const noexcept { return v_.front(); }
 
+    /// Adds a task.
     void push(const Task& t) {
         v_.push_back(t);
         std::size_t i = v_.size() - 1;
@@ -39,6 +45,7 @@ class TaskHeap {
         v_[i] = t;
     }
 
+    /// Removes the task of highest priority into `out` (the heap must not be empty).
     void pop(Task& out) {
         out = v_.front();
         const std::size_t n = v_.size() - 1;
@@ -64,17 +71,23 @@ class TaskHeap {
     std::vector<Task> v_;
 };
 
-// A FIFO ring of tasks (grows geometrically, never shrinks).
+/// A FIFO ring of tasks (grows geometrically, never shrinks). Not thread-safe.
 class TaskFifo {
   public:
+    /// An empty ring with room for 256 tasks.
     TaskFifo() : v_(256) {}
+    /// True when no task is queued.
     bool empty() const noexcept { return head_ == tail_; }
+    /// The number of queued tasks.
     std::size_t size() const noexcept { return tail_ - head_; }
+    /// The oldest task (the ring must not be empty).
     const Task& front() const noexcept { return v_[head_ & (v_.size() - 1)]; }
+    /// Appends a task (grows the ring when full).
     void push(const Task& t) {
         if (size() == v_.size()) grow();
         v_[tail_++ & (v_.size() - 1)] = t;
     }
+    /// Removes the oldest task into `out` (the ring must not be empty).
     void pop(Task& out) { out = v_[head_++ & (v_.size() - 1)]; }
 
   private:
@@ -90,24 +103,30 @@ class TaskFifo {
     std::size_t head_ = 0, tail_ = 0;
 };
 
-// Ready tasks of one kind (stealable or bound): priority-0 tasks (the default) in a FIFO, so
-// a graph without priorities runs breadth-first in the order it became ready; others in a
-// heap. The best is the heap top if its priority is above 0, else the FIFO front.
+/// Ready tasks of one kind (stealable or bound): priority-0 tasks (the default) in a FIFO, so
+/// a graph without priorities runs breadth-first in the order it became ready; others in a
+/// heap. The best is the heap top if its priority is above 0, else the FIFO front. Not
+/// thread-safe.
 class TaskQueue {
   public:
+    /// True when no task is queued.
     bool empty() const noexcept { return fifo_.empty() && heap_.empty(); }
+    /// The number of queued tasks.
     std::size_t size() const noexcept { return fifo_.size() + heap_.size(); }
+    /// The priority of the task pop() would return (0 when the FIFO's front wins).
     double top_priority() const noexcept {
         if (!heap_.empty() && (fifo_.empty() || heap_.top().priority > 0))
             return heap_.top().priority;
         return 0.0;
     }
+    /// Adds a task: to the FIFO if its priority is 0, else to the heap.
     void push(const Task& t) {
         if (t.priority == 0.0)
             fifo_.push(t);
         else
             heap_.push(t);
     }
+    /// Removes the best task into `out` (see above; the queue must not be empty).
     void pop(Task& out) {
         if (!heap_.empty() && (fifo_.empty() || heap_.top().priority > 0))
             heap_.pop(out);
@@ -120,8 +139,11 @@ class TaskQueue {
     TaskHeap heap_;
 };
 
+/// One worker's ready tasks (see the top of this file). Every member is thread-safe.
 class alignas(64) ReadyQueue {
   public:
+    /// Queues a task from a pool thread: `bound` tasks run only on this queue's worker,
+    /// others may be stolen.
     void push(const Task& t, bool bound) {
         lock_.lock();
         if (bound) {
@@ -134,8 +156,8 @@ class alignas(64) ReadyQueue {
         lock_.unlock();
     }
 
-    // From a thread outside the pool that holds Inbox lane `lane`: a stealable task (of
-    // priority 0, which the owner may take before tasks queued later elsewhere).
+    /// From a thread outside the pool that holds Inbox lane `lane`: a stealable task (of
+    /// priority 0, which the owner may take before tasks queued later elsewhere).
     void push_foreign(int lane, const Task& t) {
         if (inbox_.push(lane, t)) return;
         lock_.lock();  // no memory for the lane: the locked path
@@ -144,7 +166,8 @@ class alignas(64) ReadyQueue {
         lock_.unlock();
     }
 
-    // Owner side: highest priority among bound and stealable tasks.
+    /// Owner side: takes the task of highest priority among bound and stealable tasks into
+    /// `out`; false if there was none.
     bool pop(Task& out) {
         const bool inbox = inbox_.pending();
         if (!inbox && n_free_.load(std::memory_order_relaxed) == 0 &&
@@ -169,7 +192,8 @@ class alignas(64) ReadyQueue {
         return ok;
     }
 
-    // Thief side: never blocks on a busy victim.
+    /// Thief side: takes a stealable task into `out`; false if there was none or the queue
+    /// was busy (never blocks on a busy victim).
     bool steal(Task& out) {
         const bool inbox = inbox_.pending();
         if (!inbox && n_free_.load(std::memory_order_relaxed) == 0) return false;
@@ -184,10 +208,13 @@ class alignas(64) ReadyQueue {
         return ok;
     }
 
+    /// Tasks other workers may steal (without the lock: a snapshot).
     std::size_t stealable() const noexcept {
         return n_free_.load(std::memory_order_seq_cst) + inbox_.size();
     }
+    /// Tasks bound to this worker (a snapshot).
     std::size_t bound() const noexcept { return n_bound_.load(std::memory_order_seq_cst); }
+    /// All queued tasks (a snapshot).
     std::size_t size() const noexcept { return stealable() + bound(); }
 
   private:

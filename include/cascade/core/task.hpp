@@ -16,9 +16,9 @@ struct Task;
 
 /// Per-kind behaviour of a task, shared by all tasks of that kind (one static instance).
 struct TaskVTable {
-    void (*run)(Task&);                    // execute the task (may throw)
-    std::string (*describe)(const Task&);  // a human-readable name for diagnostics
-    void (*discard)(Task&);                // release the payload without running (may be null)
+    void (*run)(Task&);                    ///< Executes the task (may throw).
+    std::string (*describe)(const Task&);  ///< A human-readable name for diagnostics.
+    void (*discard)(Task&);                ///< Releases the payload without running (may be null).
 };
 
 /// A task as the pool queues it: 64 bytes, no allocation. Producers define a kind (a static
@@ -37,15 +37,21 @@ struct TaskVTable {
 /// tp.push(t, 0, false);  // worker 0, stealable
 /// ```
 struct alignas(64) Task {
+    /// Bytes of inline payload.
     static constexpr std::size_t payload_size = 48;
 
+    /// The task's kind: what runs, describes and discards it.
     const TaskVTable* vt = nullptr;
-    double priority = 0;  // higher runs first
+    /// Scheduling priority: higher runs first among a worker's ready tasks.
+    double priority = 0;
+    /// The producer's data (see emplace / as).
     alignas(8) unsigned char payload[payload_size];
 
-    /// Runs it (may throw); its name for diagnostics; releases it without running.
+    /// Runs it (may throw).
     void run() { vt->run(*this); }
+    /// Its name for diagnostics ("<task>" if its kind has no describe).
     std::string describe() const { return vt->describe ? vt->describe(*this) : "<task>"; }
+    /// Releases it without running (a queued task that will never run).
     void discard() {
         if (vt->discard) vt->discard(*this);
     }
@@ -56,15 +62,18 @@ struct alignas(64) Task {
     static constexpr bool fits_inline = sizeof(T) <= payload_size &&
                                         alignof(T) <= 8 && std::is_trivially_destructible_v<T>;
 
+    /// Constructs a T from `args` in the payload; returns it.
     template <class T, class... Args>
     T& emplace(Args&&... args) {
         static_assert(fits_inline<T>, "payload type too large or not trivially destructible");
         return *::new (static_cast<void*>(payload)) T(std::forward<Args>(args)...);
     }
+    /// The T constructed in the payload by emplace.
     template <class T>
     T& as() noexcept {
         return *std::launder(reinterpret_cast<T*>(payload));
     }
+    /// The T constructed in the payload by emplace (read-only).
     template <class T>
     const T& as() const noexcept {
         return *std::launder(reinterpret_cast<const T*>(payload));

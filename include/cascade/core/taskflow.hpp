@@ -74,7 +74,9 @@ class Taskflow : public detail::TaskflowBase {
     /// The name of k in errors and traces (default "<taskflow>(<key>)").
     Taskflow& set_name(std::function<std::string(K)> f) { return set(task_name_, std::move(f)); }
 
+    /// The name given to the constructor (errors, traces).
     const std::string& name() const noexcept { return name_; }
+    /// The pool its tasks run on.
     Threadpool* threadpool() const noexcept { return tp_; }
 
     /// One promise of task k is fulfilled (any thread); when all indegree(k) are, k is

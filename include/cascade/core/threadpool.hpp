@@ -70,10 +70,14 @@ class Threadpool {
 
     /// Number of workers.
     int size() const noexcept { return n_; }
+    /// The name given in the options (diagnostics, trace tracks).
     const std::string& name() const noexcept { return opts_.name; }
+    /// The verbosity given in the options (ThreadpoolOptions::verb).
     int verbosity() const noexcept { return opts_.verb; }
     /// Checked mode: taskflows created on this pool count every promise.
     bool checked() const noexcept { return checked_; }
+    /// Turns checked mode on or off for taskflows created afterwards (not synchronized: set
+    /// it before creating them).
     void set_checked(bool on) noexcept { checked_ = on; }
 
     /// Index of the calling thread in this pool, or -1 for a thread outside it.
@@ -87,6 +91,7 @@ class Threadpool {
     /// Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
     /// the last one.
     void push_quiet(const Task& t, int thread, bool bound);
+    /// Wakes sleeping workers so they look for the tasks queued by push_quiet(). Any thread.
     void wake_workers() noexcept;
 
     /// Queues a callable as a task. thread < 0: the calling worker, or round-robin; higher
@@ -102,12 +107,15 @@ class Threadpool {
     /// pool or no task was found.
     bool run_one_task();
 
-    /// Tasks run / stolen by worker `thread`, or by all (read after join()).
+    /// Tasks run by worker `thread` so far (read after join()).
     std::uint64_t tasks_run(int thread) const noexcept {
         return stats_[thread].run.load(std::memory_order_relaxed);
     }
+    /// Tasks worker `thread` stole from other workers (read after join()).
     std::uint64_t tasks_stolen(int thread) const noexcept { return stats_[thread].stolen; }
+    /// Tasks run by all workers (read after join()).
     std::uint64_t tasks_run() const noexcept;
+    /// Tasks stolen by all workers (read after join()).
     std::uint64_t tasks_stolen() const noexcept;
 
     /// Whether a task (or, with a communicator, a handler) failed since the last join().

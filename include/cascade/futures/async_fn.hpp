@@ -44,6 +44,7 @@ class AsyncFn<R(Ps...)> {
   public:
     /// An empty handle (valid() is false).
     AsyncFn() = default;
+    /// Whether it refers to a registered function (false for a default-constructed one).
     bool valid() const noexcept { return e_ != nullptr; }
     /// The name given to make_async (or "async#<id>").
     const std::string& name() const { return e_->name; }

@@ -26,12 +26,15 @@ namespace cascade {
 template <class T>
 class future {
   public:
+    /// The type of the value.
     using value_type = T;
     /// A future without a state (valid() is false).
     future() = default;
     /// (The library's: a future reading state `s`.)
     explicit future(detail::Ref<detail::State<T>> s) noexcept : s_(std::move(s)) {}
+    /// Takes over the other future's state (which becomes invalid). Movable, not copyable.
     future(future&&) noexcept = default;
+    /// Takes over the other future's state.
     future& operator=(future&&) noexcept = default;
     future(const future&) = delete;
     future& operator=(const future&) = delete;

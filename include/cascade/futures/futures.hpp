@@ -90,10 +90,13 @@ class Futures {
     template <class F, class... A>
     auto async_local(F&& f, A&&... args);
 
-    /// This rank and the number of ranks (1 without a communicator).
+    /// This rank (0 without a communicator).
     int rank() const noexcept { return rank_; }
+    /// The number of ranks (1 without a communicator).
     int size() const noexcept { return size_; }
+    /// The pool futures' tasks run on.
     Threadpool& pool() noexcept { return tp_; }
+    /// The communicator remote calls travel through, or null.
     Communicator* comm() noexcept { return comm_; }
     /// The rank `where` designates (resolves here / any; checks the range).
     int place(int where);

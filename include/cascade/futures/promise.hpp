@@ -21,8 +21,11 @@ namespace cascade {
 template <class T>
 class promise {
   public:
+    /// A promise with a fresh shared state.
     promise() : s_(new detail::State<T>()) {}
+    /// Takes over the other promise's state (movable, not copyable).
     promise(promise&&) noexcept = default;
+    /// Takes over the other promise's state.
     promise& operator=(promise&&) noexcept = default;
     /// Destroyed without a value: the future throws UsageError ("broken promise").
     ~promise() {

@@ -6,11 +6,13 @@
 
 namespace cascade {
 
-// An exception thrown on another rank, carried here by its message.
+/// An exception thrown on another rank, carried here by its message (what()).
 class RemoteError : public std::runtime_error {
   public:
+    /// The exception with message `what`, thrown on rank `rank`.
     RemoteError(int rank, const std::string& what) : std::runtime_error(what), rank_(rank) {}
-    int rank() const noexcept { return rank_; }  // where it was thrown
+    /// The rank where it was thrown.
+    int rank() const noexcept { return rank_; }
 
   private:
     int rank_;

@@ -21,6 +21,7 @@ namespace cascade {
 template <class T>
 class shared_future {
   public:
+    /// The type of the value.
     using value_type = T;
     /// A future without a state (valid() is false).
     shared_future() = default;
@@ -29,12 +30,14 @@ class shared_future {
     /// Takes over `f`'s state.
     shared_future(future<T>&& f) noexcept : shared_future(f.share()) {}
 
+    /// Whether it has a state (false for a default-constructed one).
     bool valid() const noexcept { return static_cast<bool>(s_); }
-    /// As future<T>::ready() and wait().
+    /// Whether the value (or exception) is there; never blocks.
     bool ready() const {
         detail::check_valid(s_);
         return s_->poll_ready();
     }
+    /// Blocks until the value (or exception) is there, as future<T>::wait().
     void wait() const {
         detail::check_valid(s_);
         detail::wait_ready(*s_);
@@ -56,6 +59,7 @@ class shared_future {
 
     /// (The library's: the shared state.)
     detail::State<T>* state() const noexcept { return s_.get(); }
+    /// (The library's: the reference to the shared state.)
     const detail::Ref<detail::State<T>>& ref() const noexcept { return s_; }
 
   private:

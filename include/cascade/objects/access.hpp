@@ -12,6 +12,7 @@ enum class Access { exclusive, shared };
 
 /// Options of Objects::make_handler.
 struct HandlerOptions {
+    /// How the handler uses its object (see Access).
     Access access = Access::exclusive;
     /// In errors and traces: "<name>(<type> <home>:<id>)"; default "handler#<n>".
     std::string name;

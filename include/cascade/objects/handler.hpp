@@ -64,10 +64,15 @@ ArgWriter arg_writer(const std::tuple<const Ps&...>& t) {
 
 }  // namespace detail
 
+/// A function registered to run on objects of type T wherever they live, with arguments
+/// Ps... and result R (see the top of this file). Made by Objects::make_handler, which
+/// owns it.
 template <class T, class R, class... Ps>
 class Handler final : public detail::HandlerBase {
   public:
+    /// The type of the objects it runs on.
     using object_type = T;
+    /// The handler's result (what call()'s future holds).
     using result_type = R;
 
     /// Runs the handler on *p wherever it lives, with copies of ps. Returns at once; any
@@ -77,8 +82,11 @@ class Handler final : public detail::HandlerBase {
     /// Like invoke, and the handler's result (or exception) arrives in the future.
     future<R> call(mobile_ptr<T> p, const Ps&... ps);
 
+    /// (Objects::make_handler makes them.) Runs `f` on objects of `objs`.
     explicit Handler(Objects& objs, std::function<R(T&, Ps&...)> f)
         : objs_(objs), f_(std::move(f)) {}
+    /// Decodes the arguments in `inv` and runs the handler on `obj` (the object named
+    /// `key`); answers call()s. Called by Objects on the thread that runs the request.
     void run(Objects& objs, void* obj, const ObjectKey& key, detail::Invocation& inv) override;
 
   private:

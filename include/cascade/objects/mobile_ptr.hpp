@@ -14,18 +14,26 @@
 
 namespace cascade {
 
+/// The untyped global name of a mobile object: its home rank and its id there.
 struct ObjectKey {
-    std::int32_t home = -1;
-    std::uint32_t pad = 0;
-    std::uint64_t id = 0;
+    std::int32_t home = -1;  ///< Rank that created the object (-1: no object).
+    std::uint32_t pad = 0;   ///< Always 0 (keeps the bytes that travel defined).
+    std::uint64_t id = 0;    ///< Id among the objects created on `home` (from 1).
+    /// Same home and id.
     friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
 };
 
+/// The global name of a mobile object of type T (see the top of this file). Made by
+/// Objects::create; valid on every rank wherever the object migrates. std::hash is
+/// specialized for it and for ObjectKey (keys of unordered containers).
 template <class T>
 class mobile_ptr {
   public:
+    /// The object's type.
     using element_type = T;
+    /// A null pointer (names no object; converts to false).
     mobile_ptr() = default;
+    /// The object named by `k` (which must be an object of type T).
     explicit mobile_ptr(ObjectKey k) noexcept : key_(k) {}
 
     /// Rank that created the object; it always knows the object's location.
@@ -34,7 +42,9 @@ class mobile_ptr {
     std::uint64_t id() const noexcept { return key_.id; }
     /// False for a default-constructed pointer.
     explicit operator bool() const noexcept { return key_.home >= 0; }
+    /// The untyped name (home rank and id).
     const ObjectKey& key() const noexcept { return key_; }
+    /// Names the same object.
     friend bool operator==(const mobile_ptr&, const mobile_ptr&) = default;
 
   private:
@@ -48,6 +58,10 @@ inline std::string to_string(const ObjectKey& k) {
 
 }  // namespace cascade
 
+// Doxygen cannot place specializations of std::hash declared outside namespace std: they are
+// left out of the reference (ObjectKey and mobile_ptr work as keys of unordered containers).
+/// @cond STD_HASH
+// Hash of an object's name.
 template <>
 struct std::hash<cascade::ObjectKey> {
     std::size_t operator()(const cascade::ObjectKey& k) const noexcept {
@@ -55,9 +69,11 @@ struct std::hash<cascade::ObjectKey> {
                                           static_cast<std::uint64_t>(k.home));
     }
 };
+// Hash of a mobile_ptr: the hash of its ObjectKey.
 template <class T>
 struct std::hash<cascade::mobile_ptr<T>> {
     std::size_t operator()(const cascade::mobile_ptr<T>& p) const noexcept {
         return std::hash<cascade::ObjectKey>{}(p.key());
     }
 };
+/// @endcond

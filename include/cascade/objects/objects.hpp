@@ -2,8 +2,8 @@
 // objects that can move between ranks; handlers run where the object is.
 //
 //   cascade::Objects objs(tp, comm);                          // same point on every rank
-//   auto add = objs.make_handler<Counter>([](Counter& c, long& n) { c.value += n; }, {.name =
-//   "add"}); cascade::mobile_ptr<Counter> p = objs.create<Counter>();  // lives here first
+//   auto add = objs.make_handler<Counter>([](Counter& c, long& n) { c.value += n; });
+//   cascade::mobile_ptr<Counter> p = objs.create<Counter>();  // lives here first
 //   add->invoke(p, 5L);                                       // any rank, any thread
 //   objs.migrate(p, 1);                                       // from any rank
 //   tp.join();                                                // every invoke has run
@@ -45,8 +45,8 @@ namespace cascade {
 
 /// Load of one object living on this rank.
 struct ObjectLoad {
-    ObjectKey key;
-    const char* type = "";
+    ObjectKey key;              ///< the object
+    const char* type = "";      ///< its registered type name
     double load = 0;            ///< the user load function's value, else busy_s
     bool user_load = false;     ///< load comes from the user's function (Objects::set_load)
     double busy_s = 0;          ///< measured time of the handlers run on it (everywhere)
@@ -78,11 +78,17 @@ struct ObjectsStats {
     std::array<std::uint64_t, 8> by_hops{};  ///< requests run here by forwards (7: 7 or more)
 };
 
+/// The mobile-object layer of a pool (see the top of this file): creates objects, registers
+/// handlers, routes requests to wherever objects live, migrates them. Its members may be
+/// called from any thread unless noted.
 class Objects {
   public:
     /// Forwards made from stale locations before a request is sent to the object's home.
     static constexpr int kMaxHopsBeforeHome = 2;
 
+    /// The layer for pool `tp` and its communicator `comm`; created at the same point on
+    /// every rank (it registers active messages). Makes a Futures for `tp` if there is none
+    /// (call()'s futures need one).
     Objects(Threadpool& tp, Communicator& comm);
     Objects(const Objects&) = delete;
     Objects& operator=(const Objects&) = delete;
@@ -134,12 +140,14 @@ class Objects {
 
     /// True if the object lives on this rank now.
     bool is_local(const ObjectKey& k) const;
+    /// True if *p lives on this rank now.
     template <class T>
     bool is_local(mobile_ptr<T> p) const {
         return is_local(p.key());
     }
-    /// Load of each object living here, and their sum (this rank's load).
+    /// Load of each object living here.
     std::vector<ObjectLoad> local_objects() const;
+    /// This rank's load: the sum of ObjectLoad::load over local_objects().
     double rank_load() const;
     /// The local object behind p (null if it does not live here). Only for inspection
     /// while no handler runs on it (e.g. after join()).
@@ -148,20 +156,33 @@ class Objects {
         return static_cast<T*>(local_object(p.key()));
     }
 
+    /// This rank's counters (see ObjectsStats).
     ObjectsStats stats() const;
     /// Forwards the request whose handler runs on the calling thread took (0: it went
     /// straight to the object's rank). For diagnostics and benchmarks.
     static int current_hops() noexcept;
+    /// This rank.
     int rank() const noexcept { return rank_; }
+    /// The number of ranks.
     int size() const noexcept { return size_; }
+    /// The pool handlers run on.
     Threadpool& pool() noexcept { return tp_; }
+    /// The communicator requests travel through.
     Communicator& comm() noexcept { return comm_; }
 
+    /// Issues an operation other than a handler on object `k` (migrate with `arg` = the
+    /// destination, destroy, pin), ordered after this rank's earlier requests to it.
     void submit_op(const ObjectKey& k, detail::OpKind kind, int arg);
 
     // ---- used by Handler ----------------------------------------------------------------
+    /// Issues the request `h` (object, handler, kind) with the arguments `w` writes: runs or
+    /// queues it here if the object lives here, else sends it where the object is thought
+    /// to be.
     void submit(detail::InvokeHead h, const detail::ArgWriter& w);
+    /// Sends a call()'s result (or, `failed`, its error) of `n` bytes at `data` to rank
+    /// `dest`, for the sender's state `token`.
     void send_reply(int dest, std::uint64_t token, bool failed, const char* data, std::size_t n);
+    /// "'<handler name>' (object <type> <home>:<id>)", for errors.
     std::string describe(const detail::HandlerBase& h, const ObjectKey& k) const;
 
   private:

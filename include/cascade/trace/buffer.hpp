@@ -16,17 +16,22 @@
 
 namespace cascade::trace {
 
+/// The events of one thread (see the top of this file). Written only by its thread; count(),
+/// operator[] below count(), id() and dropped() may be read by others.
 class Buffer {
   public:
-    // At most 2^28 events (32 GiB) per thread: the bound of CASCADE_TRACE_EVENTS.
+    /// At most 2^28 events (32 GiB) per thread: the bound of CASCADE_TRACE_EVENTS.
     static constexpr std::size_t kMaxEventsPerThread = settings::kTraceEventsMax;
-    // Allocates and touches the whole array now (huge pages where the system offers them),
-    // so that recording does not page-fault: a first touch costs more than the event.
+    /// A buffer of `capacity` events for the thread numbered `id`, named `label` in the
+    /// trace. Allocates and touches the whole array now (huge pages where the system offers
+    /// them), so that recording does not page-fault: a first touch costs more than the event.
     Buffer(std::uint32_t id, std::string label, std::size_t capacity);
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
 
-    // A fresh event of kind k at the end of the buffer, or null when the buffer is full.
+    /// A fresh event of kind k at the end of the buffer (its fields reset, context set), or
+    /// null when the buffer is full (the event is counted as dropped). Publish it with
+    /// commit().
     Event* reserve(Kind k) noexcept {
         const std::size_t i = count_.load(std::memory_order_relaxed);
         if (i == capacity_) [[unlikely]] {
@@ -44,15 +49,15 @@ class Buffer {
         e->flags = 0;
         return e;
     }
-    // Publishes the event reserve() returned last; returns its index.
+    /// Publishes the event reserve() returned last; returns its index.
     std::uint64_t commit() noexcept {
         const std::size_t i = count_.load(std::memory_order_relaxed);
         count_.store(i + 1, std::memory_order_release);
         return i;
     }
 
-    // A task starts on this thread: records its identity and makes it the context of what
-    // the task does (sends, fulfilled promises). Returns the previous context for end_task.
+    /// A task starts on this thread: records its identity and makes it the context of what
+    /// the task does (sends, fulfilled promises). Returns the previous context for end_task.
     std::uint64_t begin_task(const Task& t) noexcept {
         const std::uint64_t outer = context;
         if (Event* e = reserve(Kind::task)) {
@@ -65,11 +70,13 @@ class Buffer {
         }
         return outer;
     }
+    /// The task begin_task started ended: stamps its end and restores the context `outer`
+    /// that begin_task returned.
     void end_task(std::uint64_t outer) noexcept {
         if (context != kNone) events_[context].t1 = stamp();
         context = outer;
     }
-    // A slice [t0, now] of kind k without identity (idle, progress).
+    /// Records a slice [t0, now] of kind k without identity (idle, progress).
     void slice(Kind k, std::int64_t t0) noexcept {
         if (Event* e = reserve(k)) {
             e->t0 = t0;
@@ -78,18 +85,26 @@ class Buffer {
         }
     }
 
+    /// Events published so far (acquire: events below it may be read from any thread).
     std::size_t count() const noexcept { return count_.load(std::memory_order_acquire); }
+    /// The most events this buffer holds.
     std::size_t capacity() const noexcept { return capacity_; }
+    /// Events lost because the buffer was full (read by its thread or after it stopped).
     std::uint64_t dropped() const noexcept { return dropped_; }
+    /// Event `i` (below count() from other threads).
     Event& operator[](std::size_t i) noexcept { return events_[i]; }
+    /// Event `i` (below count() from other threads).
     const Event& operator[](std::size_t i) const noexcept { return events_[i]; }
+    /// The thread's number in the trace.
     std::uint32_t id() const noexcept { return id_; }
+    /// The thread's name in the trace (e.g. the pool's name and worker index).
     const std::string& label() const noexcept { return label_; }
+    /// Renames the thread in the trace (not synchronized with readers of label()).
     void set_label(std::string s) { label_ = std::move(s); }
-    // This thread drove MPI (shown in the trace's thread name).
+    /// This thread drove MPI (shown in the trace's thread name).
     bool progress_thread = false;
 
-    // Index of the task or handler event running on this thread now (kNone: none).
+    /// Index of the task or handler event running on this thread now (kNone: none).
     std::uint64_t context = kNone;
 
   private:

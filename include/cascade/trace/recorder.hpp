@@ -114,11 +114,13 @@ std::vector<Buffer*> buffers();
 std::vector<std::string> strings();  // a copy of the interned strings, by id
 std::uint32_t intern(const std::string& s);
 std::vector<std::pair<std::string, std::uint64_t>> counters();  // by name
-// Converts stamp() values of this process to steady_clock nanoseconds (a linear fit
-// between the first sample, taken when recording started, and one taken now).
+/// Converts stamp() values of this process to steady_clock nanoseconds (a linear fit
+/// between the first sample, taken when recording started, and one taken now).
 struct StampClock {
-    std::int64_t tick0 = 0, ns0 = 0;
-    double ns_per_tick = 1;
+    std::int64_t tick0 = 0;  ///< stamp() of the first sample.
+    std::int64_t ns0 = 0;    ///< steady_clock nanoseconds of the first sample.
+    double ns_per_tick = 1;  ///< Slope of the fit.
+    /// Stamp `t` in steady_clock nanoseconds.
     std::int64_t operator()(std::int64_t t) const noexcept {
         return ns0 + static_cast<std::int64_t>(static_cast<double>(t - tick0) * ns_per_tick);
     }
