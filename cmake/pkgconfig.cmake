@@ -1,10 +1,11 @@
-# cascade_write_pc(<name> <output> [CORE]): writes a pkg-config file for the installed library
-# <name>. Without CORE the file lists MPI's compile flags and libraries (from FindMPI), since a
-# static libcascade needs them at the consumer's link.
-function(cascade_write_pc name output)
-  cmake_parse_arguments(PC "CORE" "" "" ${ARGN})
+# cascade_write_pc(<name> <library> <output> [CORE] [REQUIRES <package>...]): writes the
+# pkg-config file <name>.pc for the installed library <library>. Without CORE the file lists
+# MPI's compile flags and libraries (from FindMPI), since a static libcascade needs them at the
+# consumer's link. REQUIRES names the pkg-config packages this one needs (their flags follow).
+function(cascade_write_pc name library output)
+  cmake_parse_arguments(PC "CORE" "" "REQUIRES" ${ARGN})
   set(cflags "-I\${includedir}")
-  set(libs "-L\${libdir} -l${name}")
+  set(libs "-L\${libdir} -l${library}")
   if(NOT PC_CORE)
     foreach(d ${MPI_CXX_COMPILE_DEFINITIONS})
       string(APPEND cflags " -D${d}")
@@ -42,6 +43,11 @@ function(cascade_write_pc name output)
   else()
     set(what "distributed task runtime on MPI")
   endif()
+  set(requires "")
+  if(PC_REQUIRES)
+    string(REPLACE ";" ", " requires "${PC_REQUIRES}")
+    set(requires "Requires: ${requires}\n")
+  endif()
   # The prefix is found from where the .pc file lies (<libdir>/pkgconfig), so the file stays
   # right under `cmake --install --prefix` and when an installed tree is moved.
   set(up "\${pcfiledir}/..")
@@ -60,7 +66,7 @@ includedir=${includedir}
 Name: ${name}
 Description: Cascade, ${what}
 Version: ${PROJECT_VERSION}
-Cflags: -std=c++20 ${cflags}
+${requires}Cflags: -std=c++20 ${cflags}
 Libs: ${libs}
 ")
 endfunction()

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cascade/cascade.hpp"
+#include "cascade/core.hpp"
 
 using cascade::IncompleteGraphError;
 using cascade::TaskError;

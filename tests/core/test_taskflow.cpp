@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cascade/cascade.hpp"
+#include "cascade/core.hpp"
 
 using cascade::Taskflow;
 using cascade::Threadpool;

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "cascade/cascade.hpp"
+#include "cascade/core.hpp"
 
 using namespace std::chrono_literals;
 using cascade::Threadpool;
