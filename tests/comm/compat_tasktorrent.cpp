@@ -121,8 +121,9 @@ int main(int argc, char** argv) {
         // One active message object for both forms, as in TaskTorrent: a body of any element
         // type into the receiver's buffer, a small send on a message made with a body, an
         // empty body on a message made without one. recv_process once per message.
-        static_assert(std::is_convertible_v<int, MPI_Comm> || std::is_constructible_v<Communicator, int>,
-                      "Communicator comm(verb)");
+        static_assert(
+            std::is_convertible_v<int, MPI_Comm> || std::is_constructible_v<Communicator, int>,
+            "Communicator comm(verb)");
         Communicator comm(MPI_COMM_WORLD, 0);
         const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
         vector<int> ints(1000);

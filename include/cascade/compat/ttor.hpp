@@ -2,7 +2,13 @@
 // `using namespace ttor;` (or through <tasktorrent/tasktorrent.hpp>), with the same meaning:
 // Communicator, Threadpool / Threadpool_shared, Taskflow<K>, active messages (small, large,
 // blocking), Task and Threadpool_shared::insert(Task*, ...), Logger / DepsLogger and
-// set_logger, and the helpers (comm_rank, wctime, elapsed, ...).
+// set_logger, Serializer, and the helpers (comm_rank, wctime, elapsed, ...). TaskTorrent's
+// own tutorial, tests, dense Cholesky and GEMM miniapps and micro-benchmarks compile
+// unchanged (tools/ttor-compat-check).
+//
+// One difference: a Communicator is made and destroyed by every rank of its MPI communicator
+// together (Cascade duplicates the communicator), where TaskTorrent's constructor was local;
+// code that makes a Communicator on some ranks only waits there.
 //
 // Profiling: TaskTorrent's Logger collected task timings for its own plotting scripts.
 // Cascade records tasks and messages through its tracing instead (CASCADE_TRACE=run.json,
@@ -36,8 +42,8 @@
 #include <span>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -307,6 +313,9 @@ template <class... Ps>
 struct msg_of<std::tuple<Ps...>> {
     using fn = std::function<void(Ps&...)>;
 };
+// An integer that is not an MPI_Comm: a verbosity (Communicator comm(verb)).
+template <class I>
+concept verbosity = std::is_integral_v<I> && !std::is_convertible_v<I, MPI_Comm>;
 // A where function returning any pointer, as one returning char*.
 template <class P, class... Ps>
 std::function<char*(Ps&...)> as_bytes_where(std::function<P*(Ps&...)> where) {
@@ -332,8 +341,7 @@ class Communicator : public cascade::Communicator {
     }
     /// `Communicator comm(verb)`: MPI_COMM_WORLD with that verbosity. (Where MPI_Comm is an
     /// integer, as in MPICH, an integer is taken as the communicator, as TaskTorrent does.)
-    template <class I>
-        requires(std::is_integral_v<I> && !std::is_convertible_v<I, MPI_Comm>)
+    template <detail::verbosity I>
     explicit Communicator(I verb) : Communicator(MPI_COMM_WORLD, static_cast<int>(verb)) {}
 
     /// Registers an active message running fun(ps...) on the receiver (a non-generic callable
@@ -359,9 +367,8 @@ class Communicator : public cascade::Communicator {
         using Ptr = std::invoke_result_t<decltype(std::apply<G&, Args&>), G&, Args&>;
         static_assert(std::is_pointer_v<Ptr>, "make_large_active_msg: where must return a pointer");
         return register_large(Fn(std::forward<F>(fun)),
-                              detail::as_bytes_where(
-                                  as_where<std::remove_pointer_t<Ptr>>(std::forward<G>(where),
-                                                                       static_cast<Args*>(nullptr))),
+                              detail::as_bytes_where(as_where<std::remove_pointer_t<Ptr>>(
+                                  std::forward<G>(where), static_cast<Args*>(nullptr))),
                               Fn(std::forward<H>(complete)), std::move(name));
     }
 
@@ -413,7 +420,7 @@ class Communicator : public cascade::Communicator {
     }
     template <class T, class G, class... Ps>
     static std::function<T*(Ps&...)> as_where(G&& where, std::tuple<Ps...>*) {
-        return std::function<T*(Ps&...)>(std::forward<G>(where));
+        return std::function<T*(Ps & ...)>(std::forward<G>(where));
     }
     template <class M>
     M* keep(std::unique_ptr<M> m) {
