@@ -5,6 +5,7 @@
 // one ActiveMsg for both the small and the large form, bodies of another element type than
 // the receiver's buffer, Serializer).
 // Runs at any rank count; returns 0 when every check holds.
+#include "tasktorrent/src/serialization.hpp"  // TaskTorrent's test of its serializer includes it
 #include "tasktorrent/tasktorrent.hpp"
 
 #include <sstream>  // the one standard header TaskTorrent's umbrella does not bring in
