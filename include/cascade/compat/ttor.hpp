@@ -2,7 +2,13 @@
 // `using namespace ttor;` (or through <tasktorrent/tasktorrent.hpp>), with the same meaning:
 // Communicator, Threadpool / Threadpool_shared, Taskflow<K>, active messages (small, large,
 // blocking), Task and Threadpool_shared::insert(Task*, ...), Logger / DepsLogger and
-// set_logger, and the helpers (comm_rank, wctime, elapsed, ...).
+// set_logger, Serializer, and the helpers (comm_rank, wctime, elapsed, ...). TaskTorrent's
+// own tutorial, tests, dense Cholesky and GEMM miniapps and micro-benchmarks compile
+// unchanged (tools/ttor-compat-check).
+//
+// One difference: a Communicator is made and destroyed by every rank of its MPI communicator
+// together (Cascade duplicates the communicator), where TaskTorrent's constructor was local;
+// code that makes a Communicator on some ranks only waits there.
 //
 // Profiling: TaskTorrent's Logger collected task timings for its own plotting scripts.
 // Cascade records tasks and messages through its tracing instead (CASCADE_TRACE=run.json,
@@ -19,6 +25,7 @@
 #include <cassert>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,14 +39,17 @@
 #include <mutex>
 #include <ostream>
 #include <queue>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "cascade/compat/serializer.hpp"
 
 namespace ttor {
 
@@ -182,6 +192,140 @@ struct Task {
     const char* c_name() const { return name.c_str(); }
 };
 
+// ---- active messages --------------------------------------------------------------------
+
+/// What every TaskTorrent active message has: an id, the same on every rank.
+class ActiveMsgBase {
+  public:
+    virtual ~ActiveMsgBase() = default;
+    /// The id (registration order) of the Cascade message underneath.
+    std::size_t get_id() const { return msg().id(); }
+    /// The Cascade message underneath (for Cascade's own settings, e.g. its name in traces).
+    virtual cascade::ActiveMsgBase& msg() const = 0;
+};
+
+/// TaskTorrent's active message: one object for both forms. Made by make_active_msg(fun) or
+/// make_large_active_msg(fun, where, complete); either way it offers
+///   send(dest, ps...)                    ps travel; fun(ps...) runs on dest
+///   send_large(dest, view<T> body, ps...) ps and the body (any element type T: it travels
+///                                        as bytes) travel; on dest the body lands where
+///                                        where(ps...) says, then fun(ps...) runs; here
+///                                        complete(ps...) runs once the body may be reused
+///   blocking_send, blocking_send_large   the same, returning once the message has left
+///                                        (communication thread only)
+/// On a message made by make_large_active_msg, send() is a send_large with an empty body:
+/// where(ps...) still runs on dest and complete(ps...) here, as in TaskTorrent. On one made by
+/// make_active_msg there is nowhere to put a body: send_large with an empty body is a send(),
+/// with a non-empty one throws cascade::UsageError.
+template <class... Ps>
+class ActiveMsg : public ActiveMsgBase {
+  public:
+    /// (Communicator::make_active_msg makes them.)
+    explicit ActiveMsg(cascade::ActiveMsg<Ps...>* small) : small_(small) {}
+    /// (Communicator::make_large_active_msg makes them.)
+    explicit ActiveMsg(cascade::LargeActiveMsg<char, Ps...>* large) : large_(large) {}
+
+    /// Queues ps for rank dest (any rank, this one included). Thread-safe.
+    void send(int dest, const Ps&... ps) {
+        if (small_)
+            small_->send(dest, ps...);
+        else
+            large_->send_large(dest, view<char>(), ps...);
+    }
+    /// Sends ps to rank dest and returns once they have left (communication thread).
+    void blocking_send(int dest, const Ps&... ps) {
+        if (small_)
+            small_->blocking_send(dest, ps...);
+        else
+            large_->blocking_send_large(dest, view<char>(), ps...);
+    }
+    /// Queues ps and `body` for rank dest; body must stay valid until complete(ps...) ran.
+    template <class T>
+    void send_large(int dest, view<T> body, const Ps&... ps) {
+        if (large_)
+            large_->send_large(dest, bytes_of(body), ps...);
+        else {
+            no_body(body);
+            small_->send(dest, ps...);
+        }
+    }
+    /// send_large, returning once the header has left (communication thread); reuse the
+    /// body's buffer after complete(ps...).
+    template <class T>
+    void blocking_send_large(int dest, view<T> body, const Ps&... ps) {
+        if (large_)
+            large_->blocking_send_large(dest, bytes_of(body), ps...);
+        else {
+            no_body(body);
+            small_->blocking_send(dest, ps...);
+        }
+    }
+    /// Cascade's broadcast: every rank in dests runs the handler once (see README).
+    void send(std::span<const int> dests, const Ps&... ps) {
+        if (small_)
+            small_->send(dests, ps...);
+        else
+            large_->send_large(dests, view<char>(), ps...);
+    }
+    /// Cascade's broadcast of one body: every rank in dests receives it once.
+    template <class T>
+    void send_large(std::span<const int> dests, view<T> body, const Ps&... ps) {
+        if (large_)
+            large_->send_large(dests, bytes_of(body), ps...);
+        else {
+            no_body(body);
+            small_->send(dests, ps...);
+        }
+    }
+    cascade::ActiveMsgBase& msg() const override {
+        if (small_) return *small_;
+        return *large_;
+    }
+
+  private:
+    template <class T>
+    static view<char> bytes_of(view<T> body) {
+        using E = std::remove_cv_t<T>;
+        return view<char>(static_cast<char*>(static_cast<void*>(const_cast<E*>(body.data()))),
+                          body.size() * sizeof(T));
+    }
+    template <class T>
+    void no_body(view<T> body) const {
+        if (body.size() != 0)
+            throw cascade::UsageError(
+                "ttor::ActiveMsg::send_large: a " + std::to_string(body.size() * sizeof(T)) +
+                "-byte body on an active message made by make_active_msg, which has no place "
+                "to put it (make it with make_large_active_msg)");
+    }
+    cascade::ActiveMsg<Ps...>* small_ = nullptr;
+    cascade::LargeActiveMsg<char, Ps...>* large_ = nullptr;
+};
+
+/// Cascade's earlier name for an active message with a body; T is not part of the type in
+/// TaskTorrent (any body element type may be sent).
+template <class T, class... Ps>
+using LargeActiveMsg = ActiveMsg<Ps...>;
+
+namespace detail {
+template <class Tuple>
+struct msg_of;
+template <class... Ps>
+struct msg_of<std::tuple<Ps...>> {
+    using fn = std::function<void(Ps&...)>;
+};
+// An integer that is not an MPI_Comm: a verbosity (Communicator comm(verb)).
+template <class I>
+concept verbosity = std::is_integral_v<I> && !std::is_convertible_v<I, MPI_Comm>;
+// A where function returning any pointer, as one returning char*.
+template <class P, class... Ps>
+std::function<char*(Ps&...)> as_bytes_where(std::function<P*(Ps&...)> where) {
+    return [where = std::move(where)](Ps&... ps) -> char* {
+        using E = std::remove_cv_t<P>;
+        return static_cast<char*>(static_cast<void*>(const_cast<E*>(where(ps...))));
+    };
+}
+}  // namespace detail
+
 // ---- communicator -----------------------------------------------------------------------
 
 /// TaskTorrent's Communicator over cascade::Communicator.
@@ -195,8 +339,61 @@ class Communicator : public cascade::Communicator {
         if (break_msg_size < std::size_t(std::numeric_limits<int>::max()))
             set_large_chunk(break_msg_size);
     }
-    /// Receives and runs what has arrived, and moves queued messages.
-    void recv_process() { progress(); }
+    /// `Communicator comm(verb)`: MPI_COMM_WORLD with that verbosity. (Where MPI_Comm is an
+    /// integer, as in MPICH, an integer is taken as the communicator, as TaskTorrent does.)
+    template <detail::verbosity I>
+    explicit Communicator(I verb) : Communicator(MPI_COMM_WORLD, static_cast<int>(verb)) {}
+
+    /// Registers an active message running fun(ps...) on the receiver (a non-generic callable
+    /// taking its arguments by reference). Same order on every rank; the Communicator owns it.
+    template <class F>
+    auto* make_active_msg(F&& fun, std::string name = "") {
+        using Args = typename cascade::detail::callable_args<std::decay_t<F>>::tuple;
+        return register_small(typename detail::msg_of<Args>::fn(std::forward<F>(fun)),
+                              std::move(name));
+    }
+    /// The same from a std::function.
+    template <class... Ps>
+    ActiveMsg<Ps...>* make_active_msg(std::function<void(Ps&...)> fun, std::string name = "") {
+        return register_small(std::move(fun), std::move(name));
+    }
+    /// Registers an active message with a body: where(ps...) -> T* on the receiver says where
+    /// the body goes, fun(ps...) runs there once it arrived, complete(ps...) runs on the
+    /// sender once the body may be reused.
+    template <class F, class G, class H>
+    auto* make_large_active_msg(F&& fun, G&& where, H&& complete, std::string name = "") {
+        using Args = typename cascade::detail::callable_args<std::decay_t<F>>::tuple;
+        using Fn = typename detail::msg_of<Args>::fn;
+        using Ptr = std::invoke_result_t<decltype(std::apply<G&, Args&>), G&, Args&>;
+        static_assert(std::is_pointer_v<Ptr>, "make_large_active_msg: where must return a pointer");
+        return register_large(Fn(std::forward<F>(fun)),
+                              detail::as_bytes_where(as_where<std::remove_pointer_t<Ptr>>(
+                                  std::forward<G>(where), static_cast<Args*>(nullptr))),
+                              Fn(std::forward<H>(complete)), std::move(name));
+    }
+
+    /// Waits until a message has been received and processed (TaskTorrent's blocking
+    /// receive). Each call accounts for one message: the k-th call since the last progress()
+    /// returns once k messages were processed, so calling it once per expected message
+    /// processes them all, also when several arrive in one MPI message or a blocking_send
+    /// received some while it waited.
+    void recv_process() {
+        auto since = std::chrono::steady_clock::now();
+        while (processed() <= consumed_) {
+            if (cascade::Communicator::progress())
+                since = std::chrono::steady_clock::now();
+            else
+                check_stall("ttor::Communicator::recv_process, waiting for a message", since);
+        }
+        ++consumed_;
+    }
+    /// Moves messages (see cascade::Communicator::progress); what it processes is not waited
+    /// for by a later recv_process.
+    bool progress() {
+        const bool moved = cascade::Communicator::progress();
+        consumed_ = processed();
+        return moved;
+    }
     /// Messages processed here so far.
     int get_n_msg_processed() const { return static_cast<int>(processed()); }
     /// Messages queued here so far.
@@ -208,13 +405,33 @@ class Communicator : public cascade::Communicator {
     }
 
   private:
+    template <class... Ps>
+    ActiveMsg<Ps...>* register_small(std::function<void(Ps&...)> fun, std::string name) {
+        auto* am = cascade::Communicator::make_active_msg(std::move(fun), std::move(name));
+        return keep(std::make_unique<ActiveMsg<Ps...>>(am));
+    }
+    template <class... Ps>
+    ActiveMsg<Ps...>* register_large(std::function<void(Ps&...)> fun,
+                                     std::function<char*(Ps&...)> where,
+                                     std::function<void(Ps&...)> complete, std::string name) {
+        auto* am = cascade::Communicator::make_large_active_msg(
+            std::move(fun), std::move(where), std::move(complete), std::move(name));
+        return keep(std::make_unique<ActiveMsg<Ps...>>(am));
+    }
+    template <class T, class G, class... Ps>
+    static std::function<T*(Ps&...)> as_where(G&& where, std::tuple<Ps...>*) {
+        return std::function<T*(Ps & ...)>(std::forward<G>(where));
+    }
+    template <class M>
+    M* keep(std::unique_ptr<M> m) {
+        M* raw = m.get();
+        msgs_.push_back(std::move(m));
+        return raw;
+    }
+    std::vector<std::unique_ptr<ActiveMsgBase>> msgs_;
+    std::uint64_t consumed_ = 0;  // messages recv_process and progress accounted for
     Logger* logger_ = nullptr;
 };
-
-template <class... Ps>
-using ActiveMsg = cascade::ActiveMsg<Ps...>;
-template <class T, class... Ps>
-using LargeActiveMsg = cascade::LargeActiveMsg<T, Ps...>;
 
 // ---- thread pools -----------------------------------------------------------------------
 
