@@ -14,8 +14,7 @@
 
 int main(int argc, char** argv) {
     try {
-        if (argc > 1)
-            cascade::trace::configure({.trace_path = argv[1]});
+        if (argc > 1) cascade::trace::configure({.trace_path = argv[1]});
         cascade::Threadpool tp(2);
 
         // Prefix sums in a diamond: task (i, j) adds its two parents (i-1, j-1) and (i-1, j),
@@ -37,8 +36,7 @@ int main(int argc, char** argv) {
             })
             .set_fulfill([&](std::pair<int, int> k) {
                 auto [i, j] = k;
-                if (i == D)
-                    return;
+                if (i == D) return;
                 pascal.fulfill_promise({i + 1, j});
                 pascal.fulfill_promise({i + 1, j + 1});
             })

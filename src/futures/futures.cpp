@@ -198,7 +198,7 @@ struct FetchReply final : detail::Callback {
 }  // namespace
 
 void Futures::fetch(int owner, std::uint64_t id, detail::StateBase* proxy, std::uint64_t weight) {
-    if (owner == rank_) {  // a value kept here, fetched back through a redirect
+    if (owner == rank_) {                     // a value kept here, fetched back through a redirect
         Export ex = take(id, weight, rank_);  // throws (an unknown id) before any reference
         proxy->retain();                      // adopted by the share
         kept_in_place_.fetch_add(1, std::memory_order_relaxed);
