@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "cascade/core/detail/inbox.hpp"
@@ -28,8 +29,25 @@ namespace {
 struct WorkerContext {
     const Threadpool* pool = nullptr;
     int index = -1;
+    const char* stack_low = nullptr;  // lowest address of this worker's stack
 };
 thread_local WorkerContext tls_worker;
+
+// Workers get a stack of this size (address space; pages are used only as the stack grows):
+// a task waiting in a future's get() runs other tasks meanwhile, nested on its stack.
+constexpr std::size_t kWorkerStack = std::size_t(64) << 20;
+// Below this much stack left, a waiting task no longer runs others (it just waits).
+constexpr std::size_t kNestReserve = std::size_t(1) << 20;
+
+const char* stack_low_of_this_thread() noexcept {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return nullptr;
+    void* addr = nullptr;
+    std::size_t size = 0;
+    const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
+    pthread_attr_destroy(&attr);
+    return ok ? static_cast<const char*>(addr) : nullptr;
+}
 
 bool checked_from_env() {
 #ifdef CASCADE_CHECKED_DEFAULT
@@ -145,8 +163,8 @@ void Threadpool::stop_workers() noexcept {
     if (!running_.load()) return;
     stop_.store(true, std::memory_order_seq_cst);
     notifier_.notify_all();
-    for (auto& th : threads_)
-        th.join();
+    for (pthread_t th : threads_)
+        pthread_join(th, nullptr);
     threads_.clear();
     running_.store(false);
 }
@@ -157,8 +175,31 @@ void Threadpool::start() {
     stop_.store(false);
     idle_state_.store(0);
     threads_.reserve(n_);
-    for (int i = 0; i < n_; ++i)
-        threads_.emplace_back([this, i] { worker_loop(i); });
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, kWorkerStack);
+    for (int i = 0; i < n_; ++i) {
+        auto* start = new WorkerStart{this, i};
+        pthread_t th;
+        const int rc = pthread_create(&th, &attr, &Threadpool::worker_main, start);
+        if (rc != 0) {
+            delete start;
+            pthread_attr_destroy(&attr);
+            stop_workers();
+            throw std::system_error(
+                rc, std::generic_category(),
+                "Threadpool '" + opts_.name + "': starting worker " + std::to_string(i));
+        }
+        threads_.push_back(th);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+void* Threadpool::worker_main(void* arg) {
+    const WorkerStart w = *static_cast<WorkerStart*>(arg);
+    delete static_cast<WorkerStart*>(arg);
+    w.pool->worker_loop(w.index);
+    return nullptr;
 }
 
 int Threadpool::current_thread() const noexcept {
@@ -235,6 +276,11 @@ bool Threadpool::find_task(int me, Task& out) {
 bool Threadpool::run_one_task() {
     const int me = current_thread();
     if (me < 0) return false;
+    // Tasks run here are nested on the waiting task's stack: not when it is nearly full.
+    const char* sp = static_cast<const char*>(__builtin_frame_address(0));
+    if (tls_worker.stack_low &&
+        sp - tls_worker.stack_low < static_cast<std::ptrdiff_t>(kNestReserve))
+        return false;
     detail::run_task_epilogue();  // what the waiting task held back must not wait with it
     Task t;
     if (!find_task(me, t)) return false;
@@ -317,7 +363,7 @@ void Threadpool::become_active() noexcept {
 }
 
 void Threadpool::worker_loop(int me) {
-    tls_worker = {this, me};
+    tls_worker = {this, me, stack_low_of_this_thread()};
     if (!pin_cpus_.empty() && !pin_this_thread(pin_cpus_, me))
         log::warn("Threadpool '" + opts_.name + "': could not pin worker " + std::to_string(me));
     Observer* const obs = observer_;

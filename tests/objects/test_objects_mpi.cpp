@@ -162,7 +162,11 @@ TEST(ObjectsMpi, OrderingStormUnderMigrations) {
     Objects objs(tp, comm);
     const int me = comm.comm_rank(), n = comm.comm_size();
     const int senders = std::min(n, 4);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    const long per_sender = 20000;  // a sanitized build runs this 30-70x slower
+#else
     const long per_sender = 100000;
+#endif
     const int per_rank = 2;  // objects created by each rank
     auto bump = objs.make_handler<Tally>(
         [](Tally& t, int& sender, std::int64_t& seq) {

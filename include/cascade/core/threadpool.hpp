@@ -5,6 +5,8 @@
 // The workers live from start() (or the first join()) until the pool is destroyed.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -171,7 +173,12 @@ class Threadpool {
     std::unique_ptr<ReadyQueue[]> queues_;
     std::unique_ptr<WorkerStats[]> stats_;
     Notifier notifier_;
-    std::vector<std::thread> threads_;
+    std::vector<pthread_t> threads_;  // pthreads: a bigger stack than std::thread gives
+    struct WorkerStart {
+        Threadpool* pool;
+        int index;
+    };
+    static void* worker_main(void* arg);
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
     bool armed_ = false;  // start() called since the last join(): the destructor joins
