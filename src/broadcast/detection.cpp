@@ -7,7 +7,9 @@
 // inside it.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cascade/broadcast/detail/engine.hpp"
@@ -92,37 +94,88 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         });
     }
 
+    // Equal sends (same AM, same argument bytes; for large ones the same body and length)
+    // form one class; classes go out in the order of their first send, as one tree when
+    // they name two ranks or more. Classes are found through a hash of each send, sorted:
+    // O(n log n) in the task's sends (a task may send millions).
+    std::uint64_t key_of(const Held& h) const {
+        std::uint64_t k = std::hash<const void*>{}(h.engine) * 31 + std::hash<const void*>{}(h.am);
+        k = k * 31 + (h.large ? 1 : 0);
+        if (h.large) {
+            k = k * 31 + std::hash<const void*>{}(h.body);
+            k = k * 31 + h.bytes;
+            k = k * 31 +
+                std::hash<std::string_view>{}(std::string_view(h.args.data(), h.args.size()));
+        } else {
+            k = k * 31 +
+                std::hash<std::string_view>{}(std::string_view(buf_.data() + h.off, h.len));
+        }
+        return k;
+    }
+
     void flush(Engine*& failed_on) {
-        // Sends made while flushing (none: the engine queues directly) would start a new batch.
+        const std::size_t n = held_.size();
+        constexpr std::size_t none = ~std::size_t(0);
+        keyed_.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+            keyed_[i] = {key_of(held_[i]), i};
+        std::sort(keyed_.begin(), keyed_.end());  // by key, then by position
+        // next_[i]: the following member of i's class (in send order); first_[i]: i starts one.
+        next_.assign(n, none);
+        first_.assign(n, 0);
+        for (std::size_t a = 0; a < n;) {
+            std::size_t b = a + 1;
+            while (b < n && keyed_[b].first == keyed_[a].first)
+                ++b;
+            for (std::size_t x = a; x < b; ++x) {
+                const std::size_t i = keyed_[x].second;
+                if (held_[i].done) continue;  // already in a class (done marks membership here)
+                first_[i] = 1;
+                std::size_t last = i;
+                for (std::size_t y = x + 1; y < b; ++y) {
+                    const std::size_t j = keyed_[y].second;
+                    if (!held_[j].done && same(held_[i], held_[j])) {
+                        held_[j].done = true;
+                        next_[last] = j;
+                        last = j;
+                    }
+                }
+            }
+            a = b;
+        }
+        // A class that names one rank only is no broadcast: its sends go out where they were
+        // made, so that the order of a rank's messages stays the order they were sent in.
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!first_[i]) continue;
+            bool two = false;
+            for (std::size_t g = next_[i]; g != none && !two; g = next_[g])
+                two = held_[g].dest != held_[i].dest;
+            if (!two)
+                for (std::size_t g = i; g != none; g = next_[g])
+                    first_[g] = 2;  // plain
+        }
         std::vector<int> dests;
-        std::vector<std::size_t> group, repeats;
-        for (std::size_t i = 0; i < held_.size(); ++i) {
+        std::vector<std::size_t> repeats;
+        for (std::size_t i = 0; i < n; ++i) {
             Held& h = held_[i];
-            if (h.done) continue;
             failed_on = h.engine;
-            group.assign(1, i);
-            for (std::size_t j = i + 1; j < held_.size(); ++j)
-                if (!held_[j].done && same(h, held_[j])) group.push_back(j);
-            if (group.size() == 1) {
-                h.done = true;
+            if (first_[i] == 2) {
                 send_one(h);
                 continue;
             }
+            if (!first_[i]) continue;  // sent with the head of its class
             // One tree to the distinct destinations; a rank named twice gets the repeat as a
             // plain message (it was sent twice).
             dests.clear();
             repeats.clear();
-            for (std::size_t g : group) {
-                held_[g].done = true;
+            for (std::size_t g = i; g != none; g = next_[g]) {
                 const int d = held_[g].dest;
                 if (std::find(dests.begin(), dests.end(), d) == dests.end())
                     dests.push_back(d);
                 else
                     repeats.push_back(g);
             }
-            if (dests.size() < 2) {
-                send_one(h);
-            } else if (h.large) {
+            if (h.large) {
                 h.engine->tree_large(*h.am, dests, {}, h.body, h.bytes, h.args, dests.size(),
                                      dests.size());
             } else {
@@ -137,6 +190,9 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
 
     std::vector<Held> held_;
     cascade::detail::Bytes buf_;
+    std::vector<std::pair<std::uint64_t, std::size_t>> keyed_;  // scratch of flush()
+    std::vector<std::size_t> next_;
+    std::vector<char> first_;  // 1: the first send of a class, 2: a plain send
 };
 
 }  // namespace

@@ -320,6 +320,39 @@ TEST(Broadcast, DetectionMergesDestinationLoops) {
     }
 }
 
+// Detection holds a task's sends until it ends. A task that sends many messages to one rank
+// (300,000 distinct ones, then X, Y, X repeated) gets them all, in the order it sent them:
+// equal sends to one rank only are no broadcast and are not moved together, and grouping
+// does not compare every pair of sends (that took minutes for this task).
+TEST(Broadcast, DetectionKeepsOrderAndScales) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int next = (me + 1) % n;
+    constexpr int kDistinct = 300000;
+    long got = 0, wrong = 0;
+    int expect = 0;
+    auto am = comm.make_active_msg(
+        [&](int& v) {
+            // 0..kDistinct-1, then -1, -2, -1, -2, ... (X, Y, X, Y)
+            const int want = expect < kDistinct ? expect : -1 - ((expect - kDistinct) % 2);
+            if (v != want) ++wrong;
+            ++expect;
+            ++got;
+        },
+        "order_am");
+    ASSERT_TRUE(comm.broadcasts().detection());
+    tp.insert([&] {
+        for (int i = 0; i < kDistinct; ++i)
+            am->send(next, i);
+        for (int i = 0; i < 100; ++i)
+            am->send(next, -1 - (i % 2));
+    });
+    tp.join();
+    EXPECT_EQ(got, kDistinct + 100);
+    EXPECT_EQ(wrong, 0) << "rank " << me;
+}
+
 // Completion never ends early: inner nodes sleep in their handlers (after their forwards are
 // queued) and in where_to, while other ranks are idle; every join must find every message run.
 TEST(Broadcast, CompletionWaitsForTrees) {
