@@ -30,6 +30,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     char* begin(Engine* e, ActiveMsgBase& am, int dest, std::size_t max_bytes) {
         const std::size_t at = (buf_.size() + 7) & ~std::size_t(7);
         buf_.resize(at + max_bytes);
+        note_dest(dest);
         held_.push_back(Held{e, &am, dest, at, 0, nullptr, 0, {}});
         cascade::detail::tls_task_epilogue = this;
         return buf_.data() + at;
@@ -41,6 +42,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     }
     void add_large(Engine* e, ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
                    std::vector<char>& args) {
+        note_dest(dest);
         held_.push_back(Held{e, &am, dest, 0, 0, body, bytes, std::move(args)});
         held_.back().large = true;
         cascade::detail::tls_task_epilogue = this;
@@ -113,8 +115,26 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         return k;
     }
 
+    // Whether every held send names the same rank: then none can merge into a broadcast and
+    // they leave in order without being grouped (a task streaming messages to one rank).
+    void note_dest(int dest) noexcept {
+        if (held_.empty())
+            one_dest_ = dest;
+        else if (one_dest_ != dest)
+            one_dest_ = -1;
+    }
+
     void flush(Engine*& failed_on) {
         const std::size_t n = held_.size();
+        if (one_dest_ >= 0) {
+            for (Held& h : held_) {
+                failed_on = h.engine;
+                send_one(h);
+            }
+            held_.clear();
+            buf_.clear();
+            return;
+        }
         constexpr std::size_t none = ~std::size_t(0);
         keyed_.resize(n);
         for (std::size_t i = 0; i < n; ++i)
@@ -193,6 +213,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     std::vector<std::pair<std::uint64_t, std::size_t>> keyed_;  // scratch of flush()
     std::vector<std::size_t> next_;
     std::vector<char> first_;  // 1: the first send of a class, 2: a plain send
+    int one_dest_ = -1;        // the rank every held send names, or -1
 };
 
 }  // namespace
