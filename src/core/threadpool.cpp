@@ -67,44 +67,6 @@ bool checked_from_env() {
 constexpr auto kIdleSpin = std::chrono::microseconds(2);
 constexpr auto kIdleYield = std::chrono::microseconds(100);
 constexpr long kSleepTimeoutUs = 1000000;
-// The join() watchdog warns about a busy worker this many times (one limit apart) before it
-// takes the task for one that never returns.
-constexpr int kBusyWarnings = 3;
-
-// join() with a communicator: after the last activity poll hot for kHotWindow (only while
-// this pool is idle), then yielding until kPollWindow, then nap.
-constexpr auto kHotWindow = std::chrono::microseconds(10);
-constexpr auto kPollWindow = std::chrono::microseconds(50);
-constexpr long kFirstNapUs = 10;
-constexpr long kMaxNapUs = 500;
-constexpr long kWaitingNapUs = 20;
-
-// Sets the calling thread's timer slack to 1 us for its lifetime (Linux), so short naps
-// are short.
-class TimerSlack {
-  public:
-    explicit TimerSlack(bool on) {
-#if defined(__linux__)
-        if (on) {
-            old_ = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-            if (old_ > 0) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-        }
-#else
-        (void)on;
-#endif
-    }
-    ~TimerSlack() {
-#if defined(__linux__)
-        if (old_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(old_), 0, 0, 0);
-#endif
-    }
-    TimerSlack(const TimerSlack&) = delete;
-    TimerSlack& operator=(const TimerSlack&) = delete;
-
-  private:
-    long old_ = -1;
-};
-
 }  // namespace
 
 Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
@@ -437,109 +399,6 @@ void Threadpool::worker_loop(int me) {
     tls_worker = {};
 }
 
-void Threadpool::join() {
-    if (current_thread() >= 0)
-        throw UsageError("Threadpool '" + opts_.name + "': join() called from one of its workers");
-    if (!running_.load()) start();
-    // Without a hook, the last worker to fall asleep wakes us. With one (communication to
-    // drive) we poll: continuously while messages move and for a short window after, then
-    // with growing naps (so a rank whose workers compute leaves them the core). Naps use a
-    // 1 us timer slack: the default 50 us would add to every message's latency.
-    TimerSlack slack(hook_ != nullptr);
-    long nap_us = kFirstNapUs;
-    auto last_activity = std::chrono::steady_clock::now();
-    detail::Watchdog watchdog(tasks_run());
-    int busy_warnings = 0;  // consecutive "busy worker" warnings (reset when something moves)
-    std::uint64_t runs_seen = 0;
-    for (;;) {
-        std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
-        PollResult r =
-            hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
-        if (r == PollResult::done) break;
-        if (watchdog.enabled()) [[unlikely]] {
-            if (watchdog.check(r == PollResult::active, [&] {
-                    const std::uint64_t n = tasks_run();
-                    if (n != runs_seen) busy_warnings = 0;
-                    return runs_seen = n;
-                })) {
-                // A worker still busy: a long task, not a hang (the warning says so), unless
-                // it stays so for kBusyWarnings limits more (a task that never returns).
-                const int idle = static_cast<int>(static_cast<std::uint32_t>(idle_state_.load()));
-                if (idle < n_ && busy_warnings++ < kBusyWarnings) {
-                    char limit[32];
-                    std::snprintf(limit, sizeof limit, "%g", watchdog.limit_seconds());
-                    log::warn(
-                        "watchdog: Threadpool '" + opts_.name + "': " + std::to_string(n_ - idle) +
-                        " worker(s) busy with a task for more "
-                        "than " +
-                        limit + " s while nothing else moved (CASCADE_WATCHDOG=" + limit + ")");
-                    watchdog_report(watchdog.quiet_seconds(), watchdog.limit_seconds());
-                    watchdog.restart();
-                } else {
-                    watchdog_fire(watchdog.quiet_seconds(), watchdog.limit_seconds());
-                }
-            }
-        }
-        if (r == PollResult::active) {
-            busy_warnings = 0;
-            nap_us = kFirstNapUs;
-            last_activity = std::chrono::steady_clock::now();
-            continue;
-        }
-        if (hook_) {
-            // Soon after activity more is likely (a reply, the next message of a burst): keep
-            // polling. Hot only while our workers are idle (a spinning joiner would take half
-            // of a busy worker's core); yielding otherwise, which costs a busy worker little.
-            const auto quiet = std::chrono::steady_clock::now() - last_activity;
-            if (quiet < kHotWindow && r == PollResult::waiting) continue;
-            if (quiet < kPollWindow) {
-                std::this_thread::yield();
-                continue;
-            }
-        }
-        // Announce the nap, then re-check: a waker either sees the flag or we see its work.
-        joiner_sleeping_.store(true, std::memory_order_seq_cst);
-        bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
-        if (!wake_now) Notifier::wait_on(join_word_, word, hook_ ? nap_us : 100000);
-        joiner_sleeping_.store(false, std::memory_order_relaxed);
-        if (hook_)
-            nap_us =
-                std::min<long>(nap_us * 2, r == PollResult::waiting ? kWaitingNapUs : kMaxNapUs);
-    }
-    // The workers stay: they back off and sleep until the next task or the destructor, so
-    // that an iterative code joining every step does not pay for new threads each time.
-    armed_ = false;
-
-    std::exception_ptr err;
-    {
-        std::lock_guard<std::mutex> g(error_mutex_);
-        err = std::exchange(error_, nullptr);
-    }
-    failed_.store(false);
-    if (err) std::rethrow_exception(err);
-
-    // Unchecked, the pending count is only reported (verbosity > 0: as a warning; CASCADE_LOG
-    // info or debug: as information).
-    const log::Level report_level = opts_.verb > 0 ? log::Level::warn : log::Level::info;
-    if (!checked_ && !log::enabled(report_level)) return;
-    std::size_t total = 0;
-    std::vector<std::string> names;
-    {
-        std::lock_guard<std::mutex> g(taskflows_mutex_);
-        for (auto* tf : taskflows_)
-            total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
-    }
-    if (total > 0) {
-        std::ostringstream os;
-        os << rank_prefix() << "Threadpool '" << opts_.name << "': join() ended with " << total
-           << " task(s) whose promises were never all fulfilled; first: ";
-        for (std::size_t i = 0; i < names.size(); ++i)
-            os << (i ? ", " : "") << names[i];
-        if (checked_) throw IncompleteGraphError(total, os.str());
-        log::write(report_level, os.str());
-    }
-}
-
 std::exception_ptr Threadpool::error() const {
     std::lock_guard<std::mutex> g(error_mutex_);
     return error_;
@@ -557,23 +416,6 @@ std::uint64_t Threadpool::tasks_stolen() const noexcept {
     for (int i = 0; i < n_; ++i)
         s += stats_[i].stolen;
     return s;
-}
-
-void JoinHook::fail(Threadpool& tp, std::exception_ptr e) noexcept {
-    tp.fail(std::move(e));
-}
-
-void JoinHook::unhook(Threadpool& tp) noexcept {
-    tp.hook_ = nullptr;
-}
-
-void JoinHook::abort_job(const std::string& what) {
-    abort_job_default(what);
-}
-
-void JoinHook::abort_job_default(const std::string& what) {
-    log::error("fatal: " + what);
-    std::_Exit(3);
 }
 
 void Threadpool::attach(detail::TaskflowBase* tf) {
