@@ -197,11 +197,12 @@ TEST(ObjectsMpi, OrderingStormUnderMigrations) {
             sending_done = true;
         });
     }
-    // The mover: while this rank's sender runs, one migration every ~100 us.
+    // The mover: while this rank's sender runs, one migration every ~100 us (at least one,
+    // should the sender finish first).
     std::function<void()> mover;
     std::mt19937 mrng(1000 + me);
     mover = [&] {
-        if (sending_done) return;
+        if (sending_done && migrations > 0) return;
         objs.migrate(all[mrng() % all.size()], int(mrng() % n));
         ++migrations;
         std::this_thread::sleep_for(std::chrono::microseconds(100));
