@@ -290,6 +290,19 @@ std::size_t Communicator::bytes_in_flight(int dest) const {
     return queued + o.frame_bytes_in_flight.load(std::memory_order_acquire);
 }
 
+std::size_t Communicator::body_bytes_in_flight(int dest) const {
+    if (dest < 0 || dest >= size_)
+        throw UsageError("body_bytes_in_flight: rank " + std::to_string(dest) + " outside [0, " +
+                         std::to_string(size_) + ")");
+    Outbox& o = outbox_[dest];
+    std::size_t queued = 0;
+    {
+        std::lock_guard<Spinlock> g(o.lock);
+        queued = o.body_bytes_queued;
+    }
+    return queued + o.body_bytes_in_flight.load(std::memory_order_acquire);
+}
+
 // Back-pressure (CommunicatorOptions::max_bytes_in_flight): negative when the frames queued
 // for a destination and those MPI still holds pass the limit, or the bodies queued and in
 // flight do (one body alone always goes, whatever its size).

@@ -142,6 +142,9 @@ class Communicator : public JoinHook {
     /// Bytes of small messages queued for `dest` or handed to MPI and not yet delivered: what
     /// CommunicatorOptions::max_bytes_in_flight bounds (any thread; a snapshot).
     std::size_t bytes_in_flight(int dest) const;
+    /// Bytes of large bodies queued for `dest` or handed to MPI and not yet delivered (any
+    /// thread; a snapshot): at most max_bytes_in_flight plus one body after a send returns.
+    std::size_t body_bytes_in_flight(int dest) const;
 
     /// Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
     /// receiver follows the sender's value). Settable for tests of the chunked path, from any
