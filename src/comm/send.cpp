@@ -31,7 +31,7 @@ void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, 
             o.body_bytes_queued += bytes;
             ++o.bodies_queued;
         });
-    if (opts_.max_bytes_in_flight != 0 && room_left(outbox_[dest]) < 0) [[unlikely]]
+    if (opts_.max_bytes_in_flight != 0 && room_left(dest) < 0) [[unlikely]]
         wait_for_room(dest);
 }
 
@@ -277,49 +277,42 @@ void Communicator::flush_blocking() {
     }
 }
 
-std::size_t Communicator::bytes_in_flight(int dest) const {
+// One snapshot of what is queued for a destination or handed to MPI and not yet delivered.
+Communicator::InFlight Communicator::in_flight(int dest, const char* what) const {
     if (dest < 0 || dest >= size_)
-        throw UsageError("bytes_in_flight: rank " + std::to_string(dest) + " outside [0, " +
+        throw UsageError(std::string(what) + ": rank " + std::to_string(dest) + " outside [0, " +
                          std::to_string(size_) + ")");
     Outbox& o = outbox_[dest];
-    std::size_t queued = 0;
+    InFlight f;
     {
         std::lock_guard<Spinlock> g(o.lock);
-        queued = o.buf.size();
+        f.frames = o.buf.size();
+        f.bodies = o.body_bytes_queued;
+        f.bodies_queued = o.bodies_queued;
     }
-    return queued + o.frame_bytes_in_flight.load(std::memory_order_acquire);
+    f.frames += o.frame_bytes_in_flight.load(std::memory_order_acquire);
+    f.bodies_flying = o.body_bytes_in_flight.load(std::memory_order_acquire);
+    f.bodies += f.bodies_flying;
+    return f;
+}
+
+std::size_t Communicator::bytes_in_flight(int dest) const {
+    return in_flight(dest, "bytes_in_flight").frames;
 }
 
 std::size_t Communicator::body_bytes_in_flight(int dest) const {
-    if (dest < 0 || dest >= size_)
-        throw UsageError("body_bytes_in_flight: rank " + std::to_string(dest) + " outside [0, " +
-                         std::to_string(size_) + ")");
-    Outbox& o = outbox_[dest];
-    std::size_t queued = 0;
-    {
-        std::lock_guard<Spinlock> g(o.lock);
-        queued = o.body_bytes_queued;
-    }
-    return queued + o.body_bytes_in_flight.load(std::memory_order_acquire);
+    return in_flight(dest, "body_bytes_in_flight").bodies;
 }
 
 // Back-pressure (CommunicatorOptions::max_bytes_in_flight): negative when the frames queued
 // for a destination and those MPI still holds pass the limit, or the bodies queued and in
 // flight do (one body alone always goes, whatever its size).
-std::ptrdiff_t Communicator::room_left(Outbox& o) const {
+std::ptrdiff_t Communicator::room_left(int dest) const {
     const std::size_t cap = opts_.max_bytes_in_flight;
-    std::size_t frames = 0, bodies = 0, count = 0;
-    {
-        std::lock_guard<Spinlock> g(o.lock);
-        frames = o.buf.size();
-        bodies = o.body_bytes_queued;
-        count = o.bodies_queued;
-    }
-    frames += o.frame_bytes_in_flight.load(std::memory_order_acquire);
-    const std::size_t flying = o.body_bytes_in_flight.load(std::memory_order_acquire);
-    if (frames > cap) return -1;
-    if (bodies + flying > cap && (flying > 0 || count > 1)) return -1;
-    return static_cast<std::ptrdiff_t>(cap - frames);
+    const InFlight f = in_flight(dest, "send");
+    if (f.frames > cap) return -1;
+    if (f.bodies > cap && (f.bodies_flying > 0 || f.bodies_queued > 1)) return -1;
+    return static_cast<std::ptrdiff_t>(cap - f.frames);
 }
 
 // Back-pressure (CommunicatorOptions::max_bytes_in_flight): enqueue found the frames queued
@@ -328,8 +321,7 @@ std::ptrdiff_t Communicator::room_left(Outbox& o) const {
 // may then pass the limit); any other thread waits until the communication thread drained
 // the queue.
 void Communicator::wait_for_room(int dest) {
-    Outbox& o = outbox_[dest];
-    auto full = [&] { return room_left(o) < 0; };
+    auto full = [&] { return room_left(dest) < 0; };
     if (on_comm_thread()) {
         if (progress_depth_ > 0) return;
         auto moved = std::chrono::steady_clock::now();

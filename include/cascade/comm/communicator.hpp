@@ -322,7 +322,14 @@ class Communicator : public JoinHook {
     void track_send(PendingSend ps);
     void finish_send(PendingSend& finished);
     void wait_for_room(int dest);
-    std::ptrdiff_t room_left(Outbox& o) const;
+    std::ptrdiff_t room_left(int dest) const;
+    struct InFlight {
+        std::size_t frames = 0;         // bytes of frames queued or in flight
+        std::size_t bodies = 0;         // bytes of bodies queued or in flight
+        std::size_t bodies_flying = 0;  // of which in flight
+        std::size_t bodies_queued = 0;  // bodies queued (a count)
+    };
+    InFlight in_flight(int dest, const char* what) const;
     bool receive();
     void run_message(int source, const char* data, std::size_t size);
     void run_frames(int source, const char* data, std::size_t size);
