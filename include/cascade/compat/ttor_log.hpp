@@ -51,6 +51,20 @@ struct Event {
     void record() { end = wctime(); }
 };
 
+namespace detail {
+// Keeps e in the next free slot of `events` (thread-safe through `next`); once they are all
+// taken, drops it and warns once (`full`).
+template <class E>
+void keep_event(std::vector<std::unique_ptr<E>>& events, std::atomic<int>& next,
+                std::atomic<bool>& full, std::unique_ptr<E> e, const char* who) {
+    const int id = next++;
+    if (id < static_cast<int>(events.size()))
+        events[static_cast<std::size_t>(id)] = std::move(e);
+    else if (!full.exchange(true))
+        cascade::log::warn(std::string(who) + ": buffer full, further events are dropped");
+}
+}  // namespace detail
+
 /// A fixed-capacity list of events, filled by the program (add_event, record) from any thread.
 struct Logger {
     /// Room for n events; more are dropped (and was_full() becomes true).
@@ -58,11 +72,7 @@ struct Logger {
         : origin_(wctime()), events_(static_cast<std::size_t>(std::max(0, n))) {}
     /// Adds an event (thread-safe).
     void add_event(std::unique_ptr<Event> e) {
-        const int id = i_++;
-        if (id < static_cast<int>(events_.size()))
-            events_[static_cast<std::size_t>(id)] = std::move(e);
-        else if (!full_.exchange(true))
-            cascade::log::warn("ttor::Logger: buffer full, further events are dropped");
+        detail::keep_event(events_, i_, full_, std::move(e), "ttor::Logger");
     }
     /// Ends e now and adds it.
     void record(std::unique_ptr<Event> e) {
@@ -105,11 +115,7 @@ struct DepsLogger {
     explicit DepsLogger(int n = 0) : events(static_cast<std::size_t>(std::max(0, n))) {}
     /// Adds an edge (thread-safe).
     void add_event(std::unique_ptr<DepsEvent> e) {
-        const int id = i++;
-        if (id < static_cast<int>(events.size()))
-            events[static_cast<std::size_t>(id)] = std::move(e);
-        else if (!printed_warning.exchange(true))
-            cascade::log::warn("ttor::DepsLogger: buffer full, further events are dropped");
+        detail::keep_event(events, i, printed_warning, std::move(e), "ttor::DepsLogger");
     }
     /// Whether events were dropped.
     bool was_full() const { return printed_warning.load(); }
