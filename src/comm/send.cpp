@@ -122,7 +122,7 @@ void Communicator::flush() {
 
 void Communicator::post_large(int d, LargeSend l) {
     PendingSend ps;
-    const std::size_t chunk = l.chunk;
+    const std::size_t chunk = detail::piece_bytes(l.bytes, l.chunk, kDefaultChunk);
     const int tag = l.tag < 0 ? TAG_BODY : l.tag;
     for (std::size_t off = 0; off < l.bytes; off += chunk) {
         const int n = static_cast<int>(std::min(chunk, l.bytes - off));

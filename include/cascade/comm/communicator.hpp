@@ -149,7 +149,9 @@ class Communicator : public JoinHook {
     /// Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
     /// receiver follows the sender's value). Settable for tests of the chunked path, from any
     /// thread: each large send keeps the value it was queued with. 0 restores the default;
-    /// values above 1 GiB are clamped to it (MPI counts are ints).
+    /// values above 1 GiB are clamped to it (MPI counts are ints). A body travels in at most
+    /// 1024 messages (more only above 1 TiB): for a bigger body the chunk is raised to
+    /// bytes / 1024, on both sides.
     void set_large_chunk(std::size_t bytes) noexcept {
         large_chunk_.store(bytes == 0 || bytes > kDefaultChunk ? kDefaultChunk : bytes,
                            std::memory_order_relaxed);
@@ -262,6 +264,11 @@ class Communicator : public JoinHook {
     /// For tests of fail-stop: f runs at the start of every progress() on this rank (it may
     /// throw, as a failing MPI call or allocation would). Null: none.
     void set_progress_fault_for_test(std::function<void()> f) { progress_fault_ = std::move(f); }
+
+    /// For fuzzing: cancels the body receives posted on this rank whose bodies will never be
+    /// sent (a fuzzed header announced them), and tells their owners as if the body had
+    /// arrived, so what they held for it is let go. Returns how many were dropped.
+    std::size_t drop_body_receives_for_test();
 
   private:
     template <class T, class... Ps>

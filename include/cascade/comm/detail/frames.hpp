@@ -8,6 +8,7 @@
 // only the size of a bigger MPI message of frames that follows from the same rank.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -78,6 +79,18 @@ inline std::size_t body_elements(std::uint64_t n, std::size_t elem) {
         throw WireError("body of " + std::to_string(n) + " x " + std::to_string(elem) +
                         " bytes (at most " + std::to_string(kMaxBody) + " bytes)");
     return static_cast<std::size_t>(n);
+}
+
+// The bytes of each MPI message a body of `bytes` travels in, for the chunk its sender chose
+// (0: the default, `max_chunk`): never more than `max_chunk` (MPI counts are ints), and large
+// enough that a body needs at most kMaxPieces messages unless `max_chunk` forces more.
+// Sender and receiver both compute it from the header's values, so they post the same pieces;
+// a tiny chunk cannot make a receiver post millions of receives for one body.
+inline constexpr std::size_t kMaxPieces = 1024;
+inline std::size_t piece_bytes(std::size_t bytes, std::size_t chunk, std::size_t max_chunk) {
+    if (chunk == 0 || chunk > max_chunk) chunk = max_chunk;
+    const std::size_t floor = bytes / kMaxPieces + (bytes % kMaxPieces != 0);
+    return std::min(max_chunk, std::max(chunk, floor));
 }
 
 // The size announced by a kAnnounce frame: more than `small` (it would have been sent
