@@ -77,6 +77,25 @@ TEST(Frames, AnnouncedBodiesAreBounded) {
     EXPECT_THROW(detail::body_elements(~0ull, 4), WireError);
 }
 
+// A body's MPI messages: the sender's chunk, raised so that one body needs at most
+// kMaxPieces of them (a header announcing 16 MiB in 1-byte chunks made the receiver post 16M
+// receives), and never above the largest MPI count.
+TEST(Frames, BodyPiecesAreBounded) {
+    constexpr std::size_t G = std::size_t(1) << 30;
+    auto pieces = [&](std::size_t bytes, std::size_t chunk) {
+        const std::size_t p = detail::piece_bytes(bytes, chunk, G);
+        return bytes / p + (bytes % p != 0);
+    };
+    EXPECT_EQ(detail::piece_bytes(8000, 24, G), 24u);  // small bodies keep tiny chunks
+    EXPECT_EQ(detail::piece_bytes(8000, 0, G), G);
+    EXPECT_EQ(detail::piece_bytes(8000, 2 * G, G), G);
+    EXPECT_EQ(detail::piece_bytes(0, 1, G), 1u);
+    EXPECT_EQ(pieces(std::size_t(16) << 20, 1), detail::kMaxPieces);
+    EXPECT_EQ(pieces((std::size_t(16) << 20) + 1, 1), detail::kMaxPieces);
+    EXPECT_EQ(pieces(detail::kMaxPieces * 1000, 1000), detail::kMaxPieces);
+    EXPECT_EQ(detail::piece_bytes(std::size_t(1) << 46, 1, G), G);  // 2^16 pieces of 1 GiB
+}
+
 TEST(ReplyTokens, OnlyLiveTokensAreAnswered) {
     detail::ReplyTokens<int> t;
     int a = 1, b = 2;
