@@ -104,6 +104,13 @@ double heap_in_use_mb() {
     return static_cast<double>(mi.uordblks + mi.hblkhd) / (1024.0 * 1024.0);
 }
 
+// Bytes the allocator holds from the system (arenas and its own mmaps), in MiB: what it
+// hands out plus what it keeps free.
+double heap_held_mb() {
+    const struct mallinfo2 mi = mallinfo2();
+    return static_cast<double>(mi.arena + mi.hblkhd) / (1024.0 * 1024.0);
+}
+
 double reduce(double x, MPI_Op op) {
     double y = 0;
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, op, MPI_COMM_WORLD);
@@ -196,6 +203,7 @@ int run_mixed(const Options& o) {
         for (long j = 0; j < per_rank; ++j)
             if (j % 1000 < 850) tf.fulfill_promise(base + j);
         tp.join();
+        const double rss_join = status_mb("VmRSS:");  // as join() leaves it
         for (auto& [j, f] : futures) {
             const std::vector<double> v = f.get();
             if (v.size() != big || v[0] != double(j + 1)) bad.fetch_add(1);
@@ -207,6 +215,14 @@ int run_mixed(const Options& o) {
         const double rss = status_mb("VmRSS:");
         const double rss_max = reduce(rss, MPI_MAX), rss_sum = reduce(rss, MPI_SUM);
         const double heap_max = reduce(heap_in_use_mb(), MPI_MAX);
+        // Where the resident set is (Linux): private memory (heap, stacks), shared memory
+        // (MPI's own segments between ranks of a node), mapped files (code).
+        const double held_max = reduce(heap_held_mb(), MPI_MAX);
+        const double join_max = reduce(rss_join, MPI_MAX);
+        const double hwm_max = reduce(status_mb("VmHWM:"), MPI_MAX);
+        const double anon_max = reduce(status_mb("RssAnon:"), MPI_MAX);
+        const double shmem_max = reduce(status_mb("RssShmem:"), MPI_MAX);
+        const double file_max = reduce(status_mb("RssFile:"), MPI_MAX);
         if (me == 0)
             cascade_bench::Record()
                 .add("bench", "soak")
@@ -217,6 +233,12 @@ int run_mixed(const Options& o) {
                 .add("rss_mb", rss_max, "%.2f")
                 .add("rss_mb_sum", rss_sum, "%.2f")
                 .add("heap_mb", heap_max, "%.2f")
+                .add("heap_held_mb", held_max, "%.2f")
+                .add("rss_join_mb", join_max, "%.2f")
+                .add("hwm_mb", hwm_max, "%.2f")
+                .add("rss_anon_mb", anon_max, "%.2f")
+                .add("rss_shmem_mb", shmem_max, "%.2f")
+                .add("rss_file_mb", file_max, "%.2f")
                 .add("batch_seconds", secs, "%.3f")
                 .add("seconds", cascade_bench::now_seconds() - first_t, "%.2f")
                 .print();

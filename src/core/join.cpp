@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cascade/core/detail/trim.hpp"
 #include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/log.hpp"
@@ -139,6 +140,7 @@ void Threadpool::join() {
     }
     failed_.store(false);
     if (err) std::rethrow_exception(err);
+    detail::trim_free_memory();  // at most once per CASCADE_TRIM seconds
 
     // Unchecked, the pending count is only reported (verbosity > 0: as a warning; CASCADE_LOG
     // info or debug: as information).

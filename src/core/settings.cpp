@@ -53,6 +53,10 @@ constexpr Variable kVariables[] = {
      "the piece size of pipelined broadcasts; 0: bytes/32 within [64 KiB, 1 MiB]"},
     {"CASCADE_MEMBARRIER", "1 or 0 (also on/off, true/false, yes/no)", "1",
      "0: wake sleeping workers with fenced stores instead of membarrier()"},
+    {"CASCADE_TRIM", "seconds (up to 1e6), 0 or off", "adaptive",
+     "after a join(), the free memory the C library's allocator keeps goes back to the system "
+     "(glibc's malloc_trim), at most once per this many seconds; unset: once 100 times the last "
+     "trim's duration has passed (about 1 % of the time); 0: never"},
     {"CASCADE_DEMO_RANKS", "a whole number from 1", "the number of cores",
      "`./cascade demo` only: how many MPI ranks run the demo"},
 };
@@ -154,6 +158,7 @@ void validate() {
     flag("CASCADE_PIN_WORKERS", false);
     choice("CASCADE_BALANCE", 0, kBalancePolicies);
     flag("CASCADE_MEMBARRIER", true);
+    seconds("CASCADE_TRIM", 0, kMaxSeconds);
     flag("CASCADE_BCAST", true);
     static constexpr std::string_view kShapes[] = {"automatic", "binomial", "pipelined"};
     choice("CASCADE_BCAST_SHAPE", 0, kShapes);
