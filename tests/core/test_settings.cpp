@@ -228,3 +228,9 @@ TEST(Log, EveryLineCarriesTheRankAndLevel) {
     cascade::log::set_level(cascade::log::Level::warn);
     cascade::log::set_rank(-1);
 }
+
+// The suite's own harness: every single-process test runs under the 60 s watchdog (set by
+// its main; lost before, when it was the second variable of a gtest_discover_tests property).
+TEST(Settings, TestsRunUnderTheWatchdog) {
+    EXPECT_NE(std::getenv("CASCADE_WATCHDOG"), nullptr);
+}
