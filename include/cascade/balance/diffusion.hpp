@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "cascade/balance/detail/incoming.hpp"
 #include "cascade/balance/policy.hpp"
 
 namespace cascade {
@@ -44,9 +45,10 @@ class Diffusion final : public BalancePolicy {
   private:
     enum class Phase { quiet, polling, asking };
     struct Msg {
-        // 1 load?, 2 load (x), 3 give me work (x: my load), 4 given (x), 5 I have work (x)
+        // 1 load?, 2 load (x), 3 give me work (x: my load, y: at most this much), 4 given
+        // (x), 5 I have work (x)
         std::uint8_t kind;
-        double x;
+        double x, y;
     };
     void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
     void draw_neighbours(Balancer& b);
@@ -58,9 +60,11 @@ class Diffusion final : public BalancePolicy {
     std::mt19937 rng_{12345};
     bool seeded_ = false;
     std::vector<int> neighbours_;
+    std::vector<double> loads_;  // each neighbour's load when last heard of
     Phase phase_ = Phase::quiet;
     int replies_ = 0;
-    double best_load_ = 0, my_load_ = 0;
+    double best_load_ = 0, my_load_ = 0, sum_loads_ = 0, max_load_ = 0;
+    detail::Incoming incoming_;  // no new round until the work a donor gave us arrived
     int best_rank_ = -1;
     int steps_ = 0;
     // Something happened here since the last round (set by notify without the lock).
