@@ -67,6 +67,7 @@ std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {
     seen.reserve(objs.size());
     for (const auto& o : objs) {
         auto it = seen_ns_.find(o.key);
+        if (it == seen_ns_.end()) arrivals_.fetch_add(1, std::memory_order_relaxed);
         const std::int64_t since = it != seen_ns_.end() ? it->second : now;
         seen.emplace(o.key, since);
         here.push_back(double(now - since) * 1e-9);

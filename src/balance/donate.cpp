@@ -9,13 +9,13 @@
 
 namespace cascade::detail {
 
-double donate(Balancer& b, int to, const Ask& ask) {
+Gift donate(Balancer& b, int to, const Ask& ask) {
     const auto objs = b.local_objects();
     const auto w = b.work_left(objs);
     const auto here = b.here_for(objs);
     const double mine = std::accumulate(w.begin(), w.end(), 0.0);
     const double gap = mine - ask.load;
-    if (gap <= std::max(ask.min_gap, 0.0)) return 0;  // close enough: a move gains nothing
+    if (gap <= std::max(ask.min_gap, 0.0)) return {};  // close enough: a move gains nothing
     std::vector<std::size_t> order;
     std::size_t with_work = 0;
     for (std::size_t i = 0; i < objs.size(); ++i) {
@@ -24,7 +24,7 @@ double donate(Balancer& b, int to, const Ask& ask) {
         const bool measured = objs[i].user_load || objs[i].recent_s > 0;
         if (!objs[i].pinned && measured && here[i] >= b.options().hold_s) order.push_back(i);
     }
-    if (with_work < 2) return 0;  // never give away the last queued work
+    if (with_work < 2) return {};  // never give away the last queued work
     std::sort(order.begin(), order.end(), [&](auto x, auto y) { return w[x] > w[y]; });
     const double cap = std::min(gap / 2, ask.want);
     double given = 0;
@@ -32,7 +32,7 @@ double donate(Balancer& b, int to, const Ask& ask) {
     for (std::size_t i : order)
         if (moved + 1 < with_work && given + w[i] <= cap && b.migrate(objs[i].key, to))
             given += w[i], ++moved;
-    if (given > 0) return given;
+    if (given > 0) return {given, int(moved)};
     // Nothing fits: the single object closest to the cap, if moving it lowers the larger of
     // the two loads by enough (it gains min(w, gap - w)).
     std::size_t best = objs.size();
@@ -40,8 +40,8 @@ double donate(Balancer& b, int to, const Ask& ask) {
         if (std::min(w[i], gap - w[i]) >= ask.min_gap / 2 &&
             (best == objs.size() || std::abs(w[i] - cap) < std::abs(w[best] - cap)))
             best = i;
-    if (best != objs.size() && b.migrate(objs[best].key, to)) given = w[best];
-    return given;
+    if (best != objs.size() && b.migrate(objs[best].key, to)) return {w[best], 1};
+    return {};
 }
 
 }  // namespace cascade::detail

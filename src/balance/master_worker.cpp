@@ -46,7 +46,7 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             out.push_back({master, Msg{1, b.rank(), load, 0}});
         }
         if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
-            !incoming_.pending(load, b.options().hold_s)) {
+            !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
             credit_.store(false);
             waiting_ = true;
             reported_ = load;
@@ -125,16 +125,16 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             break;
         }
         case 3: {  // the master asks us to give rank m.rank some work
-            const double given =
-                b.enabled() ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s}) : 0.0;
+            const auto gift =
+                b.enabled() ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s}) : detail::Gift{};
             const double left = b.work_left();
             {
                 std::lock_guard<std::mutex> g(m_);
                 reported_ = left;
             }
-            if (given > 0) {
+            if (gift.work > 0) {
                 out.push_back({source, Msg{1, b.rank(), left, 0}});
-                out.push_back({m.rank, Msg{4, b.rank(), given, 0}});
+                out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
                 out.push_back({source, Msg{5, m.rank, left, 0}});
             }
@@ -144,7 +144,7 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             std::lock_guard<std::mutex> g(m_);
             waiting_ = false;
             credit_.store(true);
-            incoming_.expect(m.x, asked_load_);
+            incoming_.expect(m.x, int(m.y), asked_load_, b.arrivals());
             break;
         }
         default:

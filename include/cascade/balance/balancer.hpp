@@ -78,6 +78,9 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// the first call that listed it (objects that arrive are seen at the next balancing step
     /// or request at the latest).
     std::vector<double> here_for(const std::vector<ObjectLoad>& objs);
+    /// Objects seen arriving here so far (by here_for, which every balancing step calls;
+    /// objects created here count too).
+    std::uint64_t arrivals() const noexcept { return arrivals_.load(); }
     /// Moves a local object to `dest` ahead of the requests queued on it (they go with it),
     /// after the handlers running on it. False, and nothing happens, if it does not live
     /// here, is pinned, is already moving, or balancing is off.
@@ -103,7 +106,7 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     ActiveMsg<std::int32_t, view<char>>* msg_ = nullptr;
     std::mutex step_mutex_;  // one step (or idle call) at a time
     std::atomic<std::int64_t> last_step_ns_{0};
-    std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0};
+    std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0}, arrivals_{0};
     std::mutex seen_mutex_;
     std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
 };

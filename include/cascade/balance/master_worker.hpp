@@ -39,7 +39,7 @@ class MasterWorker final : public BalancePolicy {
   private:
     struct Msg {
         // 1 load report (x), 2 ask for work (x: load), 3 give `rank` work (x: its load, y: at
-        // most this much), 4 work given (x), 5 could not give `rank` work (x: load)
+        // most this much), 4 work given (x, in y objects), 5 could not give `rank` work (x: load)
         std::uint8_t kind;
         std::int32_t rank;
         double x, y;

@@ -16,11 +16,17 @@ struct Ask {
     double min_gap = 0;  ///< below this difference of loads nothing is worth moving
 };
 
+/// What a donor gave.
+struct Gift {
+    double work = 0;  ///< seconds of queued work
+    int objects = 0;  ///< objects migrated
+};
+
 /// Migrates local objects to rank `to`: largest first while the asker stays at or below half
 /// the gap and `ask.want`; if none fits, the one object that brings the two loads closest, if
 /// that gains at least half of `ask.min_gap`. Gives only objects whose work is measured (a
 /// handler ran on them, or the type has a load function), that have lived here for the
-/// Balancer's hold_s, and never the last object with queued work. Returns the work given.
-double donate(Balancer& b, int to, const Ask& ask);
+/// Balancer's hold_s, and never the last object with queued work.
+Gift donate(Balancer& b, int to, const Ask& ask);
 
 }  // namespace cascade::detail
