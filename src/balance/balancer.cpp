@@ -58,6 +58,24 @@ double Balancer::work_left() const {
     return sum;
 }
 
+std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {
+    const std::int64_t now = now_ns();
+    std::vector<double> here;
+    here.reserve(objs.size());
+    std::lock_guard<std::mutex> g(seen_mutex_);
+    std::unordered_map<ObjectKey, std::int64_t> seen;  // only the objects listed now
+    seen.reserve(objs.size());
+    for (const auto& o : objs) {
+        auto it = seen_ns_.find(o.key);
+        if (it == seen_ns_.end()) arrivals_.fetch_add(1, std::memory_order_relaxed);
+        const std::int64_t since = it != seen_ns_.end() ? it->second : now;
+        seen.emplace(o.key, since);
+        here.push_back(double(now - since) * 1e-9);
+    }
+    seen_ns_ = std::move(seen);
+    return here;
+}
+
 bool Balancer::migrate(const ObjectKey& k, int dest) {
     if (!enabled() || !objs_.rebalance(k, dest)) return false;
     migrations_.fetch_add(1, std::memory_order_relaxed);
@@ -79,6 +97,7 @@ void Balancer::after_handler(const ObjectKey& key, double seconds) {
     if (!lk.owns_lock()) return;
     if (!last_step_ns_.compare_exchange_strong(last, now)) return;
     steps_.fetch_add(1, std::memory_order_relaxed);
+    if (opts_.hold_s > 0) here_for(local_objects());  // notes the objects that arrived
     policy_->balance(*this);
 }
 

@@ -3,12 +3,38 @@
 #include "cascade/balance/diffusion.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "cascade/balance/balancer.hpp"
 #include "cascade/balance/detail/donate.hpp"
 
 namespace cascade {
+
+namespace {
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
+double Diffusion::hint_load() {
+    if (hint_rank_ < 0) return 0;
+    // It drains at one second per second at least (one worker).
+    const double left = hint_load_ - double(now_ns() - hint_ns_) * 1e-9;
+    if (left <= 0) hint_rank_ = -1;
+    return std::max(left, 0.0);
+}
+
+void Diffusion::learn(Balancer& b, int rank, double load) {
+    if (rank < 0 || rank == b.rank() || load <= 0) return;
+    if (rank == hint_rank_ || load >= hint_load()) {
+        hint_rank_ = rank;
+        hint_load_ = load;
+        hint_ns_ = now_ns();
+    }
+}
 
 void Diffusion::post(Balancer& b, std::vector<std::pair<int, Msg>>& out) {
     for (auto& [dest, m] : out)
@@ -27,6 +53,7 @@ void Diffusion::draw_neighbours(Balancer& b) {
     std::shuffle(others.begin(), others.end(), rng_);
     others.resize(std::min<std::size_t>(others.size(), std::max(1, opts_.neighbours)));
     neighbours_ = std::move(others);
+    loads_.assign(neighbours_.size(), 0.0);
 }
 
 void Diffusion::replace_neighbour(Balancer& b, int who) {
@@ -38,6 +65,7 @@ void Diffusion::replace_neighbour(Balancer& b, int who) {
         if (r != b.rank() &&
             std::find(neighbours_.begin(), neighbours_.end(), r) == neighbours_.end()) {
             *it = r;
+            loads_[std::size_t(it - neighbours_.begin())] = 0;
             return;
         }
     }
@@ -49,10 +77,12 @@ void Diffusion::start_round(Balancer& b, double my_load, std::vector<std::pair<i
     replies_ = 0;
     best_rank_ = -1;
     best_load_ = 0;
+    sum_loads_ = 0;
+    max_load_ = 0;
     my_load_ = my_load;
     credit_ = false;
     for (int n : neighbours_)
-        out.push_back({n, Msg{1, 0}});
+        out.push_back({n, Msg{1, -1, 0, 0}});
 }
 
 void Diffusion::notify(Balancer&, const ObjectKey&, double) {
@@ -70,12 +100,14 @@ void Diffusion::balance(Balancer& b) {
     {
         std::lock_guard<std::mutex> g(m_);
         if (neighbours_.empty()) draw_neighbours(b);
-        if (phase_ == Phase::quiet && load < opts_.limit_s) start_round(b, load, out);
-        if (load > opts_.announce * opts_.limit_s && ++steps_ % opts_.announce_every == 1) {
+        if (phase_ == Phase::quiet && load < opts_.limit_s &&
+            !incoming_.pending(load, b.arrivals(), b.options().hold_s))
+            start_round(b, load, out);
+        if (load > opts_.announce * opts_.limit_s && ++steps_ % opts_.announce_every == 0) {
             std::uniform_int_distribution<int> pick(0, b.size() - 1);
             for (int i = 0; i < opts_.neighbours; ++i) {
                 const int r = pick(rng_);
-                if (r != b.rank()) out.push_back({r, Msg{5, load}});
+                if (r != b.rank()) out.push_back({r, Msg{5, -1, load, 0}});
             }
         }
     }
@@ -89,8 +121,10 @@ bool Diffusion::idle(Balancer& b) {
     {
         std::lock_guard<std::mutex> g(m_);
         if (phase_ != Phase::quiet) return true;  // answers on their way
-        if (!credit_ || empty_rounds_ >= opts_.max_empty_rounds) return false;
         const double load = b.work_left();
+        if (incoming_.pending(load, b.arrivals(), b.options().hold_s))
+            return true;  // objects on their way: look again soon
+        if (!credit_ || empty_rounds_ >= opts_.max_empty_rounds) return false;
         if (load >= opts_.limit_s) return false;
         start_round(b, load, out);
         again = true;
@@ -104,39 +138,84 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     std::memcpy(&m, data, std::min(size, sizeof m));
     std::vector<std::pair<int, Msg>> out;
     switch (m.kind) {
-        case 1:  // a neighbour wants our load
-            out.push_back({source, Msg{2, b.work_left()}});
+        case 1: {  // a neighbour wants our load
+            const double load = b.work_left();
+            std::lock_guard<std::mutex> g(m_);
+            const double hint = hint_load();
+            out.push_back({source, hint_rank_ != source && hint > load
+                                       ? Msg{2, hint_rank_, load, hint}
+                                       : Msg{2, -1, load, 0}});
             break;
+        }
         case 2: {  // a load we asked for
             std::lock_guard<std::mutex> g(m_);
             if (phase_ != Phase::polling) break;
             ++replies_;
+            sum_loads_ += m.x;
+            max_load_ = std::max(max_load_, m.x);
+            for (std::size_t i = 0; i < neighbours_.size(); ++i)
+                if (neighbours_[i] == source) loads_[i] = m.x;
             if (m.x > best_load_) best_load_ = m.x, best_rank_ = source;
+            learn(b, source, m.x);
+            learn(b, m.r, m.y);
             if (replies_ < int(neighbours_.size())) break;
+            // A rank heard of with more than the neighbours is asked instead (and joins the
+            // neighbourhood in place of the least loaded neighbour).
+            const double hint = hint_load();
+            double n = replies_ + 1, sum = my_load_ + sum_loads_;
+            if (hint > best_load_ && std::find(neighbours_.begin(), neighbours_.end(),
+                                               hint_rank_) == neighbours_.end()) {
+                best_rank_ = hint_rank_, best_load_ = hint, sum += hint, n += 1;
+                const auto i = std::min_element(loads_.begin(), loads_.end()) - loads_.begin();
+                neighbours_[i] = hint_rank_, loads_[i] = hint;
+            }
+            // Our share: up to the mean of the ranks we know of, and a share of the best one's
+            // surplus as if a neighbourhood like ours asked it (not half of it: four random
+            // neighbours give a rough mean, and a rank that takes too much ends last).
+            const double want =
+                std::min(sum / n - my_load_, (best_load_ - my_load_) / (opts_.neighbours + 1));
             if (best_rank_ >= 0 && best_load_ > opts_.limit_s &&
-                best_load_ > my_load_ + opts_.limit_s) {
+                best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3) {
                 phase_ = Phase::asking;
-                out.push_back({best_rank_, Msg{3, my_load_}});
+                out.push_back({best_rank_, Msg{3, -1, my_load_, want}});
             } else {  // nobody around has work: another neighbourhood next time
                 phase_ = Phase::quiet;
                 draw_neighbours(b);
+                // Every neighbour drains, and none heard of a rank with work to spare: the
+                // end of the work, most likely. Stop asking (a rank with work to spare still
+                // announces itself, see case 5).
+                if (std::max(max_load_, hint) < opts_.limit_s)
+                    empty_rounds_ = opts_.max_empty_rounds;
                 credit_ = ++empty_rounds_ < opts_.max_empty_rounds;
             }
             break;
         }
         case 3: {  // give `source` some of our work
-            const double given = b.enabled() ? detail::donate(b, source, m.x) : 0.0;
-            out.push_back({source, Msg{4, given}});
+            const auto gift = b.enabled() ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s})
+                                          : detail::Gift{};
+            out.push_back({source, Msg{4, gift.objects, gift.work, 0}});
             break;
         }
         case 5: {  // a rank with work to spare: ask it at once if we have little
             const double mine = b.work_left();
             std::lock_guard<std::mutex> g(m_);
-            if (phase_ != Phase::quiet || mine >= opts_.limit_s || m.x <= mine + opts_.limit_s)
+            learn(b, source, m.x);
+            if (phase_ != Phase::quiet || mine >= opts_.limit_s || m.x <= mine + opts_.min_gap_s ||
+                incoming_.pending(mine, b.arrivals(), b.options().hold_s)) {
+                // Not now: it joins our neighbourhood in place of the least loaded neighbour,
+                // so that our next round asks it.
+                if (neighbours_.empty() ||
+                    std::find(neighbours_.begin(), neighbours_.end(), source) != neighbours_.end())
+                    break;
+                const auto i = std::min_element(loads_.begin(), loads_.end()) - loads_.begin();
+                if (loads_[i] < m.x && phase_ == Phase::quiet)
+                    neighbours_[i] = source, loads_[i] = m.x;
                 break;
+            }
             phase_ = Phase::asking;
             my_load_ = mine;
-            out.push_back({source, Msg{3, mine}});
+            // It told a neighbourhood: our share of its surplus.
+            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / (opts_.neighbours + 1)}});
             break;
         }
         case 4: {  // what the most loaded neighbour gave us
@@ -145,7 +224,9 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             if (m.x > 0) {
                 empty_rounds_ = 0;
                 credit_ = true;
+                incoming_.expect(m.x, m.r, my_load_, b.arrivals());
             } else {
+                if (source == hint_rank_) hint_rank_ = -1;  // it has nothing for us
                 replace_neighbour(b, source);
                 credit_ = ++empty_rounds_ < opts_.max_empty_rounds;
             }

@@ -3,13 +3,23 @@
 #include "cascade/balance/master_worker.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "cascade/balance/balancer.hpp"
 #include "cascade/balance/detail/donate.hpp"
 
 namespace cascade {
+
+namespace {
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
 
 void MasterWorker::post(Balancer& b, Out& out) {
     for (auto& [dest, m] : out)
@@ -33,14 +43,18 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
         if (waiting_ && load >= opts_.limit_s) waiting_ = false;  // work came: no longer asking
         if (changed && !from_idle) {
             reported_ = load;
-            out.push_back({master, Msg{1, b.rank(), load}});
+            out.push_back({master, Msg{1, b.rank(), load, 0}});
         }
-        if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load())) {
+        if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
+            !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
             credit_.store(false);
             waiting_ = true;
             reported_ = load;
-            out.push_back({master, Msg{2, b.rank(), load}});
+            asked_load_ = load;
+            out.push_back({master, Msg{2, b.rank(), load, 0}});
         }
+        // The master: a donor that refused a while ago may give now.
+        if (b.rank() == master && !queue_.empty()) serve(out);
     }
     post(b, out);
 }
@@ -57,21 +71,27 @@ bool MasterWorker::idle(Balancer& b) {
 }
 
 void MasterWorker::serve(Out& out) {
+    const std::int64_t now = now_ns();
     while (!queue_.empty()) {
         const int r = queue_.front();
         int best = -1;
         for (int d = 0; d < int(table_.size()); ++d)
-            if (d != r && !refused_[d] &&
+            if (d != r && refused_until_ns_[d] <= now &&
                 std::find(queue_.begin(), queue_.end(), d) == queue_.end() &&
                 (best < 0 || table_[d] > table_[best]))
                 best = d;
         if (best < 0 || table_[best] < opts_.limit_s || table_[best] < table_[r] + opts_.limit_s)
             return;  // nobody has work to spare: r waits
+        // r's share: up to the mean load (half the gap to the most loaded rank would hand one
+        // asker the surplus that several are waiting for).
+        const double mean = std::accumulate(table_.begin(), table_.end(), 0.0) / table_.size();
+        const double want = std::min(mean - table_[r], (table_[best] - table_[r]) / 2);
+        if (want < opts_.limit_s / 2) return;  // the end of the work: not worth a move
         queue_.pop_front();
-        out.push_back({best, Msg{3, r, asked_[r]}});
-        const double moved = (table_[best] - table_[r]) / 2;  // what the donor will aim at
-        table_[best] -= moved;
-        table_[r] += moved;
+        out.push_back({best, Msg{3, r, asked_[r], want}});
+        table_[best] -= want;  // what the donor will aim at
+        table_[r] += want;
+        promised_[r] = want;
     }
 }
 
@@ -85,32 +105,38 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
         case 5: {  // (master) a rank could not give rank m.rank what we asked
             std::lock_guard<std::mutex> g(m_);
             if (table_.empty())
-                table_.assign(b.size(), 0.0), refused_.assign(b.size(), 0),
-                    asked_.assign(b.size(), 0.0);
+                table_.assign(b.size(), 0.0), refused_until_ns_.assign(b.size(), 0),
+                    asked_.assign(b.size(), 0.0), promised_.assign(b.size(), 0.0);
             table_[source] = m.x;
             if (m.kind == 2) asked_[source] = m.x;
-            if (m.kind == 5) table_[m.rank] = asked_[m.rank];  // what it was promised never came
-            refused_[source] = m.kind == 5;
+            int asker = m.kind == 2 ? source : -1;
+            if (m.kind == 5) {  // what it was promised never came: it waits again if still low
+                table_[m.rank] = std::max(0.0, table_[m.rank] - promised_[m.rank]);
+                if (table_[m.rank] < opts_.limit_s) asker = m.rank;
+            }
+            if (m.kind != 5) promised_[source] = 0;  // its own word is newer
+            refused_until_ns_[source] =
+                m.kind == 5 ? now_ns() + std::int64_t(b.options().hold_s * 1e9) : 0;
             if (m.kind == 1 && m.x >= opts_.limit_s)  // it has work now: no longer waiting
                 queue_.erase(std::remove(queue_.begin(), queue_.end(), source), queue_.end());
-            const int asker = m.kind == 5 ? m.rank : m.kind == 2 ? source : -1;
             if (asker >= 0 && std::find(queue_.begin(), queue_.end(), asker) == queue_.end())
                 m.kind == 5 ? queue_.push_front(asker) : queue_.push_back(asker);
             serve(out);
             break;
         }
         case 3: {  // the master asks us to give rank m.rank some work
-            const double given = b.enabled() ? detail::donate(b, m.rank, m.x) : 0.0;
+            const auto gift =
+                b.enabled() ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s}) : detail::Gift{};
             const double left = b.work_left();
             {
                 std::lock_guard<std::mutex> g(m_);
                 reported_ = left;
             }
-            if (given > 0) {
-                out.push_back({source, Msg{1, b.rank(), left}});
-                out.push_back({m.rank, Msg{4, b.rank(), given}});
+            if (gift.work > 0) {
+                out.push_back({source, Msg{1, b.rank(), left, 0}});
+                out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
-                out.push_back({source, Msg{5, m.rank, left}});
+                out.push_back({source, Msg{5, m.rank, left, 0}});
             }
             break;
         }
@@ -118,6 +144,7 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             std::lock_guard<std::mutex> g(m_);
             waiting_ = false;
             credit_.store(true);
+            incoming_.expect(m.x, int(m.y), asked_load_, b.arrivals());
             break;
         }
         default:

@@ -1,8 +1,9 @@
 // Balancing (run at 1-8 ranks): the rotate policy moves every object at every step while
 // thousands of requests run, and the objects layer keeps its guarantees (exactly once,
 // per-sender order, exclusivity, contents); diffusion and master-worker spread the work of
-// objects created on one rank over all ranks (measured busy times); pinned objects never
-// move; balancing off means no migration; switching it on while running starts it.
+// objects created on one rank over all ranks (measured busy times) and leave a balanced run
+// nearly alone (few migrations); pinned objects never move; balancing off means no migration;
+// switching it on while running starts it.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -13,6 +14,7 @@
 #include <cascade/balance/master_worker.hpp>
 #include <cascade/cascade.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -180,6 +182,46 @@ Spread concentrated(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pi
     return s;
 }
 
+// Already balanced: every rank creates 6 objects and queues `per_object` requests of 1 ms of
+// sleep on each of its own. Nothing is worth moving, neither at the start (a rank whose work
+// is not queued yet looks idle) nor at the end (every rank drains at once).
+Spread balanced(std::unique_ptr<BalancePolicy> policy, int per_object) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    Balancer bal(objs, std::move(policy), {.period_s = 0.002});
+    const int n = comm.comm_size();
+    std::atomic<double> busy{0};
+    auto work = objs.make_handler<Work>(
+        [&](Work& w) {
+            const auto t0 = std::chrono::steady_clock::now();
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            ++w.done;
+            busy.fetch_add(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        },
+        {.name = "work"});
+    std::vector<mobile_ptr<Work>> ps;
+    for (int i = 0; i < 6; ++i)
+        ps.push_back(objs.create<Work>());
+    MPI_Barrier(MPI_COMM_WORLD);
+    tp.insert([&] {
+        for (int k = 0; k < per_object; ++k)
+            for (auto& p : ps)
+                work->invoke(p);
+    });
+    tp.join();
+    Spread s;
+    s.busy = gather(busy.load());
+    long done = 0;
+    for (int r = 0; r < n; ++r)
+        for (std::uint64_t i = 1; i <= 6; ++i)
+            if (Work* w = objs.local(mobile_ptr<Work>(ObjectKey{r, 0, i}))) done += w->done;
+    s.done = sum(done);
+    s.migrations = sum(long(bal.migrations()));
+    return s;
+}
+
 void expect_balanced(const Spread& s, int per_object) {
     const int n = int(s.busy.size());
     EXPECT_EQ(s.done, 6L * n * per_object);  // exactly once
@@ -250,6 +292,25 @@ TEST(BalanceMpi, DiffusionSpreadsAConcentratedPlacement) {
 
 TEST(BalanceMpi, MasterWorkerSpreadsAConcentratedPlacement) {
     expect_balanced(concentrated(std::make_unique<MasterWorker>(), true, false, 40), 40);
+}
+
+TEST(BalanceMpi, DiffusionAndMasterWorkerLeaveABalancedRunAlone) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    for (const char* name : {"diffusion", "master_worker"}) {
+        const Spread s = balanced(make_policy(name), 30);
+        EXPECT_EQ(s.done, 6L * n * 30) << name;
+        // Undamped, these policies moved up to one object per object here (15 and 11 at 4
+        // ranks, 57 and 31 at 8: work taken from ranks whose work was queued a little later,
+        // moved back and forth in the end game); damped, 0 as a rule. A loaded machine can
+        // slow a rank down for real (up to 6 seen at 2 and 3 ranks): a loose bound.
+        EXPECT_LE(s.migrations, n + 6) << name;
+        int me = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        if (me == 0)
+            std::printf("%s: %ld migrations in a balanced run on %d ranks\n", name, s.migrations,
+                        n);
+    }
 }
 
 TEST(BalanceMpi, DiffusionAndMasterWorkerLeavePinnedObjects) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "cascade/balance/policy.hpp"
@@ -27,6 +28,9 @@ struct BalanceOptions {
     /// Work estimate of one queued request on an object that never ran a handler, when no
     /// object of this rank did either (seconds).
     double default_request_s = 0.001;
+    /// An object that came to this rank (or was created here) stays at least this long
+    /// before the shipped policies give it away: no ping-pong (seconds).
+    double hold_s = 0.02;
 };
 
 /// Runs a BalancePolicy over the mobile objects of one Objects (see the top of this file):
@@ -70,6 +74,13 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     std::vector<double> work_left(const std::vector<ObjectLoad>& objs) const;
     /// The sum over the objects living here: this rank's load as the policies see it.
     double work_left() const;
+    /// How long each object has lived here (seconds), as far as this Balancer has seen: from
+    /// the first call that listed it (objects that arrive are seen at the next balancing step
+    /// or request at the latest).
+    std::vector<double> here_for(const std::vector<ObjectLoad>& objs);
+    /// Objects seen arriving here so far (by here_for, which every balancing step calls;
+    /// objects created here count too).
+    std::uint64_t arrivals() const noexcept { return arrivals_.load(); }
     /// Moves a local object to `dest` ahead of the requests queued on it (they go with it),
     /// after the handlers running on it. False, and nothing happens, if it does not live
     /// here, is pinned, is already moving, or balancing is off.
@@ -95,7 +106,9 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     ActiveMsg<std::int32_t, view<char>>* msg_ = nullptr;
     std::mutex step_mutex_;  // one step (or idle call) at a time
     std::atomic<std::int64_t> last_step_ns_{0};
-    std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0};
+    std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0}, arrivals_{0};
+    std::mutex seen_mutex_;
+    std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
 };
 
 }  // namespace cascade

@@ -14,13 +14,17 @@
 #include <random>
 #include <vector>
 
+#include "cascade/balance/detail/incoming.hpp"
 #include "cascade/balance/policy.hpp"
 
 namespace cascade {
 
 /// Settings of the Diffusion policy.
 struct DiffusionOptions {
-    double limit_s = 0.01;     ///< below this much queued work (seconds) a rank asks for more
+    double limit_s = 0.01;  ///< below this much queued work (seconds) a rank asks for more
+    /// Nothing moves between two ranks whose loads are closer than this (seconds), nor a
+    /// share smaller than a third of it: not worth a migration.
+    double min_gap_s = 0.003;
     int neighbours = 4;        ///< neighbourhood size (at most ranks - 1)
     int max_empty_rounds = 3;  ///< an idle rank stops asking after this many fruitless rounds
                                ///< in a row, until it runs handlers or hears of work
@@ -44,23 +48,35 @@ class Diffusion final : public BalancePolicy {
   private:
     enum class Phase { quiet, polling, asking };
     struct Msg {
-        // 1 load?, 2 load (x), 3 give me work (x: my load), 4 given (x), 5 I have work (x)
+        // 1 load?, 2 load (x) and the most loaded rank we heard of (r, its load now at most
+        // y), 3 give me work (x: my load, y: at most this much), 4 given (x, in r objects), 5 I
+        // have work (x)
         std::uint8_t kind;
-        double x;
+        std::int32_t r;
+        double x, y;
     };
     void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
     void draw_neighbours(Balancer& b);
     void replace_neighbour(Balancer& b, int who);
     static void post(Balancer& b, std::vector<std::pair<int, Msg>>& out);
+    void learn(Balancer& b, int rank, double load);  // locked: `rank` has `load` now
+    double hint_load();  // locked: what the hinted rank has left at most (0: no hint)
 
     DiffusionOptions opts_;
     std::mutex m_;
     std::mt19937 rng_{12345};
     bool seeded_ = false;
     std::vector<int> neighbours_;
+    std::vector<double> loads_;  // each neighbour's load when last heard of
     Phase phase_ = Phase::quiet;
     int replies_ = 0;
-    double best_load_ = 0, my_load_ = 0;
+    double best_load_ = 0, my_load_ = 0, sum_loads_ = 0, max_load_ = 0;
+    // The most loaded rank heard of (announcements, replies): asked directly when it has
+    // more than the neighbours, passed on in replies, so that a surplus far away is found.
+    int hint_rank_ = -1;
+    double hint_load_ = 0;
+    std::int64_t hint_ns_ = 0;
+    detail::Incoming incoming_;  // no new round until the work a donor gave us arrived
     int best_rank_ = -1;
     int steps_ = 0;
     // Something happened here since the last round (set by notify without the lock).

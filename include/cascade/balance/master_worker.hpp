@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "cascade/balance/detail/incoming.hpp"
 #include "cascade/balance/policy.hpp"
 
 namespace cascade {
@@ -37,11 +38,11 @@ class MasterWorker final : public BalancePolicy {
 
   private:
     struct Msg {
-        // 1 load report (x), 2 ask for work (x: load), 3 give `rank` work (x: its load),
-        // 4 work given (x), 5 could not give `rank` work (x: load)
+        // 1 load report (x), 2 ask for work (x: load), 3 give `rank` work (x: its load, y: at
+        // most this much), 4 work given (x, in y objects), 5 could not give `rank` work (x: load)
         std::uint8_t kind;
         std::int32_t rank;
-        double x;
+        double x, y;
     };
     using Out = std::vector<std::pair<int, Msg>>;
     void step(Balancer& b, bool from_idle);
@@ -53,12 +54,15 @@ class MasterWorker final : public BalancePolicy {
     // Every rank.
     bool waiting_ = false;  // asked the master, no answer yet
     double reported_ = -1;
+    double asked_load_ = 0;           // our load when we last asked
+    detail::Incoming incoming_;       // no new request until the work a donor gave us arrived
     std::atomic<bool> credit_{true};  // handlers ran since the last request
     // The master.
     std::vector<double> table_;
-    std::vector<double> asked_;  // a waiting rank's load when it asked
-    std::vector<char> refused_;  // refused to give since its last report
-    std::deque<int> queue_;      // ranks waiting for work
+    std::vector<double> asked_;     // a waiting rank's load when it asked
+    std::vector<double> promised_;  // work a donor was told to give it, not yet confirmed
+    std::vector<std::int64_t> refused_until_ns_;  // refused to give: not asked again till then
+    std::deque<int> queue_;                       // ranks waiting for work
 };
 
 }  // namespace cascade

@@ -1,5 +1,6 @@
 // What the shipped policies do when a rank asks this one for work: move objects so that the
-// two loads come closer, never so that the asker ends up above this rank.
+// two loads come closer, never so that the asker ends up above this rank, and only when the
+// move is worth a migration.
 #pragma once
 
 namespace cascade {
@@ -8,9 +9,24 @@ class Balancer;
 
 namespace cascade::detail {
 
-/// Migrates local objects to rank `to`, whose load is `their_load` (seconds of queued work),
-/// largest first while the asker stays at or below half the gap; if none fits, the one object
-/// that brings the two loads closest, if it lowers the larger one. Returns the work given.
-double donate(Balancer& b, int to, double their_load);
+/// What an asker wants from a donor.
+struct Ask {
+    double load = 0;     ///< the asker's queued work (seconds)
+    double want = 1e30;  ///< at most this much work (its share, as far as it knows)
+    double min_gap = 0;  ///< below this difference of loads nothing is worth moving
+};
+
+/// What a donor gave.
+struct Gift {
+    double work = 0;  ///< seconds of queued work
+    int objects = 0;  ///< objects migrated
+};
+
+/// Migrates local objects to rank `to`: largest first while the asker stays at or below half
+/// the gap and `ask.want`; if none fits, the one object that brings the two loads closest, if
+/// that gains at least half of `ask.min_gap`. Gives only objects whose work is measured (a
+/// handler ran on them, or the type has a load function), that have lived here for the
+/// Balancer's hold_s, and never the last object with queued work.
+Gift donate(Balancer& b, int to, const Ask& ask);
 
 }  // namespace cascade::detail
