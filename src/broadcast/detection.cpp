@@ -127,10 +127,24 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     void flush(Engine*& failed_on) {
         const std::size_t n = held_.size();
         if (one_dest_ >= 0) {
+            // In order, consecutive small ones of one Communicator under one outbox lock.
+            run_.clear();
+            Engine* run_engine = nullptr;
+            auto send_run = [&] {
+                if (!run_.empty()) run_engine->comm().enqueue_many(one_dest_, run_);
+                run_.clear();
+            };
             for (Held& h : held_) {
                 failed_on = h.engine;
-                send_one(h);
+                if (h.large || h.engine != run_engine) send_run();
+                if (h.large) {
+                    send_one(h);
+                    continue;
+                }
+                run_engine = h.engine;
+                run_.push_back({h.am, buf_.data() + h.off, h.len});
             }
+            send_run();
             held_.clear();
             buf_.clear();
             return;
@@ -212,8 +226,9 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     cascade::detail::Bytes buf_;
     std::vector<std::pair<std::uint64_t, std::size_t>> keyed_;  // scratch of flush()
     std::vector<std::size_t> next_;
-    std::vector<char> first_;  // 1: the first send of a class, 2: a plain send
-    int one_dest_ = -1;        // the rank every held send names, or -1
+    std::vector<Communicator::HeldArgs> run_;  // scratch of flush(): sends to one rank
+    std::vector<char> first_;                  // 1: the first send of a class, 2: a plain send
+    int one_dest_ = -1;                        // the rank every held send names, or -1
 };
 
 }  // namespace

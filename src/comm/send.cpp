@@ -35,6 +35,52 @@ void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, 
         wait_for_room(dest);
 }
 
+void Communicator::enqueue_many(int dest, std::span<const HeldArgs> msgs) {
+    if (msgs.empty()) return;
+    if (trace::recording() || dest < 0 || dest >= size_) [[unlikely]] {
+        // One send event per message in a trace, and enqueue()'s own checks and messages.
+        for (const HeldArgs& m : msgs)
+            enqueue(dest, *m.am, m.len, [&](char* out) {
+                if (m.len) std::memcpy(out, m.data, m.len);
+                return out + m.len;
+            });
+        return;
+    }
+    std::size_t total = 0;
+    for (const HeldArgs& m : msgs) {
+        if (m.len > (std::size_t(1) << 30))
+            throw UsageError("active message '" + m.am->name() + "': " + std::to_string(m.len) +
+                             " bytes of arguments; use a large active message for big payloads");
+        total += sizeof(Frame) + detail::round8(m.len);
+    }
+    Outbox& o = outbox_[dest];
+    bool full = false;
+    {
+        std::lock_guard<Spinlock> g(o.lock);
+        std::size_t at = o.buf.size();
+        o.buf.resize(at + total);
+        for (const HeldArgs& m : msgs) {
+            char* frame = o.buf.data() + at;
+            const Frame fr{m.am->id(), m.am->signature(), m.len};
+            std::memcpy(frame, &fr, sizeof fr);
+            if (m.len) std::memcpy(frame + sizeof(Frame), m.data, m.len);
+            const std::size_t padded = detail::round8(m.len);
+            std::memset(frame + sizeof(Frame) + m.len, 0, padded - m.len);
+            at += sizeof(Frame) + padded;
+        }
+        o.seq += msgs.size();
+        queued_.fetch_add(msgs.size(), std::memory_order_release);
+        if (!o.nonempty.exchange(true, std::memory_order_acq_rel))
+            outbox_pending_.fetch_add(1, std::memory_order_release);
+        const std::size_t cap = opts_.max_bytes_in_flight;
+        full = cap != 0 &&
+               o.buf.size() + o.frame_bytes_in_flight.load(std::memory_order_relaxed) > cap;
+    }
+    if (tp_ && !on_comm_thread()) tp_->wake_joiner();
+    if (full) [[unlikely]]
+        wait_for_room(dest);
+}
+
 void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
                                std::size_t chunk, std::vector<char> args) {
     attach_body(o, am, body, bytes, chunk, std::move(args), -1);

@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,15 @@ class Communicator : public JoinHook {
     template <class Write, class Extra = NoExtra>
     void enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
                  Extra&& extra = {});
+    /// One small message's serialized arguments, for enqueue_many.
+    struct HeldArgs {
+        const ActiveMsgBase* am;  ///< Its active message.
+        const char* data;         ///< Its arguments, as enqueue()'s `write` would write them.
+        std::size_t len;          ///< Their bytes.
+    };
+    /// Appends the frames of `msgs`, in order, to dest's outbox under one lock: what a task
+    /// or handler held back for broadcast detection and sends to one rank. Thread-safe.
+    void enqueue_many(int dest, std::span<const HeldArgs> msgs);
     /// Bodies attached to an ordinary active message (a frame whose handler wants more than
     /// fits a message, e.g. the big arguments of an async call): the sender queues them from
     /// the enqueue's `extra` with attach_body, the receiving handler posts their receives with
