@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
 
         auto emit_invoke = [&](const char* sys, const char* variant, std::vector<double> v,
-                               long hops, long rounds) {
+                               long hops, long rounds, double comm_share = 0) {
             if (me != 0) return;
             Record r;
             r.add("bench", "invoke")
@@ -161,10 +161,13 @@ int main(int argc, char** argv) {
                 .add("latency_us_max", vmax(v) * 1e6)
                 .add("extra_hops", hops)
                 .add("round_trips", rounds)
+                .add("on_comm_thread", comm_share)
                 .add("ranks", n)
                 .add("threads", threads);
             r.print();
         };
+        // Share of rank 0's handlers that ran on its communication thread (after progress()).
+        double comm_share = 0;
 
         // One timed ping-pong of goal messages; returns one-way seconds (rank 0).
         auto run_pp = [&](const std::string& what) {
@@ -180,14 +183,20 @@ int main(int argc, char** argv) {
                 else
                     use->invoke(ball[1], 1, 0);
             }
+            const cascade::ObjectsStats s0 = objs.stats();
             tp.join();
+            const cascade::ObjectsStats s1 = objs.stats();
+            comm_share = s1.handlers_run > s0.handlers_run
+                             ? static_cast<double>(s1.on_comm_thread - s0.on_comm_thread) /
+                                   static_cast<double>(s1.handlers_run - s0.handlers_run)
+                             : 0.0;
             return (t_last.load() - t0) / static_cast<double>(n_pp);
         };
 
         for (const auto& b : benches) {
             if (b == "invoke") {
                 // The balls every rank's pong handler bounces between.
-                std::vector<double> am_v, local_v, remote_v, inline_v;
+                std::vector<double> am_v, local_v, remote_v, inline_v, remote_share;
                 for (int r = 0; r < repeats + 1; ++r) {  // first round: warm-up
                     ball[0] = local_a;
                     ball[1] = remote_b;
@@ -195,6 +204,7 @@ int main(int argc, char** argv) {
                     ball[0] = local_a;
                     ball[1] = remote_b;
                     const double x_remote = run_pp("remote");
+                    const double share = comm_share;
                     ball[0] = local_a;
                     ball[1] = remote_b;
                     const double x_inline = run_pp("remote_inline");
@@ -204,11 +214,12 @@ int main(int argc, char** argv) {
                     if (r == 0) continue;
                     am_v.push_back(x_am);
                     remote_v.push_back(x_remote);
+                    remote_share.push_back(share);
                     inline_v.push_back(x_inline);
                     local_v.push_back(x_local);
                 }
                 emit_invoke("am", "remote", am_v, 0, n_pp);
-                emit_invoke("cascade", "remote", remote_v, 0, n_pp);
+                emit_invoke("cascade", "remote", remote_v, 0, n_pp, median(remote_share));
                 emit_invoke("cascade", "remote_inline", inline_v, 0, n_pp);
                 emit_invoke("cascade", "local", local_v, 0, n_pp);
                 if (n >= 3) {

@@ -32,6 +32,14 @@ struct ExpectedWire {
     std::uint32_t pad;
     std::uint64_t next;
 };
+// After the MigrateHead of an object whose big members travel as bodies (objects.migrate_bodies):
+// who sent it, the serial that names its bodies, their count and the chunk they travel in.
+struct BodiesHead {
+    std::int32_t source;
+    std::uint32_t n_bodies;
+    std::uint64_t serial;
+    std::uint64_t chunk;
+};
 // Objects up to this size travel in one small active message (one copy into the message);
 // bigger ones as the body of a large active message, straight from the packed buffer.
 inline constexpr std::size_t kSmallMigration = 64 * 1024;

@@ -3,6 +3,8 @@
 // ordering and dispatch under access control. See docs/objects.md.
 #include "internal.hpp"
 
+#include "cascade/core/detail/task_epilogue.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -259,14 +261,22 @@ void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
 void Objects::start(std::vector<Pending>& out) {
     // On the communication thread (inside a message handler), migrations and the other
     // bookkeeping requests run at once, and so do handlers that asked for it
-    // (HandlerOptions::run_in_handler): no hand-off to a worker.
+    // (HandlerOptions::run_in_handler): no hand-off to a worker. Trusted short handlers wait
+    // for the end of progress() there when the pool is idle (defer).
     const bool comm_thread = comm_.on_comm_thread() && tp_.current_thread() < 0;
     for (const Pending& p : out) {
-        if (comm_thread &&
-            (p.inv->h.kind != OpKind::handler ||
-             handlers_[p.inv->h.handler].load(std::memory_order_acquire)->run_in_handler)) {
-            execute(p.rec, p.inv);
-            continue;
+        if (comm_thread) {
+            if (p.inv->h.kind != OpKind::handler) {
+                execute(p.rec, p.inv);
+                continue;
+            }
+            const detail::HandlerBase* h =
+                handlers_[p.inv->h.handler].load(std::memory_order_acquire);
+            if (h->run_in_handler) {
+                execute(p.rec, p.inv);
+                continue;
+            }
+            if (h->stats.trusted() && defer(p)) continue;
         }
         cascade::Task t;
         t.vt = &ObjTask::vtable;
@@ -278,6 +288,50 @@ void Objects::start(std::vector<Pending>& out) {
         tp_.push(t, tp_.pick_thread(), false);
     }
     out.clear();
+}
+
+bool Objects::defer(const Pending& p) {
+    // Only while a progress() call is on the stack (it runs run_deferred before it returns),
+    // not from a deferred handler (which may wait, driving progress), and only while no
+    // worker has anything to do: a busy pool would take the request as fast, and the
+    // communication thread has messages to move.
+    if (!after_progress_ || running_deferred_ || n_deferred_ == kMaxDeferred ||
+        !comm_.in_progress() || tp_.failed() || !tp_.idle())
+        return false;
+    deferred_[n_deferred_++] = p;
+    return true;
+}
+
+bool Objects::run_deferred(void* self) {
+    auto* o = static_cast<Objects*>(self);
+    if (o->n_deferred_ == 0 || o->running_deferred_) return false;
+    o->running_deferred_ = true;
+    for (std::size_t i = 0; i < o->n_deferred_; ++i) {
+        const Pending p = o->deferred_[i];
+        if (o->tp_.failed()) {  // as the pool discards its queued tasks once one failed
+            delete p.inv;
+            continue;
+        }
+        // The record may move away once the handler finished: name it first.
+        const char* label = o->label_of(*p.rec, *p.inv);
+        const ObjectKey key = p.rec->key;
+        o->counters_.on_comm_thread.fetch_add(1, std::memory_order_relaxed);
+        try {
+            o->execute(p.rec, p.inv);
+            detail::run_task_epilogue();
+        } catch (...) {
+            // What a worker reports for a task that threw (join() rethrows it; with other
+            // ranks the job ends with it).
+            const std::exception_ptr e = std::current_exception();
+            const std::string what = detail::describe_error(e);
+            const std::string name = std::string(label) + " " + std::to_string(key.home) + ":" +
+                                     std::to_string(key.id) + ")";
+            o->comm_.fail_pool(std::make_exception_ptr(TaskError(name, -1, e, what, o->rank_)));
+        }
+    }
+    o->n_deferred_ = 0;
+    o->running_deferred_ = false;
+    return true;
 }
 
 void Objects::on_update(const ObjectKey& k, int loc, std::uint64_t ver) {
