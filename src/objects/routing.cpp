@@ -145,6 +145,7 @@ void Objects::receive(Invocation* inv) {
     std::vector<Pending> out;
     int fwd = -1, update_to = -1;
     std::uint64_t update_ver = 0;
+    Record* undefer_rec = nullptr;
     std::unique_ptr<Invocation> guard(inv);
     {
         std::lock_guard<std::mutex> g(s.m);
@@ -167,6 +168,9 @@ void Objects::receive(Invocation* inv) {
             }
             guard.release();
             deliver_locked(e, inv, out);
+            // More requests for an object whose request waits for the end of this message:
+            // a worker takes that one now and goes on with these while this thread reads on.
+            if (out.empty() && e.rec->deferred) undefer_rec = e.rec.get();
         } else {
             int loc = e.loc;
             std::uint64_t ver = e.ver;
@@ -208,6 +212,7 @@ void Objects::receive(Invocation* inv) {
         send_invocation(fwd, inv->h, inv->args.data(), inv->args.size(), true);
     }
     if (update_to >= 0) send_update(update_to, key, rank_, update_ver, false);
+    if (undefer_rec) undefer(undefer_rec);
     start(out);
 }
 
@@ -298,8 +303,24 @@ bool Objects::defer(const Pending& p) {
     if (!after_progress_ || running_deferred_ || n_deferred_ == kMaxDeferred ||
         !comm_.in_progress() || tp_.failed() || !tp_.idle())
         return false;
+    p.rec->deferred = true;
     deferred_[n_deferred_++] = p;
     return true;
+}
+
+void Objects::undefer(Record* r) {
+    // Its deferred requests hold the object's access granted, so r stays here meanwhile.
+    for (std::size_t i = 0; i < n_deferred_; ++i) {
+        Pending& p = deferred_[i];
+        if (p.rec != r || !p.inv) continue;
+        cascade::Task t;
+        t.vt = &ObjTask::vtable;
+        t.emplace<ObjTask>(
+            ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
+        tp_.push(t, tp_.pick_thread(), false);
+        p.inv = nullptr;
+    }
+    r->deferred = false;
 }
 
 bool Objects::run_deferred(void* self) {
@@ -308,6 +329,8 @@ bool Objects::run_deferred(void* self) {
     o->running_deferred_ = true;
     for (std::size_t i = 0; i < o->n_deferred_; ++i) {
         const Pending p = o->deferred_[i];
+        if (!p.inv) continue;  // handed to a worker meanwhile (undefer)
+        p.rec->deferred = false;
         if (o->tp_.failed()) {  // as the pool discards its queued tasks once one failed
             delete p.inv;
             continue;

@@ -209,6 +209,7 @@ class Objects {
     void dispatch_locked(detail::Record& r, std::vector<Pending>& out);
     void start(std::vector<Pending>& out);
     bool defer(const Pending& p);
+    void undefer(detail::Record* r);
     static bool run_deferred(void* self);
     void forward(detail::Invocation* inv, int dest, bool to_home);
     void send_invocation(int dest, const detail::InvokeHead& h, const char* args, std::size_t n,

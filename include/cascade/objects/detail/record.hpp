@@ -123,9 +123,11 @@ struct Record {
     std::uint64_t version = 0;  // migrations so far
     int running_shared = 0;
     bool running_exclusive = false;
-    bool migrating = false;         // a migration runs: start nothing more
-    bool pinned = false;            // balancing policies leave it where it is (travels with it)
-    bool rebalancing = false;       // a balancing migration is queued or running
+    bool migrating = false;    // a migration runs: start nothing more
+    bool pinned = false;       // balancing policies leave it where it is (travels with it)
+    bool rebalancing = false;  // a balancing migration is queued or running
+    bool deferred = false;     // a request of it waits to run on the communication thread (that
+                               // thread's flag: Objects::defer)
     std::deque<Invocation*> ready;  // in order, waiting for access
     // Arrived ahead of an earlier request from the same sender: (sender, seq) -> request.
     std::map<std::pair<int, std::uint64_t>, Invocation*> held;
