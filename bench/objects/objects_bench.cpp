@@ -3,7 +3,8 @@
 // JSON object per line.
 //
 //   invoke   one-way latency of a handler invoke, ping-pong between two objects:
-//            local (both on rank 0), remote (rank 0 <-> rank 1); "am": a small active
+//            local (both on rank 0), remote (rank 0 <-> rank 1; on_comm_thread: the share of
+//            rank 0's runs on its communication thread); "am": a small active
 //            message ping-pong carrying the same 16 bytes. after_migration (3+ ranks): rank
 //            0 calls an object that has just moved between ranks 1 and 2 behind its back
 //            (its cache is stale): the first call's round trip / 2 and its forwards
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
         std::atomic<double> t_last{0};
         // Ping-pong between ball[0] and ball[1] (set alike on every rank before each run).
         cascade::mobile_ptr<Ball> ball[2];
-        // pong runs on a worker (the default); pong_inline inside the message handler
+        // pong takes the default path (a worker, or the communication thread once its runs
+        // proved short); pong_inline runs inside the message handler
         // (HandlerOptions::run_in_handler).
         cascade::Handler<Ball, void, int, long>* pong = nullptr;
         cascade::Handler<Ball, void, int, long>* pong_inline = nullptr;

@@ -266,8 +266,8 @@ void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
 void Objects::start(std::vector<Pending>& out) {
     // On the communication thread (inside a message handler), migrations and the other
     // bookkeeping requests run at once, and so do handlers that asked for it
-    // (HandlerOptions::run_in_handler): no hand-off to a worker. Trusted short handlers wait
-    // for the end of progress() there when the pool is idle (defer).
+    // (HandlerOptions::run_in_handler): no hand-off to a worker. Trusted short handlers run
+    // there too when the pool is idle, right after the message's handlers (defer).
     const bool comm_thread = comm_.on_comm_thread() && tp_.current_thread() < 0;
     for (const Pending& p : out) {
         if (comm_thread) {

@@ -264,9 +264,10 @@ class Objects {
     std::unique_ptr<Shard[]> shards_;
 
     // Requests of trusted handlers (short runs, never waited) that arrived while the pool was
-    // idle: they run on the communication thread at the end of the progress() call that
-    // received them, outside any handler, with their object's access already granted.
-    // Communication thread only; a fixed array (no allocation), the rest go to workers.
+    // idle: they run on the communication thread right after the handlers of the message that
+    // brought them (Communicator::add_after_progress), outside any handler, with their
+    // object's access already granted. Communication thread only; a fixed array (no
+    // allocation), the rest go to workers.
     static constexpr std::size_t kMaxDeferred = 32;
     std::array<Pending, kMaxDeferred> deferred_{};
     std::size_t n_deferred_ = 0;
