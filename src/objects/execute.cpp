@@ -89,7 +89,8 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
                          std::to_string(dest) + ", outside [0, " + std::to_string(size_) + ")");
     if (dest == rank_) return false;
     Shard& s = shard(k);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     {
         std::lock_guard<std::mutex> g(s.m);
         auto it = s.map.find(k);
@@ -118,7 +119,8 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
 
 void Objects::finish(Record* r, bool excl, double seconds) {
     Shard& s = shard(r->key);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     {
         std::lock_guard<std::mutex> g(s.m);
         if (excl)

@@ -300,7 +300,8 @@ void Objects::place(std::unique_ptr<Record> rec) {
     const ObjectKey key = rec->key;
     const std::uint64_t version = rec->version;
     Shard& s = shard(key);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     std::vector<int> updates;
     {
         std::lock_guard<std::mutex> g(s.m);

@@ -48,7 +48,8 @@ void Objects::send_reply(int dest, std::uint64_t token, bool failed, const char*
 void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
     h.sender = rank_;
     Shard& s = shard(h.key);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     int dest = -1;
     {
         std::lock_guard<std::mutex> g(s.m);
@@ -142,7 +143,8 @@ void Objects::count_delivery(const Invocation& inv) {
 void Objects::receive(Invocation* inv) {
     const ObjectKey key = inv->h.key;  // inv may run (and be freed) once delivered
     Shard& s = shard(key);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     int fwd = -1, update_to = -1;
     std::uint64_t update_ver = 0;
     Record* undefer_rec = nullptr;

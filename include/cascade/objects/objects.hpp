@@ -194,6 +194,7 @@ class Objects {
         detail::Invocation* inv;
     };
     struct ObjTask;
+    class Scratch;
 
     void register_type_erased(detail::ObjectType t);
     detail::HandlerBase* add_handler(std::unique_ptr<detail::HandlerBase> h);
