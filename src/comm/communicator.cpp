@@ -257,8 +257,15 @@ bool Communicator::progress() {
 bool Communicator::run_after_progress() {
     if (n_after_ == 0 || handlers_open_ > 0) return false;
     bool ran = false;
-    for (std::size_t i = 0; i < n_after_; ++i)
-        ran |= after_[i].fn(after_[i].ctx);
+    // Again while one of them did something: work it ran may have left work for a function
+    // called before it (a remote call run here that invokes an object), which must not wait
+    // past this progress() call.
+    for (bool again = true; again;) {
+        again = false;
+        for (std::size_t i = 0; i < n_after_; ++i)
+            again |= after_[i].fn(after_[i].ctx);
+        ran |= again;
+    }
     // What they queued (replies, typically) leaves now, not one poll later.
     if (ran) flush();
     return ran;

@@ -311,7 +311,9 @@ bool Objects::defer(const Pending& p) {
 }
 
 void Objects::undefer(Record* r) {
-    // Its deferred requests hold the object's access granted, so r stays here meanwhile.
+    // Its deferred requests hold the object's access, so r stays here until the last of them
+    // is pushed, not after: a worker may run it, and a migration queued behind it, at once.
+    r->deferred = false;
     for (std::size_t i = 0; i < n_deferred_; ++i) {
         Pending& p = deferred_[i];
         if (p.rec != r || !p.inv) continue;
@@ -319,10 +321,9 @@ void Objects::undefer(Record* r) {
         t.vt = &ObjTask::vtable;
         t.emplace<ObjTask>(
             ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
-        tp_.push(t, tp_.pick_thread(), false);
         p.inv = nullptr;
+        tp_.push(t, tp_.pick_thread(), false);
     }
-    r->deferred = false;
 }
 
 bool Objects::run_deferred(void* self) {
