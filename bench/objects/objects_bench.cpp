@@ -3,7 +3,8 @@
 // JSON object per line.
 //
 //   invoke   one-way latency of a handler invoke, ping-pong between two objects:
-//            local (both on rank 0), remote (rank 0 <-> rank 1); "am": a small active
+//            local (both on rank 0), remote (rank 0 <-> rank 1; on_comm_thread: the share of
+//            rank 0's runs on its communication thread); "am": a small active
 //            message ping-pong carrying the same 16 bytes. after_migration (3+ ranks): rank
 //            0 calls an object that has just moved between ranks 1 and 2 behind its back
 //            (its cache is stale): the first call's round trip / 2 and its forwards
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
         std::atomic<double> t_last{0};
         // Ping-pong between ball[0] and ball[1] (set alike on every rank before each run).
         cascade::mobile_ptr<Ball> ball[2];
-        // pong runs on a worker (the default); pong_inline inside the message handler
+        // pong takes the default path (a worker, or the communication thread once its runs
+        // proved short); pong_inline runs inside the message handler
         // (HandlerOptions::run_in_handler).
         cascade::Handler<Ball, void, int, long>* pong = nullptr;
         cascade::Handler<Ball, void, int, long>* pong_inline = nullptr;
@@ -150,7 +152,7 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
 
         auto emit_invoke = [&](const char* sys, const char* variant, std::vector<double> v,
-                               long hops, long rounds) {
+                               long hops, long rounds, double comm_share = 0) {
             if (me != 0) return;
             Record r;
             r.add("bench", "invoke")
@@ -161,10 +163,13 @@ int main(int argc, char** argv) {
                 .add("latency_us_max", vmax(v) * 1e6)
                 .add("extra_hops", hops)
                 .add("round_trips", rounds)
+                .add("on_comm_thread", comm_share)
                 .add("ranks", n)
                 .add("threads", threads);
             r.print();
         };
+        // Share of rank 0's handlers that ran on its communication thread (after progress()).
+        double comm_share = 0;
 
         // One timed ping-pong of goal messages; returns one-way seconds (rank 0).
         auto run_pp = [&](const std::string& what) {
@@ -180,14 +185,20 @@ int main(int argc, char** argv) {
                 else
                     use->invoke(ball[1], 1, 0);
             }
+            const cascade::ObjectsStats s0 = objs.stats();
             tp.join();
+            const cascade::ObjectsStats s1 = objs.stats();
+            comm_share = s1.handlers_run > s0.handlers_run
+                             ? static_cast<double>(s1.on_comm_thread - s0.on_comm_thread) /
+                                   static_cast<double>(s1.handlers_run - s0.handlers_run)
+                             : 0.0;
             return (t_last.load() - t0) / static_cast<double>(n_pp);
         };
 
         for (const auto& b : benches) {
             if (b == "invoke") {
                 // The balls every rank's pong handler bounces between.
-                std::vector<double> am_v, local_v, remote_v, inline_v;
+                std::vector<double> am_v, local_v, remote_v, inline_v, remote_share;
                 for (int r = 0; r < repeats + 1; ++r) {  // first round: warm-up
                     ball[0] = local_a;
                     ball[1] = remote_b;
@@ -195,6 +206,7 @@ int main(int argc, char** argv) {
                     ball[0] = local_a;
                     ball[1] = remote_b;
                     const double x_remote = run_pp("remote");
+                    const double share = comm_share;
                     ball[0] = local_a;
                     ball[1] = remote_b;
                     const double x_inline = run_pp("remote_inline");
@@ -204,11 +216,12 @@ int main(int argc, char** argv) {
                     if (r == 0) continue;
                     am_v.push_back(x_am);
                     remote_v.push_back(x_remote);
+                    remote_share.push_back(share);
                     inline_v.push_back(x_inline);
                     local_v.push_back(x_local);
                 }
                 emit_invoke("am", "remote", am_v, 0, n_pp);
-                emit_invoke("cascade", "remote", remote_v, 0, n_pp);
+                emit_invoke("cascade", "remote", remote_v, 0, n_pp, median(remote_share));
                 emit_invoke("cascade", "remote_inline", inline_v, 0, n_pp);
                 emit_invoke("cascade", "local", local_v, 0, n_pp);
                 if (n >= 3) {

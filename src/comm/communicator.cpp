@@ -244,7 +244,7 @@ bool Communicator::progress() {
     bool any = receive();
     any |= test_big_recvs();
     any |= test_large_recvs();
-    if (after_progress_ && handlers_open_ == 0) any |= after_progress_(after_ctx_);
+    any |= run_after_progress();
     if (!was) tls_comm_thread = nullptr;
     any = any || mpi_sends_ + processed_ != before || live_sends_ != sends_before;
     if (t0 != 0 && any) [[unlikely]] {
@@ -252,6 +252,50 @@ bool Communicator::progress() {
         if (trace::Buffer* tb = trace::this_thread()) tb->slice(trace::Kind::progress, t0);
     }
     return any;
+}
+
+bool Communicator::run_after_progress() {
+    if (n_after_ == 0 || handlers_open_ > 0) return false;
+    bool ran = false;
+    // Again while one of them did something: work it ran may have left work for a function
+    // called before it (a remote call run here that invokes an object), which must not wait
+    // past this progress() call.
+    for (bool again = true; again;) {
+        again = false;
+        for (std::size_t i = 0; i < n_after_; ++i)
+            again |= after_[i].fn(after_[i].ctx);
+        ran |= again;
+    }
+    // What they queued (replies, typically) leaves now, not one poll later.
+    if (ran) flush();
+    return ran;
+}
+
+bool Communicator::add_after_progress(AfterProgress fn, void* ctx) noexcept {
+    if (n_after_ == kMaxAfterProgress) return false;
+    after_[n_after_++] = AfterSlot{fn, ctx};
+    return true;
+}
+
+void Communicator::remove_after_progress(AfterProgress fn, void* ctx) noexcept {
+    for (std::size_t i = 0; i < n_after_; ++i) {
+        if (after_[i].fn != fn || after_[i].ctx != ctx) continue;
+        for (std::size_t j = i + 1; j < n_after_; ++j)
+            after_[j - 1] = after_[j];
+        after_[--n_after_] = AfterSlot{};
+        return;
+    }
+}
+
+bool Communicator::has_after_progress(AfterProgress fn, void* ctx) const noexcept {
+    for (std::size_t i = 0; i < n_after_; ++i)
+        if (after_[i].fn == fn && after_[i].ctx == ctx) return true;
+    return false;
+}
+
+void Communicator::fail_pool(std::exception_ptr e) noexcept {
+    if (!tp_) abort_job("rank " + std::to_string(rank_) + ": " + detail::describe_error(e));
+    fail(*tp_, std::move(e));
 }
 
 bool Communicator::is_done() const {

@@ -213,6 +213,9 @@ bool Communicator::receive() {
         // Handlers may call progress() (e.g. blocking_send), which takes the next slots;
         // this one is posted again after its frames ran.
         run_message(st.MPI_SOURCE, data, static_cast<std::size_t>(count));
+        // Work its handlers left for after them runs now, before this thread tests for more
+        // messages (which would delay the reply it sends; see add_after_progress).
+        run_after_progress();
         post_am_slot(parity, slot);
         // What the handlers queued (replies, typically) leaves now, not one poll later.
         flush();

@@ -54,15 +54,15 @@ Futures::Futures(Threadpool& tp, Communicator* comm)
                 delete reinterpret_cast<detail::Body*>(static_cast<std::uintptr_t>(body));
             },
             "futures.body");
-        if (!comm_->after_progress()) comm_->set_after_progress(&Futures::run_deferred, this);
+        comm_->add_after_progress(&Futures::run_deferred, this);
     }
     previous_ = g_current.exchange(this, std::memory_order_acq_rel);
 }
 
 Futures::~Futures() {
-    if (comm_ && comm_->after_progress() == &Futures::run_deferred) {
+    if (comm_ && comm_->has_after_progress(&Futures::run_deferred, this)) {
         run_deferred(this);  // none expected: progress() runs them before it returns
-        comm_->set_after_progress(nullptr, nullptr);
+        comm_->remove_after_progress(&Futures::run_deferred, this);
     }
     Futures* self = this;
     g_current.compare_exchange_strong(self, previous_, std::memory_order_acq_rel);
@@ -80,7 +80,7 @@ bool Futures::defer_to_comm_thread(detail::Job* job) {
     // Only while a progress() call of ours is on the stack (it runs the job before it
     // returns), not from a job it runs (which may wait for anything), and while no worker
     // has anything to do (the job would otherwise delay messages for no gain).
-    if (!comm_ || running_deferred_ || comm_->after_progress() != &Futures::run_deferred ||
+    if (!comm_ || running_deferred_ || !comm_->has_after_progress(&Futures::run_deferred, this) ||
         !comm_->in_progress() || tp_.current_thread() >= 0 || tp_.failed() || !tp_.idle())
         return false;
     deferred_.push_back(job);

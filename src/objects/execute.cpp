@@ -52,16 +52,20 @@ void Objects::execute(Record* r, Invocation* inv) {
     }
     detail::HandlerBase* h = handlers_[inv->h.handler].load(std::memory_order_acquire);
     const bool excl = h->access == Access::exclusive;
+    const std::uint64_t waits = detail::waits_on_this_thread();
     const double t0 = now_s();
     t_hops = inv->h.hops;
     try {
         h->run(*this, r->obj, r->key, *inv);
     } catch (...) {
+        h->stats.record(false);
         finish(r, excl, now_s() - t0);
         throw;
     }
     counters_.handlers_run.fetch_add(1, std::memory_order_relaxed);
     const double dt = now_s() - t0;
+    h->stats.record(dt * 1e9 < static_cast<double>(detail::CallStats::kShortNs) &&
+                    detail::waits_on_this_thread() == waits);
     const ObjectKey key = r->key;  // r may move once finished
     finish(r, excl, dt);
     if (ObjectsObserver* obs = observer_.load(std::memory_order_acquire))
@@ -85,7 +89,8 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
                          std::to_string(dest) + ", outside [0, " + std::to_string(size_) + ")");
     if (dest == rank_) return false;
     Shard& s = shard(k);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     {
         std::lock_guard<std::mutex> g(s.m);
         auto it = s.map.find(k);
@@ -114,7 +119,8 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
 
 void Objects::finish(Record* r, bool excl, double seconds) {
     Shard& s = shard(r->key);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     {
         std::lock_guard<std::mutex> g(s.m);
         if (excl)

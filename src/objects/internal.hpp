@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -32,6 +33,14 @@ struct ExpectedWire {
     std::uint32_t pad;
     std::uint64_t next;
 };
+// After the MigrateHead of an object whose big members travel as bodies (objects.migrate_bodies):
+// who sent it, the serial that names its bodies, their count and the chunk they travel in.
+struct BodiesHead {
+    std::int32_t source;
+    std::uint32_t n_bodies;
+    std::uint64_t serial;
+    std::uint64_t chunk;
+};
 // Objects up to this size travel in one small active message (one copy into the message);
 // bigger ones as the body of a large active message, straight from the packed buffer.
 inline constexpr std::size_t kSmallMigration = 64 * 1024;
@@ -50,6 +59,33 @@ namespace cascade {
 struct Objects::Shard {
     alignas(64) std::mutex m;
     std::unordered_map<ObjectKey, detail::Entry> map;
+};
+
+// The list of requests one routing step lets start, reused by the calling thread (one per
+// nesting level: a handler run inline routes requests of its own), so that routing a request
+// allocates no list once the thread is warm.
+class Objects::Scratch {
+  public:
+    Scratch() : out(take()) {}
+    ~Scratch() {
+        out.clear();
+        --depth();
+    }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    std::vector<Pending>& out;
+
+  private:
+    static std::size_t& depth() {
+        thread_local std::size_t d = 0;
+        return d;
+    }
+    static std::vector<Pending>& take() {
+        thread_local std::deque<std::vector<Pending>> lists;  // grows without moving its lists
+        std::size_t& d = depth();
+        if (d == lists.size()) lists.emplace_back();
+        return lists[d++];
+    }
 };
 
 // Payload of a pool task running one request. Its name is read after it ran (traces), so

@@ -7,6 +7,7 @@
 
 namespace cascade {
 
+using detail::BodiesHead;
 using detail::Entry;
 using detail::ExpectedWire;
 using detail::Invocation;
@@ -14,6 +15,90 @@ using detail::InvokeHead;
 using detail::kSmallMigration;
 using detail::MigrateHead;
 using detail::Record;
+
+namespace {
+
+MigrateHead head_of(const Record& r) {
+    return MigrateHead{r.key,
+                       r.type->hash,
+                       static_cast<std::uint32_t>(r.expected.size()),
+                       r.version + 1,
+                       r.busy_s,
+                       r.recent_s,
+                       r.handled,
+                       static_cast<std::uint32_t>(r.ready.size()),
+                       static_cast<std::uint32_t>(r.held.size()),
+                       r.pinned ? 1u : 0u,
+                       0u};
+}
+
+// What travels with an object besides the object itself: its ordering state and the requests
+// queued on it (ready, then held).
+std::size_t state_bytes(const Record& r) {
+    std::size_t bytes = sizeof(MigrateHead) + r.expected.size() * sizeof(ExpectedWire);
+    for (const Invocation* q : r.ready)
+        bytes += sizeof(InvokeHead) + wire::size_of(q->args);
+    for (const auto& [k, q] : r.held)
+        bytes += sizeof(InvokeHead) + wire::size_of(q->args);
+    return bytes;
+}
+void write_state(wire::Writer& w, const Record& r) {
+    for (const auto& [sender, next] : r.expected)
+        w.put(ExpectedWire{sender, 0, next});
+    for (const Invocation* q : r.ready) {
+        w.put(q->h);
+        w.put(q->args);
+    }
+    for (const auto& [k, q] : r.held) {
+        w.put(q->h);
+        w.put(q->args);
+    }
+}
+void drop_requests(Record& r) {
+    for (Invocation* q : r.ready)
+        delete q;
+    for (auto& [k, q] : r.held)
+        delete q;
+    r.ready.clear();
+    r.held.clear();
+}
+
+std::unique_ptr<Record> read_record(wire::Reader& rd, const MigrateHead& mh,
+                                    const detail::ObjectType* t) {
+    auto rec = std::make_unique<Record>();
+    rec->key = mh.key;
+    rec->type = t;
+    rec->version = mh.version;
+    rec->busy_s = mh.busy_s;
+    rec->recent_s = mh.recent_s;
+    rec->handled = mh.handled;
+    rec->pinned = mh.pinned != 0;
+    for (std::uint32_t i = 0; i < mh.n_expected; ++i) {
+        const auto ew = rd.get<ExpectedWire>();
+        rec->expected.emplace_back(ew.sender, ew.next);
+    }
+    for (std::uint32_t i = 0; i < mh.n_ready + mh.n_held; ++i) {
+        auto* q = new Invocation;
+        q->h = rd.get<InvokeHead>();
+        q->args = rd.get<std::vector<char>>();
+        if (i < mh.n_ready)
+            rec->ready.push_back(q);
+        else
+            rec->held.emplace(std::make_pair(int(q->h.sender), q->h.seq), q);
+    }
+    return rec;
+}
+
+// The arguments of an objects.body message: the rank that sent the object and its serial.
+std::vector<char> body_args(int source, std::uint64_t serial) {
+    std::vector<char> a(sizeof(std::int32_t) + sizeof(std::uint64_t));
+    wire::Writer w(a.data());
+    w.put(std::int32_t(source));
+    w.put(serial);
+    return a;
+}
+
+}  // namespace
 
 void Objects::do_migrate(Record* r, Invocation* inv) {
     std::unique_ptr<Invocation> guard(inv);
@@ -23,7 +108,6 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         return;
     }
     // This request runs alone on the object: nothing else reads or writes it meanwhile.
-    const std::size_t obj_bytes = r->type->size(r->obj);
     Shard& s = shard(r->key);
     std::unique_ptr<Record> rec;
     {
@@ -34,38 +118,16 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         e.ver = rec->version + 1;
     }
     // From here on, requests arriving for it are forwarded to dest.
-    std::size_t bytes =
-        sizeof(MigrateHead) + rec->expected.size() * sizeof(ExpectedWire) + obj_bytes + 8;
-    for (Invocation* q : rec->ready)
-        bytes += sizeof(InvokeHead) + wire::size_of(q->args);
-    for (auto& [k, q] : rec->held)
-        bytes += sizeof(InvokeHead) + wire::size_of(q->args);
-    auto buf = take_buffer(bytes);
+    if (send_with_bodies(rec, dest)) {
+        counters_.migrations_out.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    // The object and its state packed into one buffer, sent as one message.
+    auto buf = take_buffer(state_bytes(*rec) + rec->type->size(rec->obj) + 8);
     wire::Writer w(buf->data());
-    MigrateHead mh{rec->key,
-                   rec->type->hash,
-                   static_cast<std::uint32_t>(rec->expected.size()),
-                   rec->version + 1,
-                   rec->busy_s,
-                   rec->recent_s,
-                   rec->handled,
-                   static_cast<std::uint32_t>(rec->ready.size()),
-                   static_cast<std::uint32_t>(rec->held.size()),
-                   rec->pinned ? 1u : 0u,
-                   0u};
-    w.put(mh);
-    for (auto& [sender, next] : rec->expected)
-        w.put(ExpectedWire{sender, 0, next});
-    for (Invocation* q : rec->ready) {
-        w.put(q->h);
-        w.put(q->args);
-        delete q;
-    }
-    for (auto& [k, q] : rec->held) {
-        w.put(q->h);
-        w.put(q->args);
-        delete q;
-    }
+    w.put(head_of(*rec));
+    write_state(w, *rec);
+    drop_requests(*rec);
     char* end = rec->type->pack(rec->obj, w.position());
     rec->type->destroy(rec->obj);
     const std::size_t n = static_cast<std::size_t>(end - buf->data());
@@ -113,51 +175,144 @@ void Objects::give_buffer(std::unique_ptr<detail::Bytes> b) noexcept {
     if (spare_.size() < kMaxSpare && total <= kMaxSpareBytes) spare_.push_back(std::move(b));
 }
 
+const detail::ObjectType& Objects::arriving_type(std::uint32_t hash, const ObjectKey& k) const {
+    const detail::ObjectType* t = type_of(hash);
+    if (!t)
+        throw UsageError("objects: rank " + std::to_string(rank_) + " received object " +
+                         to_string(k) +
+                         " of a type it never registered (register_type<T>, make_handler<T> or "
+                         "create<T> on every rank)");
+    return *t;
+}
+
 void Objects::install(const char* data, std::size_t size, int) {
     wire::Reader rd(data, size);
     const auto mh = rd.get<MigrateHead>();
-    const detail::ObjectType* t = type_of(mh.type);
-    if (!t)
-        throw UsageError("objects: rank " + std::to_string(rank_) + " received object " +
-                         to_string(mh.key) +
-                         " of a type it never registered (register_type<T>, make_handler<T> or "
-                         "create<T> on every rank)");
-    auto rec = std::make_unique<Record>();
-    rec->key = mh.key;
-    rec->type = t;
-    rec->version = mh.version;
-    rec->busy_s = mh.busy_s;
-    rec->recent_s = mh.recent_s;
-    rec->handled = mh.handled;
-    rec->pinned = mh.pinned != 0;
-    for (std::uint32_t i = 0; i < mh.n_expected; ++i) {
-        const auto ew = rd.get<ExpectedWire>();
-        rec->expected.emplace_back(ew.sender, ew.next);
+    const detail::ObjectType& t = arriving_type(mh.type, mh.key);
+    auto rec = read_record(rd, mh, &t);
+    rec->obj = t.unpack(rd);
+    place(std::move(rec));
+}
+
+bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
+    std::size_t n_bodies = 0;
+    const std::size_t obj_bytes = rec->type->measure_bodies(rec->obj, &n_bodies);
+    if (n_bodies == 0) return false;
+    const std::size_t bytes = state_bytes(*rec) + sizeof(BodiesHead) + obj_bytes + 8;
+    const std::size_t chunk = comm_.large_chunk();
+    std::uint64_t serial;
+    {
+        std::lock_guard<std::mutex> g(large_mutex_);
+        serial = next_serial_++;
     }
-    for (std::uint32_t i = 0; i < mh.n_ready + mh.n_held; ++i) {
-        auto* q = new Invocation;
-        q->h = rd.get<InvokeHead>();
-        q->args = rd.get<std::vector<char>>();
-        if (i < mh.n_ready)
-            rec->ready.push_back(q);
-        else
-            rec->held.emplace(std::make_pair(int(q->h.sender), q->h.seq), q);
+    std::vector<detail::BodyRef> bodies;
+    bodies.reserve(n_bodies);
+    const std::vector<char> args = body_args(rank_, serial);
+    // The message and, after it, the bodies straight from the object's members; the object
+    // stays here until the last body has left (on_body_sent).
+    comm_.enqueue(
+        dest, *migrate_bodies_am_, sizeof(std::uint64_t) + bytes,
+        [&](char* out) {
+            char* begin = out + sizeof(std::uint64_t);
+            wire::Writer w(begin);
+            w.put(head_of(*rec));
+            char* bh_at = w.position();
+            w.put(BodiesHead{});
+            write_state(w, *rec);
+            char* end = rec->type->pack_bodies(rec->obj, w.position(), bodies);
+            const BodiesHead bh{std::int32_t(rank_), static_cast<std::uint32_t>(bodies.size()),
+                                serial, chunk};
+            std::memcpy(bh_at, &bh, sizeof bh);
+            const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
+            std::memcpy(out, &len, sizeof len);
+            return end;
+        },
+        [&](Communicator::Outbox& o) {
+            {
+                std::lock_guard<std::mutex> g(large_mutex_);
+                leaving_objects_[serial] = Leaving{rec->type, rec->obj, bodies.size()};
+            }
+            for (const detail::BodyRef& b : bodies)
+                Communicator::attach_body(o, *body_am_, b.data, b.bytes, chunk, args);
+        });
+    rec->obj = nullptr;
+    drop_requests(*rec);
+    return true;
+}
+
+void Objects::on_migrate_bodies(const char* data, std::size_t size) {
+    wire::Reader rd(data, size);
+    const auto mh = rd.get<MigrateHead>();
+    const auto bh = rd.get<BodiesHead>();
+    const detail::ObjectType& t = arriving_type(mh.type, mh.key);
+    auto rec = read_record(rd, mh, &t);
+    std::vector<detail::BodyRef> bodies;
+    detail::BodyReader br(data + (size - rd.remaining()), rd.remaining(), bodies);
+    rec->obj = t.unpack_bodies(br);
+    if (br.remaining() != 0 || bodies.size() != bh.n_bodies || bh.n_bodies == 0) {
+        t.destroy(rec->obj);
+        drop_requests(*rec);
+        throw WireError("objects: object " + to_string(mh.key) + " from rank " +
+                        std::to_string(bh.source) + " announced " + std::to_string(bh.n_bodies) +
+                        " bodies; its members take " + std::to_string(bodies.size()) + ", and " +
+                        std::to_string(br.remaining()) + " bytes are left over");
     }
-    rec->obj = t->unpack(rd);
+    {
+        std::lock_guard<std::mutex> g(large_mutex_);
+        arriving_objects_[{bh.source, bh.serial}] = Arriving{std::move(rec), bodies.size()};
+    }
+    const std::vector<char> args = body_args(bh.source, bh.serial);
+    for (const detail::BodyRef& b : bodies)
+        comm_.receive_body(bh.source, *body_am_, b.data, b.bytes,
+                           static_cast<std::size_t>(bh.chunk), args);
+}
+
+void Objects::on_body_arrived(int source, std::uint64_t serial) {
+    std::unique_ptr<Record> rec;
+    {
+        std::lock_guard<std::mutex> g(large_mutex_);
+        auto it = arriving_objects_.find({source, serial});
+        if (it == arriving_objects_.end())
+            throw WireError("objects: a body of an object rank " + std::to_string(source) +
+                            " never sent");
+        if (--it->second.bodies_left > 0) return;
+        rec = std::move(it->second.rec);
+        arriving_objects_.erase(it);
+    }
+    place(std::move(rec));
+}
+
+void Objects::on_body_sent(std::uint64_t serial) {
+    Leaving l;
+    {
+        std::lock_guard<std::mutex> g(large_mutex_);
+        auto it = leaving_objects_.find(serial);
+        if (it == leaving_objects_.end() || --it->second.bodies_left > 0) return;
+        l = it->second;
+        leaving_objects_.erase(it);
+    }
+    l.type->donate(l.obj);  // its big members receive the next bodies (Recycler)
+    l.type->destroy(l.obj);
+}
+
+void Objects::place(std::unique_ptr<Record> rec) {
     counters_.migrations_in.fetch_add(1, std::memory_order_relaxed);
-    Shard& s = shard(mh.key);
-    std::vector<Pending> out;
+    const ObjectKey key = rec->key;
+    const std::uint64_t version = rec->version;
+    Shard& s = shard(key);
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     std::vector<int> updates;
     {
         std::lock_guard<std::mutex> g(s.m);
-        auto it = s.map.find(mh.key);
+        auto it = s.map.find(key);
         if (it == s.map.end()) {
-            it = s.map.emplace(mh.key, Entry{}).first;
+            it = s.map.emplace(key, Entry{}).first;
         }
         Entry& e = it->second;
         e.rec = std::move(rec);
         e.loc = rank_;
-        e.ver = std::max(e.ver, mh.version);
+        e.ver = std::max(e.ver, version);
         std::vector<Invocation*> waiting;
         waiting.swap(e.waiting);
         dispatch_locked(*e.rec, out);
@@ -170,8 +325,8 @@ void Objects::install(const char* data, std::size_t size, int) {
     std::sort(updates.begin(), updates.end());
     updates.erase(std::unique(updates.begin(), updates.end()), updates.end());
     for (int u : updates)
-        send_update(u, mh.key, rank_, mh.version, false);
-    if (mh.key.home != rank_) send_update(mh.key.home, mh.key, rank_, mh.version, true);
+        send_update(u, key, rank_, version, false);
+    if (key.home != rank_) send_update(key.home, key, rank_, version, true);
 }
 
 void Objects::do_destroy(Record* r, Invocation* inv) {

@@ -91,19 +91,41 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
             e.destroyed_on = where;
         },
         "objects.destroyed");
+    // Objects with big members: the message, then the members as bodies (detail/bodies.hpp).
+    migrate_bodies_am_ = comm.make_active_msg(
+        [this](view<char>& v) { on_migrate_bodies(v.data(), v.size()); }, "objects.migrate_bodies");
+    body_am_ = comm.make_large_active_msg(
+        [this](std::int32_t& src, std::uint64_t& serial) { on_body_arrived(src, serial); },
+        // Bodies are posted by the handler of the message they belong to: one arriving as a
+        // message of its own is malformed.
+        [](std::int32_t&, std::uint64_t&) -> char* {
+            throw WireError("objects.body sent as a message of its own");
+        },
+        [this](std::int32_t&, std::uint64_t& serial) { on_body_sent(serial); }, "objects.body");
+    after_progress_ = comm.add_after_progress(&Objects::run_deferred, this);
 }
 
 Objects::~Objects() {
+    if (after_progress_) {
+        run_deferred(this);  // none expected: progress() runs them before it returns
+        comm_.remove_after_progress(&Objects::run_deferred, this);
+    }
+    auto free_record = [](detail::Record& r) {
+        for (Invocation* inv : r.ready)
+            delete inv;
+        for (auto& [sk, inv] : r.held)
+            delete inv;
+        if (r.obj) r.type->destroy(r.obj);
+    };
+    for (auto& [k, a] : arriving_objects_)  // none after join(): a body still in flight
+        free_record(*a.rec);
+    for (auto& [k, l] : leaving_objects_)
+        l.type->destroy(l.obj);
     for (int i = 0; i < kShards; ++i) {
         for (auto& [k, e] : shards_[i].map) {
             for (Invocation* inv : e.waiting)
                 delete inv;
-            if (!e.rec) continue;
-            for (Invocation* inv : e.rec->ready)
-                delete inv;
-            for (auto& [sk, inv] : e.rec->held)
-                delete inv;
-            if (e.rec->obj) e.rec->type->destroy(e.rec->obj);
+            if (e.rec) free_record(*e.rec);
         }
     }
 }
@@ -266,6 +288,7 @@ int Objects::current_hops() noexcept {
 ObjectsStats Objects::stats() const {
     ObjectsStats s;
     s.handlers_run = counters_.handlers_run.load();
+    s.on_comm_thread = counters_.on_comm_thread.load();
     s.forwards = counters_.forwards.load();
     s.lazy_updates = counters_.lazy_updates.load();
     s.migrations_out = counters_.migrations_out.load();

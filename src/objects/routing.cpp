@@ -3,6 +3,8 @@
 // ordering and dispatch under access control. See docs/objects.md.
 #include "internal.hpp"
 
+#include "cascade/core/detail/task_epilogue.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -46,7 +48,8 @@ void Objects::send_reply(int dest, std::uint64_t token, bool failed, const char*
 void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
     h.sender = rank_;
     Shard& s = shard(h.key);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     int dest = -1;
     {
         std::lock_guard<std::mutex> g(s.m);
@@ -140,9 +143,11 @@ void Objects::count_delivery(const Invocation& inv) {
 void Objects::receive(Invocation* inv) {
     const ObjectKey key = inv->h.key;  // inv may run (and be freed) once delivered
     Shard& s = shard(key);
-    std::vector<Pending> out;
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
     int fwd = -1, update_to = -1;
     std::uint64_t update_ver = 0;
+    Record* undefer_rec = nullptr;
     std::unique_ptr<Invocation> guard(inv);
     {
         std::lock_guard<std::mutex> g(s.m);
@@ -165,6 +170,9 @@ void Objects::receive(Invocation* inv) {
             }
             guard.release();
             deliver_locked(e, inv, out);
+            // More requests for an object whose request waits for the end of this message:
+            // a worker takes that one now and goes on with these while this thread reads on.
+            if (out.empty() && e.rec->deferred) undefer_rec = e.rec.get();
         } else {
             int loc = e.loc;
             std::uint64_t ver = e.ver;
@@ -206,6 +214,7 @@ void Objects::receive(Invocation* inv) {
         send_invocation(fwd, inv->h, inv->args.data(), inv->args.size(), true);
     }
     if (update_to >= 0) send_update(update_to, key, rank_, update_ver, false);
+    if (undefer_rec) undefer(undefer_rec);
     start(out);
 }
 
@@ -259,14 +268,22 @@ void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
 void Objects::start(std::vector<Pending>& out) {
     // On the communication thread (inside a message handler), migrations and the other
     // bookkeeping requests run at once, and so do handlers that asked for it
-    // (HandlerOptions::run_in_handler): no hand-off to a worker.
+    // (HandlerOptions::run_in_handler): no hand-off to a worker. Trusted short handlers run
+    // there too when the pool is idle, right after the message's handlers (defer).
     const bool comm_thread = comm_.on_comm_thread() && tp_.current_thread() < 0;
     for (const Pending& p : out) {
-        if (comm_thread &&
-            (p.inv->h.kind != OpKind::handler ||
-             handlers_[p.inv->h.handler].load(std::memory_order_acquire)->run_in_handler)) {
-            execute(p.rec, p.inv);
-            continue;
+        if (comm_thread) {
+            if (p.inv->h.kind != OpKind::handler) {
+                execute(p.rec, p.inv);
+                continue;
+            }
+            const detail::HandlerBase* h =
+                handlers_[p.inv->h.handler].load(std::memory_order_acquire);
+            if (h->run_in_handler) {
+                execute(p.rec, p.inv);
+                continue;
+            }
+            if (h->stats.trusted() && defer(p)) continue;
         }
         cascade::Task t;
         t.vt = &ObjTask::vtable;
@@ -278,6 +295,69 @@ void Objects::start(std::vector<Pending>& out) {
         tp_.push(t, tp_.pick_thread(), false);
     }
     out.clear();
+}
+
+bool Objects::defer(const Pending& p) {
+    // Only while a progress() call is on the stack (it runs run_deferred before it returns),
+    // not from a deferred handler (which may wait, driving progress), and only while no
+    // worker has anything to do: a busy pool would take the request as fast, and the
+    // communication thread has messages to move.
+    if (!after_progress_ || running_deferred_ || n_deferred_ == kMaxDeferred ||
+        !comm_.in_progress() || tp_.failed() || !tp_.idle())
+        return false;
+    p.rec->deferred = true;
+    deferred_[n_deferred_++] = p;
+    return true;
+}
+
+void Objects::undefer(Record* r) {
+    // Its deferred requests hold the object's access, so r stays here until the last of them
+    // is pushed, not after: a worker may run it, and a migration queued behind it, at once.
+    r->deferred = false;
+    for (std::size_t i = 0; i < n_deferred_; ++i) {
+        Pending& p = deferred_[i];
+        if (p.rec != r || !p.inv) continue;
+        cascade::Task t;
+        t.vt = &ObjTask::vtable;
+        t.emplace<ObjTask>(
+            ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
+        p.inv = nullptr;
+        tp_.push(t, tp_.pick_thread(), false);
+    }
+}
+
+bool Objects::run_deferred(void* self) {
+    auto* o = static_cast<Objects*>(self);
+    if (o->n_deferred_ == 0 || o->running_deferred_) return false;
+    o->running_deferred_ = true;
+    for (std::size_t i = 0; i < o->n_deferred_; ++i) {
+        const Pending p = o->deferred_[i];
+        if (!p.inv) continue;  // handed to a worker meanwhile (undefer)
+        p.rec->deferred = false;
+        if (o->tp_.failed()) {  // as the pool discards its queued tasks once one failed
+            delete p.inv;
+            continue;
+        }
+        // The record may move away once the handler finished: name it first.
+        const char* label = o->label_of(*p.rec, *p.inv);
+        const ObjectKey key = p.rec->key;
+        o->counters_.on_comm_thread.fetch_add(1, std::memory_order_relaxed);
+        try {
+            o->execute(p.rec, p.inv);
+            detail::run_task_epilogue();
+        } catch (...) {
+            // What a worker reports for a task that threw (join() rethrows it; with other
+            // ranks the job ends with it).
+            const std::exception_ptr e = std::current_exception();
+            const std::string what = detail::describe_error(e);
+            const std::string name = std::string(label) + " " + std::to_string(key.home) + ":" +
+                                     std::to_string(key.id) + ")";
+            o->comm_.fail_pool(std::make_exception_ptr(TaskError(name, -1, e, what, o->rank_)));
+        }
+    }
+    o->n_deferred_ = 0;
+    o->running_deferred_ = false;
+    return true;
 }
 
 void Objects::on_update(const ObjectKey& k, int loc, std::uint64_t ver) {

@@ -48,8 +48,27 @@ int main(int argc, char** argv) {
         auto bad = objs.make_handler<Counter>(
             [](Counter&) { throw std::runtime_error("counter overflow"); }, {.name = "bad"});
         if (me == 0) bad->invoke(objs.create<Counter>());
+    } else if (std::strcmp(mode, "throws_comm") == 0) {
+        // A short handler that runs on the communication thread (arriving at an idle pool
+        // once its runs were short) throws: the job ends as for a worker's task.
+        auto bad = objs.make_handler<Counter>(
+            [&](Counter& c, long& k) {
+                if (k < 0) throw std::runtime_error("counter overflow");
+                c.value += k;
+                return comm.on_comm_thread() && tp.current_thread() < 0;
+            },
+            {.name = "bad"});
+        if (me == 0) objs.create<Counter>();
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (me == 1) {
+            const mobile_ptr<Counter> p(ObjectKey{0, 0, 1});
+            int streak = 0;  // calls in a row that ran on rank 0's communication thread
+            for (long i = 0; i < 10000 && streak < 8; ++i)
+                streak = bad->call(p, 1L).get() ? streak + 1 : 0;
+            bad->invoke(p, -1L);
+        }
     } else {
-        std::fprintf(stderr, "usage: objects_errors destroyed|order|throws\n");
+        std::fprintf(stderr, "usage: objects_errors destroyed|order|throws|throws_comm\n");
         return 2;
     }
     tp.join();

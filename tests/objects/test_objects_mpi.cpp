@@ -80,6 +80,68 @@ struct Big {
     }
 };
 
+// Members of every kind a migration sends: big vectors and strings travel as bodies of their
+// own (straight from and into the members), small ones in the message, and vectors of
+// elements with big members of their own.
+struct Part {
+    std::vector<float> x;
+    int id = 0;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(x, id);
+    }
+};
+struct Mixed {
+    std::vector<double> a;        // 1 MiB
+    std::vector<std::int32_t> b;  // 200 KiB
+    std::string s;                // 100 KiB
+    std::vector<char> small;      // 100 B
+    std::vector<Part> parts;      // parts[0].x 320 KiB, parts[1].x 40 B
+    long counter = 0;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(a, small, b, counter, s, parts);
+    }
+};
+Mixed make_mixed() {
+    Mixed m;
+    m.a.resize(1 << 17);
+    for (std::size_t i = 0; i < m.a.size(); ++i)
+        m.a[i] = 0.5 * double(i);
+    m.b.resize(50000);
+    for (std::size_t i = 0; i < m.b.size(); ++i)
+        m.b[i] = -std::int32_t(i);
+    m.s.assign(100000, 'q');
+    m.s[777] = '!';
+    m.small.assign(100, 's');
+    m.parts.resize(2);
+    m.parts[0].x.resize(80000);
+    for (std::size_t i = 0; i < m.parts[0].x.size(); ++i)
+        m.parts[0].x[i] = float(i % 1000);
+    m.parts[0].id = 7;
+    m.parts[1].x.assign(10, 2.5f);
+    m.parts[1].id = 8;
+    return m;
+}
+bool mixed_ok(const Mixed& m) {
+    bool ok = m.a.size() == (1u << 17) && m.b.size() == 50000 && m.s.size() == 100000 &&
+              m.s[777] == '!' && m.s[778] == 'q' && m.small == std::vector<char>(100, 's') &&
+              m.parts.size() == 2 && m.parts[0].id == 7 && m.parts[0].x.size() == 80000 &&
+              m.parts[1].id == 8 && m.parts[1].x == std::vector<float>(10, 2.5f);
+    for (std::size_t i = 0; ok && i < m.a.size(); ++i)
+        ok = m.a[i] == 0.5 * double(i);
+    for (std::size_t i = 0; ok && i < m.b.size(); ++i)
+        ok = m.b[i] == -std::int32_t(i);
+    for (std::size_t i = 0; ok && i < m.parts[0].x.size(); ++i)
+        ok = m.parts[0].x[i] == float(i % 1000);
+    return ok;
+}
+// A trivially copyable object of 128 KiB: its own bytes are the body.
+struct Plain {
+    double v[1 << 14];
+    long tag;
+};
+
 template <class T>
 mobile_ptr<T> ptr(int home, std::uint64_t id) {
     return mobile_ptr<T>(ObjectKey{home, 0, id});
@@ -151,6 +213,97 @@ TEST(ObjectsMpi, RunInHandlerKeepsOrderAndExclusivity) {
         }
     EXPECT_EQ(allreduce_sum(count), 1000L * n * n);
     EXPECT_EQ(allreduce_sum(disorder), 0);
+}
+
+// Short handlers arriving at an idle pool run on the communication thread (after the message
+// handlers, outside them): they still never overlap an exclusive handler on their object,
+// shared ones still overlap only shared ones, and each sender's requests run in its order,
+// also while the object migrates.
+TEST(ObjectsMpi, ShortHandlersOnTheCommThreadKeepAccessAndOrder) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::atomic<int> in_shared{0}, in_exclusive{0}, violations{0}, runs_on_comm{0};
+    auto on_comm = [&] { return comm.on_comm_thread() && tp.current_thread() < 0; };
+    auto enter_exclusive = [&] {
+        if (++in_exclusive != 1 || in_shared.load() != 0) ++violations;
+    };
+    // Short (trusted after a few runs): checks its sender's order.
+    auto tick = objs.make_handler<Tally>(
+        [&](Tally& t, int& sender, std::int64_t& seq) {
+            enter_exclusive();
+            if (seq != t.last[sender] + 1) ++t.disorder;
+            t.last[sender] = seq;
+            ++t.count;
+            if (on_comm()) ++runs_on_comm;
+            --in_exclusive;
+            return on_comm();
+        },
+        {.name = "tick"});
+    // Long: runs on workers, overlapping the communication thread's handlers in time.
+    auto slow = objs.make_handler<Tally>(
+        [&](Tally& t, int& sender, std::int64_t& seq) {
+            enter_exclusive();
+            if (seq != t.last[sender] + 1) ++t.disorder;
+            t.last[sender] = seq;
+            ++t.count;
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            --in_exclusive;
+        },
+        {.name = "slow"});
+    auto peek = objs.make_handler<Tally>(
+        [&](const Tally& t) {
+            ++in_shared;
+            if (in_exclusive.load() != 0) ++violations;
+            const long c = t.count;
+            if (on_comm()) ++runs_on_comm;
+            --in_shared;
+            return c;
+        },
+        {.access = Access::shared, .name = "peek"});
+    auto p = objs.create<Tally>(make_tally(n, me));
+    const auto target = ptr<Tally>(0, p.id());  // rank 0's object
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::int64_t seq = 0;
+    long sent = 0;
+    std::mt19937 rng(me);
+    tp.insert([&] {
+        // One request at a time: each arrives at an idle pool (the path under test)...
+        if (me != 0)
+            for (int i = 0; i < 200; ++i, ++sent)
+                tick->call(target, me, seq++).get();
+        // ... then a storm of short, long and shared requests while rank 1 moves the object.
+        for (int i = 0; i < 3000; ++i) {
+            const unsigned r = rng() % 100;
+            if (r < 2) {
+                slow->invoke(target, me, seq++);
+                ++sent;
+            } else if (r < 10) {
+                peek->invoke(target);
+            } else {
+                tick->invoke(target, me, seq++);
+                ++sent;
+            }
+            if (me == 1 && i % 500 == 250) objs.migrate(target, int(rng() % n));
+        }
+    });
+    tp.join();
+    long count = 0, disorder = 0, good_payload = 0;
+    if (Tally* t = objs.local(target)) {
+        count = t->count;
+        disorder = t->disorder;
+        good_payload = payload_ok(*t, 0);
+    }
+    EXPECT_EQ(violations.load(), 0) << "rank " << me;
+    EXPECT_EQ(allreduce_sum(count), allreduce_sum(sent));  // exactly once
+    EXPECT_EQ(allreduce_sum(disorder), 0);                 // per-sender order
+    EXPECT_EQ(allreduce_sum(good_payload), 1);
+    const long comm_runs = allreduce_sum(long(objs.stats().on_comm_thread));
+    EXPECT_EQ(comm_runs, allreduce_sum(long(runs_on_comm.load())));
+    if (n > 1) {
+        EXPECT_GT(comm_runs, 0) << "no handler ran on the communication thread";
+    }
 }
 
 // 4 senders (ranks 0-3, or fewer ranks) x 100000 invokes to objects that one rank keeps
@@ -418,6 +571,63 @@ TEST(ObjectsMpi, MobilePtrInsideMessagesAndObjects) {
         EXPECT_EQ(h->label, "hub");
         EXPECT_EQ(h->neighbours.size(), std::size_t(n));
         EXPECT_EQ(me, n - 1);
+    }
+}
+
+// Objects whose big members travel as bodies arrive intact, with the requests queued on them
+// (which run after the migration, in order), around the ring of ranks and back.
+TEST(ObjectsMpi, BigMembersMigrateAsBodies) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::atomic<int> bad{0};
+    auto slow = objs.make_handler<Mixed>(
+        [](Mixed&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); },
+        {.name = "slow"});
+    auto bump = objs.make_handler<Mixed>(
+        [&](Mixed& m, long& expect) {
+            if (m.counter != expect || !mixed_ok(m)) ++bad;
+            ++m.counter;
+        },
+        {.name = "bump"});
+    auto check = objs.make_handler<Mixed>([](const Mixed& m) { return mixed_ok(m); },
+                                          {.access = Access::shared, .name = "check"});
+    auto where = objs.make_handler<Plain>(
+        [&](Plain& p, long& tag) {
+            bool ok = p.tag == tag;
+            for (int i = 0; ok && i < (1 << 14); ++i)
+                ok = p.v[i] == i + 0.25;
+            ++p.tag;
+            return ok ? me : -1;
+        },
+        {.name = "where"});
+    if (me == 0) {
+        auto p = objs.create<Mixed>(make_mixed());
+        auto q = objs.create<Plain>();
+        Plain& plain = *objs.local(q);
+        for (int i = 0; i < (1 << 14); ++i)
+            plain.v[i] = i + 0.25;
+        plain.tag = 0;
+        long expect = 0;
+        for (int round = 0; round < 2; ++round) {
+            for (int r = 0; r < n; ++r) {
+                const int dest = (r + 1) % n;
+                slow->invoke(p);  // the next requests queue behind it and travel with the object
+                for (int k = 0; k < 5; ++k)
+                    bump->invoke(p, expect++);
+                objs.migrate(p, dest);
+                bump->invoke(p, expect++);
+                EXPECT_TRUE(check->call(p).get()) << "after the move to rank " << dest;
+                objs.migrate(q, dest);
+                EXPECT_EQ(where->call(q, long(round * n + r)).get(), dest);
+            }
+        }
+    }
+    tp.join();
+    EXPECT_EQ(bad.load(), 0) << "rank " << me;
+    if (Mixed* m = objs.local(ptr<Mixed>(0, 1))) {
+        EXPECT_EQ(m->counter, 12L * n);
     }
 }
 

@@ -102,20 +102,30 @@ class Communicator : public JoinHook {
                                std::string name = "");
 
     /// Moves messages: sends what is queued, receives and runs handlers, completes transfers,
-    /// then (when no handler is running on this thread) calls the after-progress function.
+    /// calling the after-progress functions after each message's handlers and at the end
+    /// (when no handler is running on this thread).
     /// Returns true if anything happened. Must be called by the thread that talks to MPI.
     bool progress();
-    /// Work a higher layer left for the end of progress(), outside any handler: `fn(ctx)`
-    /// runs there and returns whether it did anything. One per communicator (null: none).
+    /// Work a higher layer left for after the handlers that queued it, outside any handler:
+    /// `fn(ctx)` runs right after the handlers of each received message returned (before
+    /// this thread tests for the next message) and at the end of progress(), and returns
+    /// whether it did anything; what it sent leaves at once.
     using AfterProgress = bool (*)(void* ctx);
-    /// Installs the after-progress function (replacing the previous one; null: none). Set it
+    /// How many after-progress functions one communicator holds (futures, objects, ...).
+    static constexpr std::size_t kMaxAfterProgress = 4;
+    /// Adds `fn(ctx)` to the after-progress functions (called in the order they were
+    /// added). Returns false (nothing added) when kMaxAfterProgress are installed. Call it
     /// from the communication thread or before join().
-    void set_after_progress(AfterProgress fn, void* ctx) noexcept {
-        after_progress_ = fn;
-        after_ctx_ = ctx;
-    }
-    /// The installed after-progress function, or null.
-    AfterProgress after_progress() const noexcept { return after_progress_; }
+    bool add_after_progress(AfterProgress fn, void* ctx) noexcept;
+    /// Removes `fn(ctx)` (nothing if it is not installed). Same threads as add_after_progress.
+    void remove_after_progress(AfterProgress fn, void* ctx) noexcept;
+    /// Whether `fn(ctx)` is installed.
+    bool has_after_progress(AfterProgress fn, void* ctx) const noexcept;
+    /// Records `e` as the error of the attached pool, as a task that threw would: join()
+    /// rethrows it (with other ranks, the job ends with its message) and the tasks still
+    /// queued are discarded. For work a layer runs on the communication thread outside any
+    /// handler (an after-progress function). Without an attached pool it ends the job.
+    void fail_pool(std::exception_ptr e) noexcept;
     /// True on the communication thread while it is inside progress().
     bool in_progress() const noexcept { return progress_depth_ > 0 && on_comm_thread(); }
     /// True when nothing is queued, in flight, or being received by this rank.
@@ -335,6 +345,7 @@ class Communicator : public JoinHook {
     void sent_from_outside(const ActiveMsgBase& am);
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
+    bool run_after_progress();  // the after-progress functions, outside handlers
     void test_sends();
     void track_send(PendingSend ps);
     void finish_send(PendingSend& finished);
@@ -421,8 +432,12 @@ class Communicator : public JoinHook {
     std::vector<int> open_;   // messages of each source running now
     int handlers_open_ = 0;   // their sum
     int progress_depth_ = 0;  // progress() calls on the stack
-    AfterProgress after_progress_ = nullptr;
-    void* after_ctx_ = nullptr;
+    struct AfterSlot {
+        AfterProgress fn = nullptr;
+        void* ctx = nullptr;
+    };
+    std::array<AfterSlot, kMaxAfterProgress> after_{};  // the first n_after_ are installed
+    std::size_t n_after_ = 0;
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
     int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)

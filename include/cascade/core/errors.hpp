@@ -26,11 +26,14 @@ class UsageError : public std::logic_error {
 /// A task threw. Rethrown from Threadpool::join() on the thread that called it.
 class TaskError : public std::runtime_error {
   public:
-    /// rank: the MPI rank when the pool has a communicator, else -1 (not shown).
+    /// thread: the worker, or -1 for the communication thread. rank: the MPI rank when the pool
+    /// has a communicator, else -1 (not shown).
     TaskError(std::string task, int thread, std::exception_ptr original, const std::string& what,
               int rank = -1)
         : std::runtime_error((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
-                             "task " + task + " on thread " + std::to_string(thread) +
+                             "task " + task +
+                             (thread >= 0 ? " on thread " + std::to_string(thread)
+                                          : std::string(" on the communication thread")) +
                              " threw: " + what),
           task_(std::move(task)),
           thread_(thread),
@@ -38,7 +41,7 @@ class TaskError : public std::runtime_error {
           original_(std::move(original)) {}
     /// The task's name.
     const std::string& task() const noexcept { return task_; }
-    /// The worker it ran on.
+    /// The worker it ran on (-1: the communication thread, outside any handler).
     int thread() const noexcept { return thread_; }
     /// The rank it ran on (-1: no communicator).
     int rank() const noexcept { return rank_; }

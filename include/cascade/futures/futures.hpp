@@ -164,7 +164,8 @@ class Futures {
     void receive_body(int source, void* dest, std::size_t bytes, std::size_t chunk,
                       detail::BodySink* sink);
     // Keeps `job` (a remote call, see detail::CallStats) for the communication thread to run
-    // at the end of the progress() call it is in; false when that cannot be (then queue it).
+    // before the progress() call it is in returns (after the handlers of the message being
+    // read); false when that cannot be (then queue it).
     bool defer_to_comm_thread(detail::Job* job);
     static bool run_deferred(void* self);
 

@@ -43,6 +43,10 @@ struct HandlerBase {
     std::uint32_t id = 0;
     std::uint32_t sig = 0;
     std::uint32_t type_hash = 0;
+    // Its latest runs: a handler whose runs were short and never waited is trusted, and a
+    // request for it that arrives while the pool is idle runs on the communication thread
+    // right after the handlers of its message (see Objects::start).
+    CallStats stats;
     // Decodes the arguments and runs the handler on obj; answers call()s.
     virtual void run(Objects& objs, void* obj, const ObjectKey& key, Invocation& inv) = 0;
 };

@@ -68,6 +68,8 @@ class ObjectsObserver {
 /// Counters of this rank (read after join(), or any time for a rough view).
 struct ObjectsStats {
     std::uint64_t handlers_run = 0;          ///< handlers run here
+    std::uint64_t on_comm_thread = 0;        ///< of which on the communication thread, after
+                                             ///< progress() (trusted short handlers)
     std::uint64_t forwards = 0;              ///< requests this rank forwarded
     std::uint64_t lazy_updates = 0;          ///< location updates this rank sent to senders
     std::uint64_t migrations_out = 0;        ///< objects that left this rank
@@ -192,6 +194,7 @@ class Objects {
         detail::Invocation* inv;
     };
     struct ObjTask;
+    class Scratch;
 
     void register_type_erased(detail::ObjectType t);
     detail::HandlerBase* add_handler(std::unique_ptr<detail::HandlerBase> h);
@@ -199,12 +202,16 @@ class Objects {
     void* local_object(const ObjectKey& k) const;
     Shard& shard(const ObjectKey& k) const;
     const detail::ObjectType* type_of(std::uint32_t hash) const;
+    const detail::ObjectType& arriving_type(std::uint32_t hash, const ObjectKey& k) const;
 
     // Routing and ordering (shard locked where noted).
     void receive(detail::Invocation* inv);
     void deliver_locked(detail::Entry& e, detail::Invocation* inv, std::vector<Pending>& out);
     void dispatch_locked(detail::Record& r, std::vector<Pending>& out);
     void start(std::vector<Pending>& out);
+    bool defer(const Pending& p);
+    void undefer(detail::Record* r);
+    static bool run_deferred(void* self);
     void forward(detail::Invocation* inv, int dest, bool to_home);
     void send_invocation(int dest, const detail::InvokeHead& h, const char* args, std::size_t n,
                          bool forwarded);
@@ -218,6 +225,11 @@ class Objects {
     void do_migrate(detail::Record* r, detail::Invocation* inv);
     void do_destroy(detail::Record* r, detail::Invocation* inv);
     void install(const char* data, std::size_t size, int source);
+    void place(std::unique_ptr<detail::Record> rec);
+    bool send_with_bodies(std::unique_ptr<detail::Record>& rec, int dest);
+    void on_migrate_bodies(const char* data, std::size_t size);
+    void on_body_arrived(int source, std::uint64_t serial);
+    void on_body_sent(std::uint64_t serial);
     void on_invoke_frame(const char* data, std::size_t size);
     void on_reply(int source, std::uint64_t token, std::uint8_t failed, const char* data,
                   std::size_t size);
@@ -237,6 +249,8 @@ class Objects {
     ActiveMsg<std::int32_t, std::uint64_t, std::uint8_t, view<char>>* reply_am_ = nullptr;
     ActiveMsg<view<char>>* migrate_am_ = nullptr;
     LargeActiveMsg<char, std::int32_t, std::uint64_t, std::uint64_t>* migrate_large_am_ = nullptr;
+    ActiveMsg<view<char>>* migrate_bodies_am_ = nullptr;
+    LargeActiveMsg<char, std::int32_t, std::uint64_t>* body_am_ = nullptr;
     ActiveMsg<ObjectKey, std::int32_t>* destroyed_am_ = nullptr;
 
     static constexpr std::uint32_t kMaxHandlers = 4096;
@@ -250,12 +264,37 @@ class Objects {
     static constexpr int kShards = 64;
     std::unique_ptr<Shard[]> shards_;
 
+    // Requests of trusted handlers (short runs, never waited) that arrived while the pool was
+    // idle: they run on the communication thread right after the handlers of the message that
+    // brought them (Communicator::add_after_progress), outside any handler, with their
+    // object's access already granted. Communication thread only; a fixed array (no
+    // allocation), the rest go to workers.
+    static constexpr std::size_t kMaxDeferred = 32;
+    std::array<Pending, kMaxDeferred> deferred_{};
+    std::size_t n_deferred_ = 0;
+    bool running_deferred_ = false;
+    bool after_progress_ = false;  // run_deferred is installed on the communicator
+
     std::mutex large_mutex_;  // big migrations being received: (source, token) -> buffer
     std::map<std::pair<int, std::uint64_t>, std::unique_ptr<detail::Bytes>> arriving_;
     // Big migrations being sent, by serial (their message's token: unique per sender, unlike
     // a buffer's address, which the next migration may reuse before the receiver is done).
     std::map<std::uint64_t, std::unique_ptr<detail::Bytes>> sending_;
     std::uint64_t next_serial_ = 1;  // under large_mutex_
+    // Objects whose big members travel as bodies (detail/bodies.hpp). Arriving: built from
+    // their message, installed once their last body is in; (source, serial) -> object.
+    // Leaving: kept until their last body has left, then freed; serial -> object.
+    struct Arriving {
+        std::unique_ptr<detail::Record> rec;
+        std::size_t bodies_left = 0;
+    };
+    struct Leaving {
+        const detail::ObjectType* type = nullptr;
+        void* obj = nullptr;
+        std::size_t bodies_left = 0;
+    };
+    std::map<std::pair<int, std::uint64_t>, Arriving> arriving_objects_;
+    std::map<std::uint64_t, Leaving> leaving_objects_;
     // Packing buffers kept for the next migration: fresh megabytes cost page faults that
     // dwarf the copy (a 1 MiB object moved 5x slower than with recycled buffers).
     std::unique_ptr<detail::Bytes> take_buffer(std::size_t bytes);
@@ -264,8 +303,8 @@ class Objects {
     std::vector<std::unique_ptr<detail::Bytes>> spare_;
 
     struct Counters {
-        std::atomic<std::uint64_t> handlers_run{0}, forwards{0}, lazy_updates{0}, migrations_out{0},
-            migrations_in{0}, parked{0}, max_hops{0}, max_hops_before_home{0};
+        std::atomic<std::uint64_t> handlers_run{0}, on_comm_thread{0}, forwards{0}, lazy_updates{0},
+            migrations_out{0}, migrations_in{0}, parked{0}, max_hops{0}, max_hops_before_home{0};
         std::array<std::atomic<std::uint64_t>, 8> by_hops{};
     };
     mutable Counters counters_;

@@ -267,7 +267,7 @@ void schedule(Job* job);
 // How the latest runs of one remote function went. `streak` counts consecutive runs that
 // were short (under kShort) and never waited for a future. A call of a function with a
 // streak of kTrusted or more that arrives while the pool is idle runs on the communication
-// thread at the end of the progress() call that received it, outside any handler: a round
+// thread right after the handlers of the message that brought it, outside any handler: a round
 // trip then costs no hand-off to a worker and back. A run that is long or waits resets the
 // streak, so the next calls go to workers again.
 struct CallStats {

@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "cascade/comm/serialization.hpp"
+#include "cascade/objects/detail/bodies.hpp"
 #include "cascade/objects/detail/invocation.hpp"
 #include "cascade/objects/mobile_ptr.hpp"
 
 namespace cascade::detail {
 
-// Per object type: how to pack, unpack and free it (through its codec).
+// Per object type: how to pack, unpack and free it (through its codec), whole or with its big
+// members as bodies.
 struct ObjectType {
     std::uint32_t hash = 0;
     const char* name = "";  // interned: valid for the whole process
@@ -26,6 +28,13 @@ struct ObjectType {
     std::size_t (*size)(const void*) = nullptr;
     char* (*pack)(const void*, char*) = nullptr;
     void* (*unpack)(wire::Reader&) = nullptr;
+    // The same with big members as bodies of their own (bodies.hpp): the message's share
+    // (upper bound) and the number of bodies; writing it, listing the bodies; a new object
+    // read from it, listing where the bodies go; giving the body members to the Recycler.
+    std::size_t (*measure_bodies)(const void*, std::size_t* bodies) = nullptr;
+    char* (*pack_bodies)(const void*, char*, std::vector<BodyRef>&) = nullptr;
+    void* (*unpack_bodies)(BodyReader&) = nullptr;
+    void (*donate)(void*) = nullptr;
     std::function<double(const void*)> load;  // user load function (Objects::set_load)
     const char* migrate_label = "";           // task names: "migrate(<type>", "destroy(<type>"
     const char* destroy_label = "";
@@ -72,6 +81,37 @@ ObjectType make_object_type() {
         }
         return p;
     };
+    t.measure_bodies = [](const void* p, std::size_t* bodies) {
+        BodySizer s;
+        s.add(*static_cast<const T*>(p));
+        *bodies = s.bodies;
+        return s.bytes;
+    };
+    t.pack_bodies = [](const void* p, char* out, std::vector<BodyRef>& bodies) {
+        BodyWriter w(out, bodies);
+        w.put(*static_cast<const T*>(p));
+        return w.position();
+    };
+    t.unpack_bodies = [](BodyReader& r) -> void* {
+        // A trivially copyable object that is a body is not zero-filled first (it is all
+        // overwritten); others start value-initialized, as the packed path's do.
+        T* p;
+        if constexpr (wire::kind_of<T>() == wire::Kind::raw)
+            p = new T;
+        else
+            p = new T();
+        try {
+            r.read_into(*p);
+        } catch (...) {
+            delete p;
+            throw;
+        }
+        return p;
+    };
+    t.donate = [](void* p) {
+        BodyDonor d;
+        d.give(*static_cast<T*>(p));
+    };
     return t;
 }
 
@@ -83,9 +123,11 @@ struct Record {
     std::uint64_t version = 0;  // migrations so far
     int running_shared = 0;
     bool running_exclusive = false;
-    bool migrating = false;         // a migration runs: start nothing more
-    bool pinned = false;            // balancing policies leave it where it is (travels with it)
-    bool rebalancing = false;       // a balancing migration is queued or running
+    bool migrating = false;    // a migration runs: start nothing more
+    bool pinned = false;       // balancing policies leave it where it is (travels with it)
+    bool rebalancing = false;  // a balancing migration is queued or running
+    bool deferred = false;     // a request of it waits to run on the communication thread (that
+                               // thread's flag: Objects::defer)
     std::deque<Invocation*> ready;  // in order, waiting for access
     // Arrived ahead of an earlier request from the same sender: (sender, seq) -> request.
     std::map<std::pair<int, std::uint64_t>, Invocation*> held;
