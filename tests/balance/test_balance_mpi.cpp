@@ -303,8 +303,10 @@ TEST(BalanceMpi, DiffusionAndMasterWorkerLeaveABalancedRunAlone) {
         // Undamped, these policies moved up to one object per object here (15 and 11 at 4
         // ranks, 57 and 31 at 8: work taken from ranks whose work was queued a little later,
         // moved back and forth in the end game); damped, 0 as a rule. A loaded machine can
-        // slow a rank down for real (up to 6 seen at 2 and 3 ranks): a loose bound.
-        EXPECT_LE(s.migrations, n + 6) << name;
+        // slow a rank down for real (up to 6 seen at 2 and 3 ranks; 8 ranks on 2 busy cores
+        // failed n + 6 once in a full suite run): a loose bound, under the undamped 57 and 31
+        // at 8 ranks and 15 at 4.
+        EXPECT_LE(s.migrations, 2 * n + 6) << name;
         int me = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &me);
         if (me == 0)
