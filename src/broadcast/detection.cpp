@@ -39,6 +39,13 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         Held& h = held_.back();
         h.len = static_cast<std::size_t>(end - (buf_.data() + h.off));
         buf_.resize(h.off + h.len);
+        // A task streaming to one rank: once its held sends fill an aggregation buffer, they
+        // leave now (in order), so that sending overlaps the rest of the task. Only sends
+        // that all name one rank so far leave early: a loop over destinations still merges.
+        if (one_dest_ >= 0 && buf_.size() >= kEarlyRelease) {
+            Engine* failed_on = nullptr;
+            flush(failed_on);
+        }
     }
     void add_large(Engine* e, ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
                    std::vector<char>& args) {
@@ -65,6 +72,8 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     }
 
   private:
+    static constexpr std::size_t kEarlyRelease = std::size_t(64) << 10;  // bytes of arguments
+
     struct Held {
         Engine* engine;
         ActiveMsgBase* am;
