@@ -3,6 +3,7 @@
 // migration and destruction in migration.cpp. See docs/objects.md.
 #include "internal.hpp"
 
+#include <initializer_list>
 #include <unordered_set>
 
 namespace cascade {
@@ -102,6 +103,13 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
             throw WireError("objects.body sent as a message of its own");
         },
         [this](std::int32_t&, std::uint64_t& serial) { on_body_sent(serial); }, "objects.body");
+    // The layer's own messages leave as they are made, never held for broadcast detection:
+    // a reply (futures, never held) must not overtake the lazy update a handler sent before
+    // it, nor a forward the request it follows.
+    for (ActiveMsgBase* am : std::initializer_list<ActiveMsgBase*>{
+             invoke_am_, forward_am_, lazy_update_am_, home_update_am_, reply_am_, migrate_am_,
+             migrate_large_am_, destroyed_am_, migrate_bodies_am_, body_am_})
+        am->set_broadcast_detection(false);
     after_progress_ = comm.add_after_progress(&Objects::run_deferred, this);
 }
 
