@@ -1,6 +1,7 @@
 // The Balancer: runs a policy on every rank (periodic steps after handlers, idle calls from
 // the pool's idle workers) and turns its decisions into balancing migrations.
 #include "cascade/balance/balancer.hpp"
+#include "cascade/balance/detail/clock.hpp"
 #include "cascade/core/settings.hpp"
 
 #include <chrono>
@@ -8,13 +9,7 @@
 
 namespace cascade {
 
-namespace {
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-}  // namespace
+using detail::now_ns;
 
 Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, BalanceOptions opts)
     : objs_(objs), policy_(std::move(policy)), opts_(opts), enabled_(opts.enabled) {

@@ -7,17 +7,12 @@
 #include <cstring>
 
 #include "cascade/balance/balancer.hpp"
+#include "cascade/balance/detail/clock.hpp"
 #include "cascade/balance/detail/donate.hpp"
 
 namespace cascade {
 
-namespace {
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-}  // namespace
+using detail::now_ns;
 
 double Diffusion::hint_load() {
     if (hint_rank_ < 0) return 0;

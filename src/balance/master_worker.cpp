@@ -9,17 +9,12 @@
 #include <numeric>
 
 #include "cascade/balance/balancer.hpp"
+#include "cascade/balance/detail/clock.hpp"
 #include "cascade/balance/detail/donate.hpp"
 
 namespace cascade {
 
-namespace {
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-}  // namespace
+using detail::now_ns;
 
 void MasterWorker::post(Balancer& b, Out& out) {
     for (auto& [dest, m] : out)
