@@ -56,6 +56,15 @@ std::string type_name() {
     return s.substr(b, e - b);
 }
 
+// Reads an object into `p` (just made with new) and returns it; deletes it if reading
+// throws.
+template <class Reader, class T>
+void* read_new(Reader& r, T* p) {
+    std::unique_ptr<T> owned(p);
+    r.read_into(*owned);
+    return owned.release();
+}
+
 template <class T>
 ObjectType make_object_type() {
     ObjectType t;
@@ -71,16 +80,7 @@ ObjectType make_object_type() {
         w.put(*static_cast<const T*>(p));
         return w.position();
     };
-    t.unpack = [](wire::Reader& r) -> void* {
-        auto* p = new T();
-        try {
-            r.read_into(*p);
-        } catch (...) {
-            delete p;
-            throw;
-        }
-        return p;
-    };
+    t.unpack = [](wire::Reader& r) -> void* { return read_new(r, new T()); };
     t.measure_bodies = [](const void* p, std::size_t* bodies) {
         BodySizer s;
         s.add(*static_cast<const T*>(p));
@@ -95,18 +95,10 @@ ObjectType make_object_type() {
     t.unpack_bodies = [](BodyReader& r) -> void* {
         // A trivially copyable object that is a body is not zero-filled first (it is all
         // overwritten); others start value-initialized, as the packed path's do.
-        T* p;
         if constexpr (wire::kind_of<T>() == wire::Kind::raw)
-            p = new T;
+            return read_new(r, new T);
         else
-            p = new T();
-        try {
-            r.read_into(*p);
-        } catch (...) {
-            delete p;
-            throw;
-        }
-        return p;
+            return read_new(r, new T());
     };
     t.donate = [](void* p) {
         BodyDonor d;
