@@ -1,6 +1,7 @@
 // Mistakes with mobile objects that must end the job with a message naming the handler, the
 // object and the ranks (run by tests/CMakeLists.txt through expect_failure.sh).
 #include <cascade/cascade.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -50,22 +51,34 @@ int main(int argc, char** argv) {
         if (me == 0) bad->invoke(objs.create<Counter>());
     } else if (std::strcmp(mode, "throws_comm") == 0) {
         // A short handler that runs on the communication thread (arriving at an idle pool
-        // once its runs were short) throws: the job ends as for a worker's task.
+        // once its runs were short) throws: the job ends as for a worker's task. Whether a
+        // request runs there depends on the pool being idle when it arrives, so the handler
+        // throws only when it runs there, and rank 1 invokes it again until it does (a call
+        // would return the exception to the caller instead).
         auto bad = objs.make_handler<Counter>(
             [&](Counter& c, long& k) {
-                if (k < 0) throw std::runtime_error("counter overflow");
+                const bool here = comm.on_comm_thread() && tp.current_thread() < 0;
+                if (k < 0 && here) throw std::runtime_error("counter overflow");
                 c.value += k;
-                return comm.on_comm_thread() && tp.current_thread() < 0;
+                return here;
             },
             {.name = "bad"});
         if (me == 0) objs.create<Counter>();
         MPI_Barrier(MPI_COMM_WORLD);
         if (me == 1) {
             const mobile_ptr<Counter> p(ObjectKey{0, 0, 1});
-            int streak = 0;  // calls in a row that ran on rank 0's communication thread
-            for (long i = 0; i < 10000 && streak < 8; ++i)
-                streak = bad->call(p, 1L).get() ? streak + 1 : 0;
-            bad->invoke(p, -1L);
+            for (int i = 0; i < 2000; ++i) {
+                bad->call(p, 1L).get();
+                bad->invoke(p, -1L);  // ends the job once it ran on the comm thread
+                // Alone (a request that arrives behind a deferred one sends both to workers):
+                // this thread, which talks to MPI, sends it and waits 1 ms before the next.
+                const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+                while (std::chrono::steady_clock::now() < until)
+                    comm.progress();
+                bad->call(p, 0L).get();
+            }
+            std::fprintf(stderr, "objects_errors: no request ran on the communication thread\n");
+            return 1;
         }
     } else {
         std::fprintf(stderr, "usage: objects_errors destroyed|order|throws|throws_comm\n");
