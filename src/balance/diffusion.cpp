@@ -31,6 +31,12 @@ void Diffusion::learn(Balancer& b, int rank, double load) {
     }
 }
 
+double Diffusion::askers(const Balancer& b) const {
+    // A rank sits in about as many neighbourhoods as one has members, and with few ranks
+    // every other rank is one: at 2 ranks the one asker takes half the difference.
+    return double(std::min(opts_.neighbours, b.size() - 1) + 1);
+}
+
 void Diffusion::post(Balancer& b, std::vector<std::pair<int, Msg>>& out) {
     for (auto& [dest, m] : out)
         b.send(dest, reinterpret_cast<const char*>(&m), sizeof m);
@@ -164,11 +170,10 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
                 const auto i = std::min_element(loads_.begin(), loads_.end()) - loads_.begin();
                 neighbours_[i] = hint_rank_, loads_[i] = hint;
             }
-            // Our share: up to the mean of the ranks we know of, and a share of the best one's
-            // surplus as if a neighbourhood like ours asked it (not half of it: four random
-            // neighbours give a rough mean, and a rank that takes too much ends last).
-            const double want =
-                std::min(sum / n - my_load_, (best_load_ - my_load_) / (opts_.neighbours + 1));
+            // Our share: up to the mean of the ranks we know of, and the best one's surplus
+            // shared among the ranks that may ask it (not half of it at many ranks: four
+            // random neighbours give a rough mean, and a rank that takes too much ends last).
+            const double want = std::min(sum / n - my_load_, (best_load_ - my_load_) / askers(b));
             if (best_rank_ >= 0 && best_load_ > opts_.limit_s &&
                 best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3) {
                 phase_ = Phase::asking;
@@ -210,7 +215,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             phase_ = Phase::asking;
             my_load_ = mine;
             // It told a neighbourhood: our share of its surplus.
-            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / (opts_.neighbours + 1)}});
+            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / askers(b)}});
             break;
         }
         case 4: {  // what the most loaded neighbour gave us

@@ -57,6 +57,8 @@ class Diffusion final : public BalancePolicy {
     };
     void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
     void draw_neighbours(Balancer& b);
+    // Ranks that share one rank's surplus, with the asker: its share of it (see on_message).
+    double askers(const Balancer& b) const;
     void replace_neighbour(Balancer& b, int who);
     static void post(Balancer& b, std::vector<std::pair<int, Msg>>& out);
     void learn(Balancer& b, int rank, double load);  // locked: `rank` has `load` now
