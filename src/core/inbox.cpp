@@ -1,5 +1,7 @@
 #include "cascade/core/detail/inbox.hpp"
 
+#include <mutex>
+
 namespace cascade::detail {
 
 namespace {
@@ -45,6 +47,39 @@ thread_local LaneHolder tls_lane;
 
 int Inbox::this_thread_lane() noexcept {
     return tls_lane.get();
+}
+
+namespace {
+// Segments of destroyed inboxes, linked by next (see the top of inbox.hpp). Taken once per
+// segment that a lane could not find among its own emptied ones, never per task.
+std::mutex g_cache_mutex;
+void* g_cache = nullptr;
+std::uint32_t g_cached = 0;
+}  // namespace
+
+Inbox::Segment* Inbox::from_cache() noexcept {
+    {
+        std::lock_guard<std::mutex> g(g_cache_mutex);
+        if (auto* s = static_cast<Segment*>(g_cache)) {
+            g_cache = s->next.load(std::memory_order_relaxed);
+            --g_cached;
+            return s;
+        }
+    }
+    return static_cast<Segment*>(std::aligned_alloc(alignof(Segment), sizeof(Segment)));
+}
+
+void Inbox::to_cache(Segment* s) noexcept {
+    {
+        std::lock_guard<std::mutex> g(g_cache_mutex);
+        if (g_cached < kKeep) {
+            s->next.store(static_cast<Segment*>(g_cache), std::memory_order_relaxed);
+            g_cache = s;
+            ++g_cached;
+            return;
+        }
+    }
+    std::free(s);
 }
 
 }  // namespace cascade::detail

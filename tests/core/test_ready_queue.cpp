@@ -125,6 +125,26 @@ TEST(ReadyQueue, InboxTasksComeOutInOrderAcrossSegments) {
     EXPECT_EQ(q.size(), 0u);
 }
 
+TEST(ReadyQueue, InboxSegmentsAreReusedWithinAndAcrossQueues) {
+    // Emptied segments go back to the lane, and a destroyed queue's to the process-wide
+    // cache: waves of pushes through reused segments still come out whole and in order.
+    const int n = 3 * static_cast<int>(cascade::detail::Inbox::kSegment) + 7;
+    for (int queue = 0; queue < 3; ++queue) {
+        ReadyQueue q;
+        for (int wave = 0; wave < 4; ++wave) {
+            for (int i = 0; i < n; ++i)
+                q.push_foreign(0, make(0, wave * n + i));
+            for (int i = 0; i < n; ++i) {
+                Task t;
+                ASSERT_TRUE(q.pop(t));
+                ASSERT_EQ(id_of(t), wave * n + i) << "queue " << queue << ", wave " << wave;
+            }
+            Task t;
+            EXPECT_FALSE(q.pop(t));
+        }
+    }
+}
+
 TEST(ReadyQueue, InboxTasksAreStolenAndOrderedByPriority) {
     ReadyQueue q;
     q.push(make(0, 100), false);  // something queued: inbox tasks are moved, then ordered

@@ -5,6 +5,11 @@
 // touches the cache lines the worker uses for its own queue. The worker (or a thief, under
 // the worker's queue lock) moves published tasks into its ready queue in small batches. Lanes are
 // unbounded: segments of tasks linked by the producer, handed back to it for reuse once read.
+// A lane keeps the segments it emptied (up to kKeep of them) for its next pushes, and a
+// destroyed inbox leaves its segments to a process-wide cache (up to kKeep as well) that new
+// lanes draw from: a thread that seeds a big graph at every step, or into a new pool, touches
+// memory already mapped instead of paying a page fault every 64 tasks for segments the
+// allocator gave back to the system meanwhile (32 MiB at most stay mapped that way).
 //
 // Lanes belong to threads, not to inboxes: a thread takes one of kLanes process-wide lane
 // numbers the first time it pushes from outside a pool and gives it back when it exits, so
@@ -28,19 +33,19 @@ class Inbox {
     static constexpr int kLanes = 4;
     static constexpr std::uint64_t kSegment = 512;  // tasks per segment (32 KiB)
     static constexpr std::uint64_t kPrefetch = 8;
+    static constexpr std::uint32_t kKeep = 1024;  // emptied segments kept per lane (32 MiB)
 
     Inbox() = default;
     Inbox(const Inbox&) = delete;
     Inbox& operator=(const Inbox&) = delete;
     ~Inbox() {
-        for (Lane& l : lanes_) {
-            for (Segment* s = l.head_seg; s;) {
-                Segment* next = s->next.load(std::memory_order_relaxed);
-                std::free(s);
-                s = next;
-            }
-            std::free(l.spare.load(std::memory_order_relaxed));
-        }
+        for (Lane& l : lanes_)
+            for (Segment* list : {l.head_seg, l.freed.load(std::memory_order_relaxed), l.reuse})
+                for (Segment* s = list; s;) {
+                    Segment* next = s->next.load(std::memory_order_relaxed);
+                    to_cache(s);
+                    s = next;
+                }
     }
 
     // The calling thread's lane number, or -1 when all are taken (see top).
@@ -55,10 +60,16 @@ class Inbox {
         const std::uint64_t tail = l.tail.load(std::memory_order_relaxed);
         const std::uint64_t i = tail % kSegment;
         if (i == 0) [[unlikely]] {  // the first slot of a new segment
-            Segment* s = l.spare.exchange(nullptr, std::memory_order_acquire);
-            if (!s)
-                s = static_cast<Segment*>(std::aligned_alloc(alignof(Segment), sizeof(Segment)));
-            if (!s) return false;
+            // One the consumers emptied: ours first, else all those handed back since.
+            Segment* s = l.reuse;
+            if (!s) s = l.freed.exchange(nullptr, std::memory_order_acquire);
+            if (s) {
+                l.reuse = s->next.load(std::memory_order_relaxed);
+                l.kept.fetch_sub(1, std::memory_order_relaxed);
+            } else {
+                s = from_cache();
+                if (!s) return false;
+            }
             s->next.store(nullptr, std::memory_order_relaxed);
             if (l.tail_seg)
                 l.tail_seg->next.store(s, std::memory_order_relaxed);  // published by tail
@@ -111,10 +122,7 @@ class Inbox {
                 if (k == 0 && head != 0) {  // the previous segment is done: recycle it
                     Segment* done = l.head_seg;
                     l.head_seg = done->next.load(std::memory_order_relaxed);
-                    Segment* none = nullptr;
-                    if (!l.spare.compare_exchange_strong(none, done, std::memory_order_release,
-                                                         std::memory_order_relaxed))
-                        std::free(done);
+                    recycle(l, done);
                 }
                 sink(l.head_seg->slots[k]);
             }
@@ -132,10 +140,34 @@ class Inbox {
         std::atomic<std::uint64_t> tail{0};    // written by the producer
         Segment* tail_seg = nullptr;           // the producer's segment
         Segment* head_seg = nullptr;           // the consumer's segment (set once by the producer)
-        std::atomic<Segment*> spare{nullptr};  // one emptied segment handed back for reuse
+        Segment* reuse = nullptr;              // the producer's emptied segments, linked by next
+        std::atomic<Segment*> freed{nullptr};  // emptied segments handed back, linked by next
+        std::atomic<std::uint32_t> kept{0};    // segments in reuse and freed (approximately)
     };
+    // Hands an emptied segment back to the lane's producer (consumer side), or frees it when
+    // the lane keeps kKeep already. The producer takes the whole list at once (an exchange),
+    // so no node is popped while this pushes: no ABA.
+    static void recycle(Lane& l, Segment* done) noexcept;
+    // The process-wide cache of segments (inbox.cpp): a new segment, from the cache or else
+    // allocated (null when no memory could be had); a segment no inbox uses any more.
+    static Segment* from_cache() noexcept;
+    static void to_cache(Segment* s) noexcept;
+
     Lane lanes_[kLanes];
     alignas(64) std::atomic<std::uint64_t> heads_[kLanes] = {};  // written by the consumer
 };
+
+inline void Inbox::recycle(Lane& l, Segment* done) noexcept {
+    if (l.kept.load(std::memory_order_relaxed) >= kKeep) {
+        std::free(done);
+        return;
+    }
+    l.kept.fetch_add(1, std::memory_order_relaxed);
+    Segment* top = l.freed.load(std::memory_order_relaxed);
+    do {
+        done->next.store(top, std::memory_order_relaxed);
+    } while (!l.freed.compare_exchange_weak(top, done, std::memory_order_release,
+                                            std::memory_order_relaxed));
+}
 
 }  // namespace cascade::detail
