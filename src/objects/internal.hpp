@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "cascade/objects/objects.hpp"
+#include "cascade/trace/buffer.hpp"
+#include "cascade/trace/recorder.hpp"
 
 namespace cascade::detail {
 
@@ -108,6 +110,30 @@ struct Objects::ObjTask {
     }
     static void discard(cascade::Task& t) { delete t.as<ObjTask>().inv; }
     static constexpr TaskVTable vtable{&run, &describe, &discard};
+};
+
+// A request run on the communication thread, for its lifetime: in a trace, a task of that
+// thread, named as on a worker.
+struct Objects::HereTask {
+    trace::Buffer* tb = nullptr;
+    std::uint64_t outer = 0;
+    HereTask(Objects* o, detail::Record* r, detail::Invocation* inv, const char* label) {
+        if (!trace::recording()) [[likely]]
+            return;
+        tb = trace::this_thread();
+        if (!tb) return;
+        cascade::Task t;
+        t.vt = &ObjTask::vtable;
+        t.emplace<ObjTask>(
+            ObjTask{o, r, nullptr, label ? label : o->label_of(*r, *inv), r->key.id, r->key.home});
+        outer = tb->begin_task(t);
+    }
+    ~HereTask() {
+        if (tb) [[unlikely]]
+            tb->end_task(outer);
+    }
+    HereTask(const HereTask&) = delete;
+    HereTask& operator=(const HereTask&) = delete;
 };
 
 }  // namespace cascade

@@ -280,6 +280,7 @@ void Objects::start(std::vector<Pending>& out) {
             const detail::HandlerBase* h =
                 handlers_[p.inv->h.handler].load(std::memory_order_acquire);
             if (h->run_in_handler) {
+                const HereTask traced(this, p.rec, p.inv, nullptr);
                 execute(p.rec, p.inv);
                 continue;
             }
@@ -343,6 +344,7 @@ bool Objects::run_deferred(void* self) {
         const ObjectKey key = p.rec->key;
         o->counters_.on_comm_thread.fetch_add(1, std::memory_order_relaxed);
         try {
+            const HereTask traced(o, p.rec, p.inv, label);
             o->execute(p.rec, p.inv);
             detail::run_task_epilogue();
         } catch (...) {

@@ -185,8 +185,9 @@ struct Counter {  // outside the anonymous namespace: its name in the trace is "
 
 namespace {
 
-// Mobile objects: handlers are tasks named "<handler>(<type> <home>:<id>)", the migration
-// one named "migrate(...)", and the layer's messages are flows between ranks.
+// Mobile objects: handlers are tasks named "<handler>(<type> <home>:<id>)", also those run on
+// the communication thread, the migration one named "migrate(...)", and the layer's messages
+// are flows between ranks.
 int run_objects(Communicator& comm) {
     const int me = comm.comm_rank(), n = comm.comm_size();
     long value = -1;
@@ -195,6 +196,8 @@ int run_objects(Communicator& comm) {
         Objects objs(tp, comm);
         auto add =
             objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; }, {.name = "add"});
+        auto peek = objs.make_handler<Counter>([](const Counter& c, int&) { return c.value; },
+                                               {.access = Access::shared, .name = "peek"});
         if (me == 0) objs.create<Counter>();
         MPI_Barrier(comm.mpi_comm());
         const mobile_ptr<Counter> p(ObjectKey{0, 0, 1});
@@ -202,6 +205,12 @@ int run_objects(Communicator& comm) {
             add->invoke(p, i);
             if (me == 0 && i == 50) objs.migrate(p, n - 1);
         }
+        tp.join();
+        // One call at a time to an idle pool: once its runs were short, the handler runs on
+        // the communication thread, and is a task in the trace there too.
+        if (me == 0)
+            for (int i = 0; i < 100; ++i)
+                peek->call(p, i).get();
         tp.join();
         if (const Counter* c = objs.local(p)) value = c->value;
     }  // the handlers' names must outlive the Objects: the trace is written later

@@ -17,8 +17,9 @@
 #         (written to a temporary name, then renamed) and the file it pointed to is untouched
 #   abort  rank 1's task throws at 3 ranks: the job fails, and each rank that could left its
 #         own events in <trace>.rank<R>.json (the failing one at least), each a valid trace
-#   objects  a mobile object that migrates: handler tasks named "add(Counter 0:1)", the
-#         migration "migrate(Counter 0:1)", and flows across ranks
+#   objects  a mobile object that migrates: handler tasks named "add(Counter 0:1)" (every one,
+#         also those run on the communication thread), the migration "migrate(Counter 0:1)",
+#         and flows across ranks
 set -euo pipefail
 mode=$1 np=$2 out=$3 tool=$4 exe=$5
 shift 5
@@ -112,8 +113,11 @@ case "$mode" in
         if ls "$out"/*.tmp.* >/dev/null 2>&1; then echo "temporary file left" >&2; exit 1; fi
         ;;
     objects)
-        "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks 100 --cross-rank-flows \
-            --expect-task 'add(Counter 0:1)' --expect-task 'migrate(Counter 0:1)'
+        # Every request is a task, on a worker or on the communication thread: 100 add per
+        # rank, 100 peek from rank 0, the migration.
+        "$PY" "$tool" validate "$json" --ranks "$np" --min-tasks $((100 * np + 101)) \
+            --cross-rank-flows --expect-task 'add(Counter 0:1)' \
+            --expect-task 'peek(Counter 0:1)' --expect-task 'migrate(Counter 0:1)'
         ;;
     *) echo "trace_test.sh: unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -194,6 +194,7 @@ class Objects {
         detail::Invocation* inv;
     };
     struct ObjTask;
+    struct HereTask;
     class Scratch;
 
     void register_type_erased(detail::ObjectType t);
