@@ -51,18 +51,26 @@ int Inbox::this_thread_lane() noexcept {
 
 namespace {
 // Segments of destroyed inboxes, linked by next (see the top of inbox.hpp). Taken once per
-// segment that a lane could not find among its own emptied ones, never per task.
-std::mutex g_cache_mutex;
-void* g_cache = nullptr;
-std::uint32_t g_cached = 0;
+// segment that a lane could not find among its own emptied ones, never per task. Never
+// destroyed: pools destroyed during exit still hand their segments back.
+struct SegmentCache {
+    std::mutex m;
+    void* top = nullptr;
+    std::uint32_t n = 0;
+};
+SegmentCache& segment_cache() {
+    static SegmentCache* c = new SegmentCache;
+    return *c;
+}
 }  // namespace
 
 Inbox::Segment* Inbox::from_cache() noexcept {
+    SegmentCache& c = segment_cache();
     {
-        std::lock_guard<std::mutex> g(g_cache_mutex);
-        if (auto* s = static_cast<Segment*>(g_cache)) {
-            g_cache = s->next.load(std::memory_order_relaxed);
-            --g_cached;
+        std::lock_guard<std::mutex> g(c.m);
+        if (auto* s = static_cast<Segment*>(c.top)) {
+            c.top = s->next.load(std::memory_order_relaxed);
+            --c.n;
             return s;
         }
     }
@@ -70,12 +78,13 @@ Inbox::Segment* Inbox::from_cache() noexcept {
 }
 
 void Inbox::to_cache(Segment* s) noexcept {
+    SegmentCache& c = segment_cache();
     {
-        std::lock_guard<std::mutex> g(g_cache_mutex);
-        if (g_cached < kKeep) {
-            s->next.store(static_cast<Segment*>(g_cache), std::memory_order_relaxed);
-            g_cache = s;
-            ++g_cached;
+        std::lock_guard<std::mutex> g(c.m);
+        if (c.n < kKeep) {
+            s->next.store(static_cast<Segment*>(c.top), std::memory_order_relaxed);
+            c.top = s;
+            ++c.n;
             return;
         }
     }
