@@ -1,10 +1,10 @@
 // Big vectors are recycled. A value that travels as a body (a std::vector or std::string of
-// kLargeBytes or more) is received into memory that must first be sized, and std::vector
-// zero-fills it; a fresh allocation of that size also takes page faults on first touch. Both
-// cost about as much as the transfer itself. So the big vectors that calls, argument copies
-// and result states drop go to a small pool per type, and the next body of a similar size is
-// received into one of them: no fill, pages already mapped. The pool holds at most kSlots
-// vectors and kPoolBytes per type, behind a mutex taken only for big values.
+// kLargeBytes or more in a call, kBodyBytes or more in a mobile object) is received into memory
+// that must first be sized, and std::vector zero-fills it; a fresh allocation of that size also
+// takes page faults on first touch. Both cost about as much as the transfer itself. So the big
+// vectors that calls, argument copies and result states drop go to a small pool per type, and the
+// next body of a similar size is received into one of them: no fill, pages already mapped. The pool
+// holds at most kSlots vectors and kPoolBytes per type, behind a mutex taken only for big values.
 #pragma once
 
 #include <algorithm>
@@ -15,8 +15,11 @@
 
 namespace cascade::detail {
 
-// From this size on, vectors travel as bodies (Futures::kLargeArg) and are recycled.
+// From this size on, vectors travel as bodies of remote calls (Futures::kLargeArg).
 inline constexpr std::size_t kLargeBytes = std::size_t(128) << 10;
+// From this size on, received vectors come from the Recycler and freed ones go back to it:
+// the smallest vector any layer receives as a body (a mobile object's member: 64 KiB).
+inline constexpr std::size_t kRecycleBytes = std::size_t(64) << 10;
 
 template <class V>  // body_capable<V>: std::vector<E> or std::string, E trivially copyable
 class Recycler {
@@ -28,7 +31,7 @@ class Recycler {
     // A V of n elements: a recycled one (contents unspecified, to be overwritten) if one of
     // n to 2n elements is pooled, else a new one.
     static V take(std::size_t n) {
-        if (n * sizeof(E) >= kLargeBytes) {
+        if (n * sizeof(E) >= kRecycleBytes) {
             Pool& p = pool();
             std::lock_guard<std::mutex> g(p.m);
             for (std::size_t i = 0; i < p.v.size(); ++i) {
@@ -55,7 +58,7 @@ class Recycler {
     // empty), else leaves v alone.
     static void give(V& v) noexcept {
         const std::size_t bytes = v.size() * sizeof(E);
-        if (bytes < kLargeBytes) return;
+        if (bytes < kRecycleBytes) return;
         Pool& p = pool();
         std::lock_guard<std::mutex> g(p.m);
         if (p.v.size() < kSlots && p.bytes + bytes <= kPoolBytes) {
