@@ -1,15 +1,15 @@
 // The Balancer: runs a policy on every rank (periodic steps after handlers, idle calls from
 // the pool's idle workers) and turns its decisions into balancing migrations.
 #include "cascade/balance/balancer.hpp"
-#include "cascade/balance/detail/clock.hpp"
 #include "cascade/core/settings.hpp"
+#include "cascade/trace/event.hpp"
 
 #include <chrono>
 #include <cstdlib>
 
 namespace cascade {
 
-using detail::now_ns;
+using trace::now_ns;  // steady-clock nanoseconds
 
 Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, BalanceOptions opts)
     : objs_(objs), policy_(std::move(policy)), opts_(opts), enabled_(opts.enabled) {

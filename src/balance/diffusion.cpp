@@ -7,12 +7,12 @@
 #include <cstring>
 
 #include "cascade/balance/balancer.hpp"
-#include "cascade/balance/detail/clock.hpp"
 #include "cascade/balance/detail/donate.hpp"
+#include "cascade/trace/event.hpp"
 
 namespace cascade {
 
-using detail::now_ns;
+using trace::now_ns;  // steady-clock nanoseconds
 
 double Diffusion::hint_load() {
     if (hint_rank_ < 0) return 0;

@@ -9,12 +9,12 @@
 #include <numeric>
 
 #include "cascade/balance/balancer.hpp"
-#include "cascade/balance/detail/clock.hpp"
 #include "cascade/balance/detail/donate.hpp"
+#include "cascade/trace/event.hpp"
 
 namespace cascade {
 
-using detail::now_ns;
+using trace::now_ns;  // steady-clock nanoseconds
 
 void MasterWorker::post(Balancer& b, Out& out) {
     for (auto& [dest, m] : out)

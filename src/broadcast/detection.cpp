@@ -42,10 +42,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         // A task streaming to one rank: once its held sends fill an aggregation buffer, they
         // leave now (in order), so that sending overlaps the rest of the task. Only sends
         // that all name one rank so far leave early: a loop over destinations still merges.
-        if (one_dest_ >= 0 && buf_.size() >= kEarlyRelease) {
-            Engine* failed_on = nullptr;
-            flush(failed_on);
-        }
+        if (one_dest_ >= 0 && buf_.size() >= kEarlyRelease) run_epilogue();
     }
     void add_large(Engine* e, ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
                    std::vector<char>& args) {

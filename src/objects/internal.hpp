@@ -110,6 +110,14 @@ struct Objects::ObjTask {
     }
     static void discard(cascade::Task& t) { delete t.as<ObjTask>().inv; }
     static constexpr TaskVTable vtable{&run, &describe, &discard};
+    // The task running `inv` on r (inv null: only named, for a trace).
+    static cascade::Task make(Objects* o, detail::Record* r, detail::Invocation* inv,
+                              const char* label) {
+        cascade::Task t;
+        t.vt = &vtable;
+        t.emplace<ObjTask>(ObjTask{o, r, inv, label, r->key.id, r->key.home});
+        return t;
+    }
 };
 
 // A request run on the communication thread, for its lifetime: in a trace, a task of that
@@ -122,11 +130,7 @@ struct Objects::HereTask {
             return;
         tb = trace::this_thread();
         if (!tb) return;
-        cascade::Task t;
-        t.vt = &ObjTask::vtable;
-        t.emplace<ObjTask>(
-            ObjTask{o, r, nullptr, label ? label : o->label_of(*r, *inv), r->key.id, r->key.home});
-        outer = tb->begin_task(t);
+        outer = tb->begin_task(ObjTask::make(o, r, nullptr, label ? label : o->label_of(*r, *inv)));
     }
     ~HereTask() {
         if (tb) [[unlikely]]

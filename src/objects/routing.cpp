@@ -286,10 +286,7 @@ void Objects::start(std::vector<Pending>& out) {
             }
             if (h->stats.trusted() && defer(p)) continue;
         }
-        cascade::Task t;
-        t.vt = &ObjTask::vtable;
-        t.emplace<ObjTask>(
-            ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
+        cascade::Task t = ObjTask::make(this, p.rec, p.inv, label_of(*p.rec, *p.inv));
         // A balancing migration runs before the handlers queued on this worker: the work it
         // carries away is what it is for.
         if (p.inv->h.kind == OpKind::rebalance) t.priority = 1.0;
@@ -318,10 +315,7 @@ void Objects::undefer(Record* r) {
     for (std::size_t i = 0; i < n_deferred_; ++i) {
         Pending& p = deferred_[i];
         if (p.rec != r || !p.inv) continue;
-        cascade::Task t;
-        t.vt = &ObjTask::vtable;
-        t.emplace<ObjTask>(
-            ObjTask{this, p.rec, p.inv, label_of(*p.rec, *p.inv), p.rec->key.id, p.rec->key.home});
+        cascade::Task t = ObjTask::make(this, p.rec, p.inv, label_of(*p.rec, *p.inv));
         p.inv = nullptr;
         tp_.push(t, tp_.pick_thread(), false);
     }

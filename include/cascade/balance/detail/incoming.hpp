@@ -4,8 +4,9 @@
 // collects the surplus of several.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+
+#include "cascade/trace/event.hpp"
 
 namespace cascade::detail {
 
@@ -19,24 +20,19 @@ class Incoming {
         amount_ = amount;
         base_ = base;
         until_ = arrived + std::uint64_t(objects > 0 ? objects : 0);
-        since_ns_ = now_ns();
+        since_ns_ = trace::now_ns();
     }
     /// Whether it is still on its way, now that this rank's load is `load` and
     /// Balancer::arrivals() is `arrived`: until the objects were seen here, the load rose by
     /// half of it, or `timeout_s` passed.
     bool pending(double load, std::uint64_t arrived, double timeout_s) {
         if (amount_ > 0 && (arrived >= until_ || load >= base_ + amount_ / 2 ||
-                            double(now_ns() - since_ns_) * 1e-9 > timeout_s))
+                            double(trace::now_ns() - since_ns_) * 1e-9 > timeout_s))
             amount_ = 0;
         return amount_ > 0;
     }
 
   private:
-    static std::int64_t now_ns() {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now().time_since_epoch())
-            .count();
-    }
     double amount_ = 0, base_ = 0;
     std::uint64_t until_ = 0;
     std::int64_t since_ns_ = 0;
