@@ -11,7 +11,10 @@
 //            (extra_hops), beside the second call's (after the lazy update; 0 hops).
 //   migrate  one-way time of an object of `bytes` bytes (one std::vector<char>) bouncing
 //            between ranks 0 and 1 (a handler that migrates its object and invokes itself
-//            behind the migration), against a large active message ping-pong of the same body.
+//            behind the migration), against a large active message ping-pong of the same body:
+//            sent from one buffer at every hop (large_am), and echoed, each rank sending back
+//            the body it has just received (large_am_echo; the bytes change cores at every
+//            hop, as a migrating object's do, instead of staying in each core's cache).
 //   rate     invokes per second to one object on rank 0 from rank 1 ("one") and from every
 //            rank ("all"), against small active messages counted by a handler.
 #include <atomic>
@@ -116,16 +119,24 @@ int main(int argc, char** argv) {
             },
             {.name = "bounce", .run_in_handler = true});
         std::vector<char> lbuf(8 << 20, 'x'), lrecv(lbuf.size());
+        // The echo: each rank sends back the body it has just received (two buffers used in
+        // turn), so the bytes change cores at every hop, as a migrating object's do.
+        std::vector<char> echo[2] = {std::vector<char>(lbuf.size(), 'e'),
+                                     std::vector<char>(lbuf.size(), 'e')};
         std::size_t lcur = 0;
+        bool echoing = false;
         cascade::LargeActiveMsg<char, long>* large = nullptr;
         large = comm.make_large_active_msg(
             [&](long& k) {
-                if (k + 1 < goal)
-                    large->send_large(1 - me, cascade::view<char>(lbuf.data(), lcur), k + 1);
-                else
+                if (k + 1 < goal) {
+                    char* from = echoing ? echo[k & 1].data() : lbuf.data();
+                    large->send_large(1 - me, cascade::view<char>(from, lcur), k + 1);
+                } else {
                     t_last = now_s();
+                }
             },
-            [&](long&) { return lrecv.data(); }, [](long&) {}, "bench.large");
+            [&](long& k) { return echoing ? echo[k & 1].data() : lrecv.data(); }, [](long&) {},
+            "bench.large");
         auto tick = objs.make_handler<Sink>([](Sink& s) { ++s.count; }, {.name = "tick"});
         (void)where;
         std::atomic<long> am_ticks{0};
@@ -260,7 +271,7 @@ int main(int argc, char** argv) {
             } else if (b == "migrate") {
                 for (long bytes : sizes) {
                     cascade::mobile_ptr<Blob> blob;
-                    std::vector<double> obj_v, am_v;
+                    std::vector<double> obj_v, am_v, echo_v;
                     const long rounds = std::max(4L, std::min(200L, (64L << 20) / bytes));
                     if (me == 0) {
                         Blob x;
@@ -280,6 +291,17 @@ int main(int argc, char** argv) {
                             large->send_large(1, cascade::view<char>(lbuf.data(), lcur), 0);
                         tp.join();
                         const double x_am = (t_last.load() - t0) / static_cast<double>(rounds);
+                        // The same, echoing what arrived.
+                        echoing = true;
+                        t_last = 0;
+                        tp.start();
+                        MPI_Barrier(MPI_COMM_WORLD);
+                        t0 = now_s();
+                        if (me == 0)
+                            large->send_large(1, cascade::view<char>(echo[1].data(), lcur), 0);
+                        tp.join();
+                        echoing = false;
+                        const double x_echo = (t_last.load() - t0) / static_cast<double>(rounds);
                         // Object bouncing: starts on rank 0 (rounds is even).
                         t_last = 0;
                         tp.start();
@@ -295,6 +317,7 @@ int main(int argc, char** argv) {
                         const double x_obj = (t_end - t0) / static_cast<double>(rounds);
                         if (r == 0) continue;
                         am_v.push_back(x_am);
+                        echo_v.push_back(x_echo);
                         obj_v.push_back(x_obj);
                     }
                     // Bring it home for the next size (and free it).
@@ -302,12 +325,14 @@ int main(int argc, char** argv) {
                     if (me == 0) objs.destroy(blob);
                     tp.join();
                     if (me == 0) {
-                        for (int s = 0; s < 2; ++s) {
-                            const auto& v = s == 0 ? am_v : obj_v;
+                        for (int s = 0; s < 3; ++s) {
+                            const auto& v = s == 0 ? am_v : s == 1 ? echo_v : obj_v;
                             Record rec;
                             rec.add("bench", "migrate")
-                                .add("system", s == 0 ? "am" : "cascade")
-                                .add("variant", s == 0 ? "large_am" : "migrate")
+                                .add("system", s == 2 ? "cascade" : "am")
+                                .add("variant", s == 0   ? "large_am"
+                                                : s == 1 ? "large_am_echo"
+                                                         : "migrate")
                                 .add("bytes", bytes)
                                 .add("seconds", median(v))
                                 .add("latency_us", median(v) * 1e6)

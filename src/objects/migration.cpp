@@ -122,8 +122,27 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         counters_.migrations_out.fetch_add(1, std::memory_order_relaxed);
         return;
     }
-    // The object and its state packed into one buffer, sent as one message.
-    auto buf = take_buffer(state_bytes(*rec) + rec->type->size(rec->obj) + 8);
+    const std::size_t bound = state_bytes(*rec) + rec->type->size(rec->obj) + 8;
+    counters_.migrations_out.fetch_add(1, std::memory_order_relaxed);
+    if (bound <= kSmallMigration) {
+        // Small: packed straight into the outbox, as the argument of one message (a view:
+        // its length, then the bytes).
+        comm_.enqueue(dest, *migrate_am_, sizeof(std::uint64_t) + bound, [&](char* out) {
+            char* begin = out + sizeof(std::uint64_t);
+            wire::Writer w(begin);
+            w.put(head_of(*rec));
+            write_state(w, *rec);
+            char* end = rec->type->pack(rec->obj, w.position());
+            const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
+            std::memcpy(out, &len, sizeof len);
+            return end;
+        });
+        drop_requests(*rec);
+        rec->type->destroy(rec->obj);
+        return;
+    }
+    // The object and its state packed into one buffer, sent as one large message.
+    auto buf = take_buffer(bound);
     wire::Writer w(buf->data());
     w.put(head_of(*rec));
     write_state(w, *rec);
@@ -131,11 +150,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
     char* end = rec->type->pack(rec->obj, w.position());
     rec->type->destroy(rec->obj);
     const std::size_t n = static_cast<std::size_t>(end - buf->data());
-    counters_.migrations_out.fetch_add(1, std::memory_order_relaxed);
-    if (n <= kSmallMigration) {
-        migrate_am_->send(dest, view<char>(buf->data(), n));
-        give_buffer(std::move(buf));
-    } else {
+    {
         char* data = buf->data();
         std::uint64_t serial;
         {

@@ -225,8 +225,7 @@ TEST(FuturesLocal, UsageErrors) {
 TEST(FuturesLocal, BigVectorsAreRecycled) {
     using R = detail::Recycler<std::vector<float>>;
     const std::size_t n = detail::kLargeBytes / sizeof(float) + 3;
-    while (R::pooled() > 0)
-        (void)R::take(n);  // start empty (other tests may have pooled)
+    R::clear();  // start empty (other tests may have pooled)
     std::vector<float> small(100, 1.0f);
     R::give(small);
     EXPECT_EQ(small.size(), 100u);  // left alone
@@ -248,9 +247,25 @@ TEST(FuturesLocal, BigVectorsAreRecycled) {
         R::give(v);
     }
     EXPECT_LE(R::pooled(), 8u);
+    // A full pool gives its smallest vector up for a bigger one, and refuses a smaller one.
+    R::clear();
+    const std::size_t m = detail::kRecycleBytes / sizeof(float);
+    for (int i = 0; i < 20; ++i) {
+        std::vector<float> v(m, 0.0f);
+        R::give(v);
+    }
+    ASSERT_EQ(R::pooled(), 8u);
+    std::vector<float> bigger(n, 3.0f);
+    const float* bigger_mem = bigger.data();
+    R::give(bigger);
+    EXPECT_TRUE(bigger.empty());
+    EXPECT_EQ(R::pooled(), 8u);
+    std::vector<float> smaller(m - 1, 0.0f);
+    R::give(smaller);
+    EXPECT_EQ(smaller.size(), m - 1);  // left alone: the pool holds nothing smaller
+    EXPECT_EQ(R::take(n).data(), bigger_mem);
     // A call's big argument goes to the pool when the call is done.
-    while (R::pooled() > 0)
-        (void)R::take(n);
+    R::clear();
     Threadpool tp(2);
     Futures fx(tp);
     auto sum = fx.make_async([](std::vector<float>& v) { return double(v.size()); }, "sumf");

@@ -18,8 +18,8 @@ namespace cascade::detail {
 // From this size on, vectors travel as bodies of remote calls (Futures::kLargeArg).
 inline constexpr std::size_t kLargeBytes = std::size_t(128) << 10;
 // From this size on, received vectors come from the Recycler and freed ones go back to it:
-// the smallest vector any layer receives as a body (a mobile object's member: 64 KiB).
-inline constexpr std::size_t kRecycleBytes = std::size_t(64) << 10;
+// the smallest vector any layer receives as a body (a mobile object's member: 8 KiB).
+inline constexpr std::size_t kRecycleBytes = std::size_t(8) << 10;
 
 template <class V>  // body_capable<V>: std::vector<E> or std::string, E trivially copyable
 class Recycler {
@@ -55,16 +55,37 @@ class Recycler {
         return v;
     }
     // Keeps v's memory for a later take() if it is big and the pool has room (v is left
-    // empty), else leaves v alone.
+    // empty), else leaves v alone. A full pool gives up its smallest vector for a bigger one:
+    // the bigger the vector, the more a recycled one saves.
     static void give(V& v) noexcept {
         const std::size_t bytes = v.size() * sizeof(E);
         if (bytes < kRecycleBytes) return;
+        V old;  // freed after the lock is released
         Pool& p = pool();
         std::lock_guard<std::mutex> g(p.m);
-        if (p.v.size() < kSlots && p.bytes + bytes <= kPoolBytes) {
+        if (p.v.size() == kSlots) {
+            std::size_t s = 0;
+            for (std::size_t i = 1; i < p.v.size(); ++i)
+                if (p.v[i].size() < p.v[s].size()) s = i;
+            if (p.v[s].size() >= v.size()) return;
+            p.bytes -= p.v[s].size() * sizeof(E);
+            old = std::move(p.v[s]);
+            p.v[s] = std::move(p.v.back());
+            p.v.pop_back();
+        }
+        if (p.bytes + bytes <= kPoolBytes) {
             p.bytes += bytes;
             p.v.push_back(std::move(v));  // capacity reserved: does not allocate
         }
+    }
+    // Frees every pooled vector (tests).
+    static void clear() {
+        std::vector<V> gone;
+        Pool& p = pool();
+        std::lock_guard<std::mutex> g(p.m);
+        gone.swap(p.v);
+        p.v.reserve(kSlots);
+        p.bytes = 0;
     }
     // Vectors pooled now (tests).
     static std::size_t pooled() {

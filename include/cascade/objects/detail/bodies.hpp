@@ -22,7 +22,7 @@
 namespace cascade::detail {
 
 // From this size on, a member travels as a body.
-inline constexpr std::size_t kBodyBytes = std::size_t(64) << 10;
+inline constexpr std::size_t kBodyBytes = std::size_t(8) << 10;
 static_assert(kBodyBytes >= kRecycleBytes, "members received as bodies come from the Recycler");
 
 // One body: where its bytes are (sender) or go (receiver).
