@@ -5,6 +5,9 @@
 //   tree_binomial       Cascade's broadcast, binomial shape
 //   tree_pipelined      Cascade's broadcast, pipelined chain (bodies only)
 //   mpi_bcast           MPI_Bcast (whatever the mpiexec's MCA settings select)
+//   plain_loop          not Cascade: a loop of blocking MPI_Send from the root
+//   plain_tree          not Cascade: a binomial tree of blocking MPI_Send / MPI_Recv (the
+//                       model a tree is measured against)
 //   pairs               not a broadcast: ranks i < P/2 each send `bytes` to i + P/2 at once,
 //                       reports the slowest pair's rate (to check that P/2 links run at rate)
 // Payloads of 8 B travel as small active messages (one 8-byte argument), larger ones as
@@ -100,6 +103,36 @@ int main(int argc, char** argv) {
                         MPI_Bcast(me == 0 ? tx.data() : rx.data(), static_cast<int>(nb), MPI_BYTE,
                                   0, MPI_COMM_WORLD);
                         if (me != 0) arrived = MPI_Wtime();
+                    } else if (system == "plain_loop") {
+                        if (me == 0) {
+                            for (int d = 1; d < n; ++d)
+                                MPI_Send(tx.data(), static_cast<int>(nb), MPI_BYTE, d, 9,
+                                         MPI_COMM_WORLD);
+                        } else {
+                            MPI_Recv(rx.data(), static_cast<int>(nb), MPI_BYTE, 0, 9,
+                                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                            arrived = MPI_Wtime();
+                        }
+                        root_msgs = n - 1;
+                    } else if (system == "plain_tree") {
+                        // Receive from the parent (the rank without this rank's lowest set
+                        // bit), then send to me + 2^k for the bits below it, largest first.
+                        int mask = 1;
+                        while (mask < n && !(me & mask))
+                            mask <<= 1;
+                        if (me != 0) {
+                            MPI_Recv(rx.data(), static_cast<int>(nb), MPI_BYTE, me - mask, 9,
+                                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                            arrived = MPI_Wtime();
+                        }
+                        const char* from = me == 0 ? tx.data() : rx.data();
+                        for (mask >>= 1; mask > 0; mask >>= 1) {
+                            if (me + mask < n) {
+                                MPI_Send(from, static_cast<int>(nb), MPI_BYTE, me + mask, 9,
+                                         MPI_COMM_WORLD);
+                                if (me == 0) ++root_msgs;
+                            }
+                        }
                     } else if (system == "pairs") {
                         const int half = n / 2;
                         if (me < half)
@@ -159,7 +192,8 @@ int main(int argc, char** argv) {
                         if (!samples.empty()) samples += ',';
                         samples += std::to_string(x);
                     }
-                    const bool cascade_sys = sys[s] == "naive" || sys[s].rfind("tree", 0) == 0;
+                    const bool cascade_sys = sys[s] == "naive" || sys[s].rfind("tree", 0) == 0 ||
+                                             sys[s].rfind("plain", 0) == 0;
                     std::printf(
                         "{\"bench\":\"micro\",\"system\":\"%s\",\"shape\":%s,\"ranks\":%d,"
                         "\"bytes\":%zu,\"seconds\":%.9g,\"root_messages\":%s,\"body_copies\":%s,"

@@ -22,6 +22,11 @@ namespace {
 constexpr std::size_t kPipelineThreshold = std::size_t(1) << 20;
 constexpr std::size_t kMinPiece = std::size_t(64) << 10;
 constexpr std::size_t kMaxPiece = std::size_t(1) << 20;
+// From this size on, a node sends a body to its children one after the other (the biggest
+// sub-tree first), not to all of them at once: copies sent at once share the node's link, so
+// the first child would get its copy only when the last one does, and start forwarding that
+// much later. Below it, latency, not the link, decides, and the sends overlap.
+constexpr std::size_t kSerialBytes = std::size_t(64) << 10;
 
 std::size_t pieces(std::size_t bytes, std::size_t piece) {
     return bytes == 0 ? 1 : (bytes + piece - 1) / piece;
@@ -64,7 +69,7 @@ class Engine::Sink final : public ActiveMsgBase {
     void on_body_sent(const char* p, std::size_t n) override {
         const Args a = decode(p, n);
         if (a.kind == root_sent)
-            e_.root_sent(static_cast<RootState*>(a.state));
+            e_.root_sent(static_cast<RootState*>(a.state), a.index == 1);
         else
             e_.forward_sent(static_cast<RecvState*>(a.state));
     }
@@ -80,10 +85,19 @@ class Engine::Sink final : public ActiveMsgBase {
 
 // The root of a large broadcast: on_sent runs (`times` times) when every body send is done.
 struct Engine::RootState {
-    ActiveMsgBase* am;
+    struct Later {
+        int rank;
+        int tag;
+    };
+    ActiveMsgBase* am = nullptr;
     std::vector<char> args;
-    std::size_t times;
-    std::size_t sends_left;
+    std::size_t times = 0;
+    std::size_t sends_left = 0;
+    // Bodies sent one after the other (kSerialBytes): the children still to send to.
+    const void* body = nullptr;
+    Header h{};
+    std::vector<Later> later;
+    std::size_t next_later = 0;
 };
 
 // A large broadcast being received here: the body lands piece by piece in the buffer where_to
@@ -100,6 +114,8 @@ struct Engine::RecvState {
     std::size_t npieces = 0, next = 0, sends_left = 0;
     std::vector<bool> arrived;
     std::vector<Kid> kids;
+    bool serial = false;       // one child after the other (one piece, kSerialBytes)
+    std::size_t next_kid = 0;  // serial: the next child to send to
     bool delivered = false;
 
     std::size_t offset(std::size_t k) const { return k * h.piece; }
@@ -282,7 +298,8 @@ void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& p
 // ---- large active messages -------------------------------------------------------------------
 
 void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
-                  std::span<const char> args, RootState* root, const void* body) {
+                  std::span<const char> args, RootState* root, const void* body, bool with_body,
+                  bool serial) {
     const view<const Recipient> s(sub.data(), sub.size());
     const view<const char> a(args.data(), args.size());
     const std::size_t bytes = wire::size_of(h) + wire::size_of(s) + wire::size_of(a);
@@ -293,7 +310,7 @@ void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
         w.put(a);
         return w.position();
     };
-    if (!root) {
+    if (!root || !with_body) {
         comm_.enqueue(dest, *large_, bytes, write);
         return;
     }
@@ -305,7 +322,7 @@ void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
             const std::size_t len =
                 std::min<std::size_t>(h.piece, h.bytes - std::min<std::size_t>(h.bytes, off));
             Communicator::attach_body(o, *sink_, static_cast<const char*>(body) + off, len, h.chunk,
-                                      Sink::encode(Sink::root_sent, root, 0), h.tag);
+                                      Sink::encode(Sink::root_sent, root, serial ? 1 : 0), h.tag);
         }
     });
 }
@@ -338,18 +355,31 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     thread_local std::vector<Child> kids;
     arrange(shape, sp.others, sp.priorities, rotation_.fetch_add(1), list);
     children(shape, list.size(), kids);
-    auto* st = new RootState{&am, std::move(args), times, (kids.size() + (sp.self ? 1 : 0)) * n};
+    auto* st = new RootState;
+    st->am = &am;
+    st->args = std::move(args);
+    st->times = times;
+    st->sends_left = (kids.size() + (sp.self ? 1 : 0)) * n;
     Header h{am.id(), am.signature(),     me_, me_, static_cast<std::uint32_t>(shape), 0, bytes,
              piece,   comm_.large_chunk()};
-    for (const Child& c : kids) {
+    // Every child's header leaves now; with serial bodies only the first child's body goes
+    // with it, and root_sent sends the next one when the previous one is out.
+    const bool serial = n == 1 && kids.size() > 1 && bytes >= kSerialBytes;
+    if (serial) {
+        st->body = body;
+        st->h = h;
+    }
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+        const Child& c = kids[i];
         h.tag = comm_.new_body_tag();
         post(list[c.at].rank, h, std::span<const Recipient>(list.data() + c.at + 1, c.count),
-             st->args, st, body);
+             st->args, st, body, !serial || i == 0, serial);
+        if (serial && i > 0) st->later.push_back(RootState::Later{list[c.at].rank, h.tag});
     }
     n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     if (sp.self) {
         h.tag = comm_.new_body_tag();
-        post(me_, h, {}, st->args, st, body);
+        post(me_, h, {}, st->args, st, body, true, false);
     }
 }
 
@@ -376,11 +406,12 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
     for (const Child& c : kids) {
         f.tag = comm_.new_body_tag();
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
-             st->args, nullptr, nullptr);
+             st->args, nullptr, nullptr, false, false);
         st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag});
     }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
     st->sends_left = st->kids.size() * st->npieces;
+    st->serial = st->npieces == 1 && st->kids.size() > 1 && h.bytes >= kSerialBytes;
     RecvState* raw = st.release();
     for (std::size_t k = 0; k < raw->npieces; ++k)
         comm_.receive_body(h.from, *sink_, raw->where + raw->offset(k), raw->length(k), h.chunk,
@@ -392,6 +423,10 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
     // Pieces leave in order: a child matches them to its receives by order on their tag.
     for (; st->next < st->npieces && st->arrived[st->next]; ++st->next) {
         const std::size_t p = st->next;
+        if (st->serial) {  // the first child now, the others from forward_sent
+            forward_next(st);
+            continue;
+        }
         for (const RecvState::Kid& kid : st->kids)
             comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(p), st->length(p),
                                 st->h.chunk, Sink::encode(Sink::forward_sent, st, p), kid.tag);
@@ -410,8 +445,15 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
     }
 }
 
+void Engine::forward_next(RecvState* st) {
+    const RecvState::Kid& kid = st->kids[st->next_kid++];
+    comm_.send_body_now(kid.rank, *sink_, st->where, st->length(0), st->h.chunk,
+                        Sink::encode(Sink::forward_sent, st, 0), kid.tag);
+}
+
 void Engine::forward_sent(RecvState* st) {
     --st->sends_left;
+    if (st->serial && st->next_kid < st->kids.size()) forward_next(st);
     maybe_release(st);
 }
 
@@ -421,7 +463,12 @@ void Engine::maybe_release(RecvState* st) {
     done->am->on_body_released(done->args.data(), done->args.size());
 }
 
-void Engine::root_sent(RootState* st) {
+void Engine::root_sent(RootState* st, bool serial) {
+    if (serial && st->next_later < st->later.size()) {
+        const RootState::Later& l = st->later[st->next_later++];
+        comm_.send_body_now(l.rank, *sink_, st->body, st->h.bytes, st->h.chunk,
+                            Sink::encode(Sink::root_sent, st, 1), l.tag);
+    }
     if (--st->sends_left > 0) return;
     std::unique_ptr<RootState> done(st);
     for (std::size_t t = 0; t < done->times; ++t)

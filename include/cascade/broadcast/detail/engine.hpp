@@ -77,12 +77,13 @@ class Engine final : public Broadcasts {
     bool holding_here() const noexcept;
     ActiveMsgBase& user_am(const Header& h, bool large);
     void post(int dest, const Header& h, std::span<const Recipient> sub, std::span<const char> args,
-              RootState* root, const void* body);
+              RootState* root, const void* body, bool with_body, bool serial);
     void on_small(Header& h, view<const Recipient>& sub, view<const char>& payload);
     void on_large(Header& h, view<const Recipient>& sub, view<const char>& args);
     void piece_arrived(RecvState* st, std::size_t k);
+    void forward_next(RecvState* st);
     void forward_sent(RecvState* st);
-    void root_sent(RootState* st);
+    void root_sent(RootState* st, bool serial);
     void maybe_release(RecvState* st);
 
     Communicator& comm_;
