@@ -27,6 +27,12 @@ constexpr std::size_t kMaxPiece = std::size_t(1) << 20;
 // the first child would get its copy only when the last one does, and start forwarding that
 // much later. Below it, latency, not the link, decides, and the sends overlap.
 constexpr std::size_t kSerialBytes = std::size_t(64) << 10;
+// A node of a pipelined chain keeps at most this many bytes of pieces in flight to its child
+// (whole pieces, at least one), and sends the next piece when one is out. Unlimited, a
+// node's pieces fill the queues on its link, and the control traffic of the stream it
+// receives (MPI's rendezvous replies, TCP's acknowledgements) waits behind them: on
+// netns-cluster (8 hosts, 200 Mbit/s, 8 MiB) that made the chain 6 times slower.
+constexpr std::size_t kWindowBytes = std::size_t(256) << 10;
 
 std::size_t pieces(std::size_t bytes, std::size_t piece) {
     return bytes == 0 ? 1 : (bytes + piece - 1) / piece;
@@ -69,7 +75,7 @@ class Engine::Sink final : public ActiveMsgBase {
     void on_body_sent(const char* p, std::size_t n) override {
         const Args a = decode(p, n);
         if (a.kind == root_sent)
-            e_.root_sent(static_cast<RootState*>(a.state), a.index == 1);
+            e_.root_sent(static_cast<RootState*>(a.state), a.index);
         else
             e_.forward_sent(static_cast<RecvState*>(a.state));
     }
@@ -98,6 +104,9 @@ struct Engine::RootState {
     Header h{};
     std::vector<Later> later;
     std::size_t next_later = 0;
+    // Chain: the pieces go to the one child, at most `window` at a time.
+    Later chain{-1, 0};
+    std::size_t next_piece = 0, npieces = 0, window = 0;
 };
 
 // A large broadcast being received here: the body lands piece by piece in the buffer where_to
@@ -116,6 +125,8 @@ struct Engine::RecvState {
     std::vector<Kid> kids;
     bool serial = false;       // one child after the other (one piece, kSerialBytes)
     std::size_t next_kid = 0;  // serial: the next child to send to
+    bool chain = false;        // one child, several pieces: at most `window` in flight
+    std::size_t sent = 0, in_flight = 0, window = 0;
     bool delivered = false;
 
     std::size_t offset(std::size_t k) const { return k * h.piece; }
@@ -141,6 +152,7 @@ Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(c
     piece_ = settings::count("CASCADE_BCAST_PIECE", 0, 0, settings::kBroadcastBytesMax);
     pipeline_ = settings::count("CASCADE_BCAST_PIPELINE", kPipelineThreshold, 0,
                                 settings::kBroadcastBytesMax);
+    window_ = settings::count("CASCADE_BCAST_WINDOW", kWindowBytes, 0, settings::kBroadcastBytesMax);
 }
 
 Engine::~Engine() = default;
@@ -214,6 +226,12 @@ std::size_t Engine::piece_for(std::size_t bytes) const noexcept {
     const std::size_t forced = piece_.load(std::memory_order_relaxed);
     if (forced > 0) return forced;
     return std::clamp(bytes / 32, kMinPiece, kMaxPiece);
+}
+
+std::size_t Engine::window_pieces(std::size_t piece) const noexcept {
+    const std::size_t w = window_.load(std::memory_order_relaxed);
+    if (w == 0) return ~std::size_t(0);
+    return std::max<std::size_t>(1, w / std::max<std::size_t>(piece, 1));
 }
 
 // ---- small active messages -------------------------------------------------------------------
@@ -298,8 +316,8 @@ void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& p
 // ---- large active messages -------------------------------------------------------------------
 
 void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
-                  std::span<const char> args, RootState* root, const void* body, bool with_body,
-                  bool serial) {
+                  std::span<const char> args, RootState* root, const void* body,
+                  std::size_t attach, std::uint64_t mark) {
     const view<const Recipient> s(sub.data(), sub.size());
     const view<const char> a(args.data(), args.size());
     const std::size_t bytes = wire::size_of(h) + wire::size_of(s) + wire::size_of(a);
@@ -310,19 +328,19 @@ void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
         w.put(a);
         return w.position();
     };
-    if (!root || !with_body) {
+    if (!root || attach == 0) {
         comm_.enqueue(dest, *large_, bytes, write);
         return;
     }
     // The root's pieces go with the header, under the same lock.
     comm_.enqueue(dest, *large_, bytes, write, [&](Communicator::Outbox& o) {
-        const std::size_t n = pieces(h.bytes, h.piece);
+        const std::size_t n = std::min(attach, pieces(h.bytes, h.piece));
         for (std::size_t k = 0; k < n; ++k) {
             const std::size_t off = k * h.piece;
             const std::size_t len =
                 std::min<std::size_t>(h.piece, h.bytes - std::min<std::size_t>(h.bytes, off));
             Communicator::attach_body(o, *sink_, static_cast<const char*>(body) + off, len, h.chunk,
-                                      Sink::encode(Sink::root_sent, root, serial ? 1 : 0), h.tag);
+                                      Sink::encode(Sink::root_sent, root, mark), h.tag);
         }
     });
 }
@@ -369,17 +387,27 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
         st->body = body;
         st->h = h;
     }
+    const std::size_t window = window_pieces(piece);
+    const bool chain = kids.size() == 1 && n > window;
+    if (chain) {
+        st->body = body;
+        st->h = h;
+        st->npieces = n;
+        st->next_piece = window;
+    }
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
         h.tag = comm_.new_body_tag();
         post(list[c.at].rank, h, std::span<const Recipient>(list.data() + c.at + 1, c.count),
-             st->args, st, body, !serial || i == 0, serial);
+             st->args, st, body, serial && i > 0 ? 0 : chain ? window : n,
+             serial ? 1 : chain ? 2 : 0);
         if (serial && i > 0) st->later.push_back(RootState::Later{list[c.at].rank, h.tag});
+        if (chain) st->chain = RootState::Later{list[c.at].rank, h.tag};
     }
     n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     if (sp.self) {
         h.tag = comm_.new_body_tag();
-        post(me_, h, {}, st->args, st, body, true, false);
+        post(me_, h, {}, st->args, st, body, n, 0);
     }
 }
 
@@ -406,12 +434,14 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
     for (const Child& c : kids) {
         f.tag = comm_.new_body_tag();
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
-             st->args, nullptr, nullptr, false, false);
+             st->args, nullptr, nullptr, 0, 0);
         st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag});
     }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
     st->sends_left = st->kids.size() * st->npieces;
     st->serial = st->npieces == 1 && st->kids.size() > 1 && h.bytes >= kSerialBytes;
+    st->window = window_pieces(h.piece);
+    st->chain = st->kids.size() == 1 && st->npieces > st->window;
     RecvState* raw = st.release();
     for (std::size_t k = 0; k < raw->npieces; ++k)
         comm_.receive_body(h.from, *sink_, raw->where + raw->offset(k), raw->length(k), h.chunk,
@@ -427,10 +457,12 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
             forward_next(st);
             continue;
         }
+        if (st->chain) continue;  // pump() below
         for (const RecvState::Kid& kid : st->kids)
             comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(p), st->length(p),
                                 st->h.chunk, Sink::encode(Sink::forward_sent, st, p), kid.tag);
     }
+    if (st->chain) pump(st);
     if (st->next == st->npieces && !st->delivered) {
         st->delivered = true;
         n_.bodies_received.fetch_add(1, std::memory_order_relaxed);
@@ -451,9 +483,22 @@ void Engine::forward_next(RecvState* st) {
                         Sink::encode(Sink::forward_sent, st, 0), kid.tag);
 }
 
+void Engine::pump(RecvState* st) {
+    for (; st->sent < st->next && st->in_flight < st->window; ++st->sent, ++st->in_flight) {
+        const RecvState::Kid& kid = st->kids[0];
+        comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(st->sent),
+                            st->length(st->sent), st->h.chunk,
+                            Sink::encode(Sink::forward_sent, st, st->sent), kid.tag);
+    }
+}
+
 void Engine::forward_sent(RecvState* st) {
     --st->sends_left;
     if (st->serial && st->next_kid < st->kids.size()) forward_next(st);
+    if (st->chain) {
+        --st->in_flight;
+        pump(st);
+    }
     maybe_release(st);
 }
 
@@ -463,11 +508,18 @@ void Engine::maybe_release(RecvState* st) {
     done->am->on_body_released(done->args.data(), done->args.size());
 }
 
-void Engine::root_sent(RootState* st, bool serial) {
-    if (serial && st->next_later < st->later.size()) {
+void Engine::root_sent(RootState* st, std::uint64_t mark) {
+    if (mark == 1 && st->next_later < st->later.size()) {
         const RootState::Later& l = st->later[st->next_later++];
         comm_.send_body_now(l.rank, *sink_, st->body, st->h.bytes, st->h.chunk,
                             Sink::encode(Sink::root_sent, st, 1), l.tag);
+    }
+    if (mark == 2 && st->next_piece < st->npieces) {
+        const std::size_t k = st->next_piece++;
+        const std::size_t off = k * st->h.piece;
+        const std::size_t len = std::min<std::size_t>(st->h.piece, st->h.bytes - off);
+        comm_.send_body_now(st->chain.rank, *sink_, static_cast<const char*>(st->body) + off, len,
+                            st->h.chunk, Sink::encode(Sink::root_sent, st, 2), st->chain.tag);
     }
     if (--st->sends_left > 0) return;
     std::unique_ptr<RootState> done(st);

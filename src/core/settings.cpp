@@ -51,6 +51,9 @@ constexpr Variable kVariables[] = {
      "chain when the shape is automatic"},
     {"CASCADE_BCAST_PIECE", "a whole number of bytes from 0 to 1099511627776", "0",
      "the piece size of pipelined broadcasts; 0: bytes/32 within [64 KiB, 1 MiB]"},
+    {"CASCADE_BCAST_WINDOW", "a whole number of bytes from 0 to 1099511627776", "262144",
+     "the bytes of pieces a node of a pipelined broadcast has in flight to its child at most "
+     "(whole pieces, at least one); 0: no limit"},
     {"CASCADE_MEMBARRIER", "1 or 0 (also on/off, true/false, yes/no)", "1",
      "0: wake sleeping workers with fenced stores instead of membarrier()"},
     {"CASCADE_TRIM", "seconds (up to 1e6), 0 or off", "adaptive",
@@ -164,6 +167,7 @@ void validate() {
     choice("CASCADE_BCAST_SHAPE", 0, kShapes);
     count("CASCADE_BCAST_PIPELINE", 0, 0, kBroadcastBytesMax);
     count("CASCADE_BCAST_PIECE", 0, 0, kBroadcastBytesMax);
+    count("CASCADE_BCAST_WINDOW", 0, 0, kBroadcastBytesMax);
 }
 
 bool flag(std::string_view name, bool dflt) {

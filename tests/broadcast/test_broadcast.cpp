@@ -104,6 +104,7 @@ TEST(Broadcast, LargeEveryRecipientOnce) {
         cascade::BroadcastShape shape;
         std::size_t piece;
         std::size_t chunk;
+        std::size_t window = 256 << 10;  // pipelined: bytes in flight per child
     };
     std::vector<Case> cases;
     for (auto shape : {cascade::BroadcastShape::binomial, cascade::BroadcastShape::pipelined})
@@ -111,12 +112,18 @@ TEST(Broadcast, LargeEveryRecipientOnce) {
              {std::size_t(0), std::size_t(1), std::size_t(7), (std::size_t(1) << 17) + 3})
             cases.push_back({elems, shape, 0, 0});
     cases.push_back({std::size_t(1000), cascade::BroadcastShape::pipelined, 56, 24});  // tiny
+    // One piece in flight per child (the window rounds down to one piece), and no limit.
+    cases.push_back({std::size_t(1000), cascade::BroadcastShape::pipelined, 56, 24, 1});
+    cases.push_back({std::size_t(1000), cascade::BroadcastShape::pipelined, 56, 0, 0});
+    cases.push_back({(std::size_t(1) << 17) + 3, cascade::BroadcastShape::pipelined, 65536, 0,
+                     2 * 65536});
     cases.push_back({std::size_t(12345), cascade::BroadcastShape::binomial, 0, 1000});
     if (n <= 8) cases.push_back({std::size_t(8) << 20, cascade::BroadcastShape::automatic, 0, 0});
     unsigned trial = 0;
     for (const Case& c : cases) {
         comm.broadcasts().set_shape(c.shape);
         comm.broadcasts().set_piece(c.piece);
+        comm.broadcasts().set_window(c.window);
         comm.set_large_chunk(c.chunk);
         for (int rep = 0; rep < 3; ++rep, ++trial) {
             const int root = int(trial) % n;

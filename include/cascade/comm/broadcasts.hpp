@@ -58,6 +58,9 @@ class Broadcasts {
     virtual void set_piece(std::size_t bytes) noexcept = 0;
     /// Body size from which `automatic` pipelines (CASCADE_BCAST_PIPELINE).
     virtual void set_pipeline_threshold(std::size_t bytes) noexcept = 0;
+    /// Bytes of a pipelined body each node has in flight to its child at most, whole pieces
+    /// and at least one (CASCADE_BCAST_WINDOW; default 256 KiB; 0: no limit).
+    virtual void set_window(std::size_t bytes) noexcept = 0;
 
     /// Counters of this rank (consistent once join() returned).
     virtual BroadcastCounters counters() const = 0;

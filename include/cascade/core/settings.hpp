@@ -73,7 +73,8 @@ inline constexpr std::uint64_t kTraceEventsMax = std::uint64_t(1) << 28;
 inline constexpr std::string_view kBalancePolicies[] = {"none", "rotate", "diffusion",
                                                         "master_worker"};
 
-/// The largest byte count CASCADE_BCAST_PIECE and CASCADE_BCAST_PIPELINE accept (1 TiB).
+/// The largest byte count CASCADE_BCAST_PIECE, CASCADE_BCAST_PIPELINE and CASCADE_BCAST_WINDOW
+/// accept (1 TiB).
 inline constexpr std::uint64_t kBroadcastBytesMax = std::uint64_t(1) << 40;
 
 /// Parses every CASCADE_* variable that is set and throws UsageError for the first one whose

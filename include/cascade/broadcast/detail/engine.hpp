@@ -36,6 +36,7 @@ class Engine final : public Broadcasts {
     BroadcastShape shape() const noexcept override { return shape_.load(); }
     void set_piece(std::size_t bytes) noexcept override { piece_.store(bytes); }
     void set_pipeline_threshold(std::size_t bytes) noexcept override { pipeline_.store(bytes); }
+    void set_window(std::size_t bytes) noexcept override { window_.store(bytes); }
     BroadcastCounters counters() const override;
 
     void send(ActiveMsgBase& am, std::span<const int> dests, std::span<const double> priorities,
@@ -74,16 +75,18 @@ class Engine final : public Broadcasts {
                  std::span<const double> priorities);
     Shape choose(std::size_t bytes, std::size_t recipients) const noexcept;
     std::size_t piece_for(std::size_t bytes) const noexcept;
+    std::size_t window_pieces(std::size_t piece) const noexcept;
     bool holding_here() const noexcept;
     ActiveMsgBase& user_am(const Header& h, bool large);
     void post(int dest, const Header& h, std::span<const Recipient> sub, std::span<const char> args,
-              RootState* root, const void* body, bool with_body, bool serial);
+              RootState* root, const void* body, std::size_t attach, std::uint64_t mark);
     void on_small(Header& h, view<const Recipient>& sub, view<const char>& payload);
     void on_large(Header& h, view<const Recipient>& sub, view<const char>& args);
     void piece_arrived(RecvState* st, std::size_t k);
     void forward_next(RecvState* st);
+    void pump(RecvState* st);
     void forward_sent(RecvState* st);
-    void root_sent(RootState* st, bool serial);
+    void root_sent(RootState* st, std::uint64_t mark);
     void maybe_release(RecvState* st);
 
     Communicator& comm_;
@@ -95,6 +98,7 @@ class Engine final : public Broadcasts {
     std::atomic<BroadcastShape> shape_{BroadcastShape::automatic};
     std::atomic<std::size_t> piece_{0};
     std::atomic<std::size_t> pipeline_{0};
+    std::atomic<std::size_t> window_{0};
     std::atomic<std::uint64_t> rotation_{0};
     struct Counters {
         std::atomic<std::uint64_t> broadcasts{0}, detected{0}, detected_sends{0}, recipients{0},
