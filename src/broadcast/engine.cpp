@@ -152,7 +152,8 @@ Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(c
     piece_ = settings::count("CASCADE_BCAST_PIECE", 0, 0, settings::kBroadcastBytesMax);
     pipeline_ = settings::count("CASCADE_BCAST_PIPELINE", kPipelineThreshold, 0,
                                 settings::kBroadcastBytesMax);
-    window_ = settings::count("CASCADE_BCAST_WINDOW", kWindowBytes, 0, settings::kBroadcastBytesMax);
+    window_ =
+        settings::count("CASCADE_BCAST_WINDOW", kWindowBytes, 0, settings::kBroadcastBytesMax);
 }
 
 Engine::~Engine() = default;
@@ -316,8 +317,8 @@ void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& p
 // ---- large active messages -------------------------------------------------------------------
 
 void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
-                  std::span<const char> args, RootState* root, const void* body,
-                  std::size_t attach, std::uint64_t mark) {
+                  std::span<const char> args, RootState* root, const void* body, std::size_t attach,
+                  std::uint64_t mark) {
     const view<const Recipient> s(sub.data(), sub.size());
     const view<const char> a(args.data(), args.size());
     const std::size_t bytes = wire::size_of(h) + wire::size_of(s) + wire::size_of(a);
@@ -399,8 +400,13 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
         const Child& c = kids[i];
         h.tag = comm_.new_body_tag();
         post(list[c.at].rank, h, std::span<const Recipient>(list.data() + c.at + 1, c.count),
-             st->args, st, body, serial && i > 0 ? 0 : chain ? window : n,
-             serial ? 1 : chain ? 2 : 0);
+             st->args, st, body,
+             serial && i > 0 ? 0
+             : chain         ? window
+                             : n,
+             serial  ? 1
+             : chain ? 2
+                     : 0);
         if (serial && i > 0) st->later.push_back(RootState::Later{list[c.at].rank, h.tag});
         if (chain) st->chain = RootState::Later{list[c.at].rank, h.tag};
     }

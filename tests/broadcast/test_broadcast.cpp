@@ -115,8 +115,8 @@ TEST(Broadcast, LargeEveryRecipientOnce) {
     // One piece in flight per child (the window rounds down to one piece), and no limit.
     cases.push_back({std::size_t(1000), cascade::BroadcastShape::pipelined, 56, 24, 1});
     cases.push_back({std::size_t(1000), cascade::BroadcastShape::pipelined, 56, 0, 0});
-    cases.push_back({(std::size_t(1) << 17) + 3, cascade::BroadcastShape::pipelined, 65536, 0,
-                     2 * 65536});
+    cases.push_back(
+        {(std::size_t(1) << 17) + 3, cascade::BroadcastShape::pipelined, 65536, 0, 2 * 65536});
     cases.push_back({std::size_t(12345), cascade::BroadcastShape::binomial, 0, 1000});
     if (n <= 8) cases.push_back({std::size_t(8) << 20, cascade::BroadcastShape::automatic, 0, 0});
     unsigned trial = 0;
