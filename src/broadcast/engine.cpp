@@ -94,6 +94,7 @@ struct Engine::RootState {
     struct Later {
         int rank;
         int tag;
+        bool leaf;  // forwards to nobody
     };
     ActiveMsgBase* am = nullptr;
     std::vector<char> args;
@@ -105,7 +106,7 @@ struct Engine::RootState {
     std::vector<Later> later;
     std::size_t next_later = 0;
     // Chain: the pieces go to the one child, at most `window` at a time.
-    Later chain{-1, 0};
+    Later chain{-1, 0, true};
     std::size_t next_piece = 0, npieces = 0, window = 0;
 };
 
@@ -115,6 +116,7 @@ struct Engine::RecvState {
     struct Kid {
         int rank;
         int tag;
+        bool leaf;  // forwards to nobody
     };
     ActiveMsgBase* am = nullptr;
     Header h{};
@@ -382,8 +384,11 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     Header h{am.id(), am.signature(),     me_, me_, static_cast<std::uint32_t>(shape), 0, bytes,
              piece,   comm_.large_chunk()};
     // Every child's header leaves now; with serial bodies only the first child's body goes
-    // with it, and root_sent sends the next one when the previous one is out.
-    const bool serial = n == 1 && kids.size() > 1 && bytes >= kSerialBytes;
+    // with it, and root_sent sends the next one when the previous one is out. Children that
+    // forward to nobody come last and go together: in turn they would all finish no earlier
+    // than the last one does at once, and where copies run in parallel (shared memory) they
+    // finish sooner.
+    const bool serial = n == 1 && kids.size() > 1 && bytes >= kSerialBytes && kids[0].count > 0;
     if (serial) {
         st->body = body;
         st->h = h;
@@ -407,8 +412,9 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
              serial  ? 1
              : chain ? 2
                      : 0);
-        if (serial && i > 0) st->later.push_back(RootState::Later{list[c.at].rank, h.tag});
-        if (chain) st->chain = RootState::Later{list[c.at].rank, h.tag};
+        if (serial && i > 0)
+            st->later.push_back(RootState::Later{list[c.at].rank, h.tag, c.count == 0});
+        if (chain) st->chain = RootState::Later{list[c.at].rank, h.tag, c.count == 0};
     }
     n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     if (sp.self) {
@@ -441,11 +447,12 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
         f.tag = comm_.new_body_tag();
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
              st->args, nullptr, nullptr, 0, 0);
-        st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag});
+        st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag, c.count == 0});
     }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
     st->sends_left = st->kids.size() * st->npieces;
-    st->serial = st->npieces == 1 && st->kids.size() > 1 && h.bytes >= kSerialBytes;
+    st->serial =
+        st->npieces == 1 && st->kids.size() > 1 && h.bytes >= kSerialBytes && !st->kids[0].leaf;
     st->window = window_pieces(h.piece);
     st->chain = st->kids.size() == 1 && st->npieces > st->window;
     RecvState* raw = st.release();
@@ -484,9 +491,13 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
 }
 
 void Engine::forward_next(RecvState* st) {
-    const RecvState::Kid& kid = st->kids[st->next_kid++];
-    comm_.send_body_now(kid.rank, *sink_, st->where, st->length(0), st->h.chunk,
-                        Sink::encode(Sink::forward_sent, st, 0), kid.tag);
+    // The next child, and with a leaf every leaf after it (see tree_large).
+    do {
+        const RecvState::Kid& kid = st->kids[st->next_kid++];
+        comm_.send_body_now(kid.rank, *sink_, st->where, st->length(0), st->h.chunk,
+                            Sink::encode(Sink::forward_sent, st, 0), kid.tag);
+        if (!kid.leaf) break;
+    } while (st->next_kid < st->kids.size());
 }
 
 void Engine::pump(RecvState* st) {
@@ -515,10 +526,12 @@ void Engine::maybe_release(RecvState* st) {
 }
 
 void Engine::root_sent(RootState* st, std::uint64_t mark) {
-    if (mark == 1 && st->next_later < st->later.size()) {
+    // The next child, and with a leaf every leaf after it (see tree_large).
+    while (mark == 1 && st->next_later < st->later.size()) {
         const RootState::Later& l = st->later[st->next_later++];
         comm_.send_body_now(l.rank, *sink_, st->body, st->h.bytes, st->h.chunk,
                             Sink::encode(Sink::root_sent, st, 1), l.tag);
+        if (!l.leaf) break;
     }
     if (mark == 2 && st->next_piece < st->npieces) {
         const std::size_t k = st->next_piece++;
