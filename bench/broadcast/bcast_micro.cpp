@@ -8,6 +8,8 @@
 //   plain_loop          not Cascade: a loop of blocking MPI_Send from the root
 //   plain_tree          not Cascade: a binomial tree of blocking MPI_Send / MPI_Recv (the
 //                       model a tree is measured against)
+//   plain_tree_ack      the same, each node sending to its next child only once the previous
+//                       one answered a 0-byte message (it has the whole body)
 //   pairs               not a broadcast: ranks i < P/2 each send `bytes` to i + P/2 at once,
 //                       reports the slowest pair's rate (to check that P/2 links run at rate)
 // Payloads of 8 B travel as small active messages (one 8-byte argument), larger ones as
@@ -114,6 +116,29 @@ int main(int argc, char** argv) {
                             arrived = MPI_Wtime();
                         }
                         root_msgs = n - 1;
+                    } else if (system == "plain_tree_ack") {
+                        // The same, but a node sends to its next child only once the previous
+                        // one said it has the whole message (a 0-byte reply).
+                        int mask = 1;
+                        while (mask < n && !(me & mask))
+                            mask <<= 1;
+                        const int parent = me - mask;
+                        if (me != 0) {
+                            MPI_Recv(rx.data(), static_cast<int>(nb), MPI_BYTE, parent, 9,
+                                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                            arrived = MPI_Wtime();
+                            MPI_Send(nullptr, 0, MPI_BYTE, parent, 10, MPI_COMM_WORLD);
+                        }
+                        const char* from = me == 0 ? tx.data() : rx.data();
+                        for (mask >>= 1; mask > 0; mask >>= 1) {
+                            if (me + mask < n) {
+                                MPI_Send(from, static_cast<int>(nb), MPI_BYTE, me + mask, 9,
+                                         MPI_COMM_WORLD);
+                                MPI_Recv(nullptr, 0, MPI_BYTE, me + mask, 10, MPI_COMM_WORLD,
+                                         MPI_STATUS_IGNORE);
+                                if (me == 0) ++root_msgs;
+                            }
+                        }
                     } else if (system == "plain_tree") {
                         // Receive from the parent (the rank without this rank's lowest set
                         // bit), then send to me + 2^k for the bits below it, largest first.

@@ -105,6 +105,7 @@ struct Engine::RootState {
     Header h{};
     std::vector<Later> later;
     std::size_t next_later = 0;
+    std::uint64_t token = 0;  // acknowledgements of the children that forward
     // Chain: the pieces go to the one child, at most `window` at a time.
     Later chain{-1, 0, true};
     std::size_t next_piece = 0, npieces = 0, window = 0;
@@ -127,6 +128,7 @@ struct Engine::RecvState {
     std::vector<Kid> kids;
     bool serial = false;       // one child after the other (one piece, kSerialBytes)
     std::size_t next_kid = 0;  // serial: the next child to send to
+    std::uint64_t token = 0;   // serial: acknowledgements of the children that forward
     bool chain = false;        // one child, several pieces: at most `window` in flight
     std::size_t sent = 0, in_flight = 0, window = 0;
     bool delivered = false;
@@ -145,7 +147,9 @@ Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(c
                                          view<const char>& args) { on_large(h, sub, args); },
                                   "broadcast.large");
     small_->set_broadcast_detection(false);
+    ack_ = comm.make_active_msg([this](std::uint64_t& token) { on_ack(token); }, "broadcast.ack");
     large_->set_broadcast_detection(false);
+    ack_->set_broadcast_detection(false);
     sink_ = std::make_unique<Sink>(*this, large_->id());
     static constexpr std::string_view kShapes[] = {"automatic", "binomial", "pipelined"};
     static constexpr BroadcastShape kShapeValues[] = {
@@ -271,6 +275,7 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
                        -1,
                        0,
                        0,
+                       0,
                        0};
         const view<const char> body(payload, size);
         for (const Child& c : kids)
@@ -381,41 +386,50 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     st->args = std::move(args);
     st->times = times;
     st->sends_left = (kids.size() + (sp.self ? 1 : 0)) * n;
-    Header h{am.id(), am.signature(),     me_, me_, static_cast<std::uint32_t>(shape), 0, bytes,
-             piece,   comm_.large_chunk()};
-    // Every child's header leaves now; with serial bodies only the first child's body goes
-    // with it, and root_sent sends the next one when the previous one is out. Children that
+    Header h{am.id(), am.signature(),      me_, me_, static_cast<std::uint32_t>(shape), 0, bytes,
+             piece,   comm_.large_chunk(), 0};
+    // Every child's header leaves now. With serial bodies only the first child's body goes
+    // with it; the next one leaves when the previous child acknowledges its whole body
+    // (on_ack): a send that is out has only reached the network stack, which may still hold
+    // megabytes of it, and the next send would share the link with that tail. Children that
     // forward to nobody come last and go together: in turn they would all finish no earlier
     // than the last one does at once, and where copies run in parallel (shared memory) they
     // finish sooner.
     const bool serial = n == 1 && kids.size() > 1 && bytes >= kSerialBytes && kids[0].count > 0;
-    if (serial) {
+    const std::size_t window = window_pieces(piece);
+    const bool chain = kids.size() == 1 && n > window;
+    // Everything the communication thread may read once the first body is out is set first.
+    thread_local std::vector<int> tags;
+    tags.clear();
+    for (std::size_t i = 0; i < kids.size(); ++i)
+        tags.push_back(comm_.new_body_tag());
+    if (serial || chain) {
         st->body = body;
         st->h = h;
     }
-    const std::size_t window = window_pieces(piece);
-    const bool chain = kids.size() == 1 && n > window;
+    if (serial) {
+        for (std::size_t i = 1; i < kids.size(); ++i)
+            st->later.push_back(
+                RootState::Later{list[kids[i].at].rank, tags[i], kids[i].count == 0});
+        st->token = new_ack_token(st, nullptr);
+    }
     if (chain) {
-        st->body = body;
-        st->h = h;
         st->npieces = n;
         st->next_piece = window;
+        st->chain = RootState::Later{list[kids[0].at].rank, tags[0], kids[0].count == 0};
     }
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
-        h.tag = comm_.new_body_tag();
+        h.tag = tags[i];
+        h.ack = serial && c.count > 0 && i + 1 < kids.size() ? st->token : 0;
         post(list[c.at].rank, h, std::span<const Recipient>(list.data() + c.at + 1, c.count),
              st->args, st, body,
              serial && i > 0 ? 0
              : chain         ? window
                              : n,
-             serial  ? 1
-             : chain ? 2
-                     : 0);
-        if (serial && i > 0)
-            st->later.push_back(RootState::Later{list[c.at].rank, h.tag, c.count == 0});
-        if (chain) st->chain = RootState::Later{list[c.at].rank, h.tag, c.count == 0};
+             chain ? 2 : 0);
     }
+    h.ack = 0;
     n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     if (sp.self) {
         h.tag = comm_.new_body_tag();
@@ -441,18 +455,21 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
     // this message is); their pieces follow as ours arrive.
     thread_local std::vector<Child> kids;
     children(static_cast<Shape>(h.shape), sub.size(), kids);
+    st->serial =
+        st->npieces == 1 && kids.size() > 1 && h.bytes >= kSerialBytes && kids[0].count > 0;
+    if (st->serial) st->token = new_ack_token(nullptr, st.get());
     Header f = h;
     f.from = me_;
-    for (const Child& c : kids) {
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+        const Child& c = kids[i];
         f.tag = comm_.new_body_tag();
+        f.ack = st->serial && c.count > 0 && i + 1 < kids.size() ? st->token : 0;
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
              st->args, nullptr, nullptr, 0, 0);
         st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag, c.count == 0});
     }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
     st->sends_left = st->kids.size() * st->npieces;
-    st->serial =
-        st->npieces == 1 && st->kids.size() > 1 && h.bytes >= kSerialBytes && !st->kids[0].leaf;
     st->window = window_pieces(h.piece);
     st->chain = st->kids.size() == 1 && st->npieces > st->window;
     RecvState* raw = st.release();
@@ -478,6 +495,8 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
     if (st->chain) pump(st);
     if (st->next == st->npieces && !st->delivered) {
         st->delivered = true;
+        // The sender waits for this before it sends to its next child (serial bodies).
+        if (st->h.ack != 0) ack_->send(st->h.from, st->h.ack);
         n_.bodies_received.fetch_add(1, std::memory_order_relaxed);
         try {
             st->am->on_tree_body_arrived(st->args.data(), st->args.size());
@@ -491,13 +510,53 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
 }
 
 void Engine::forward_next(RecvState* st) {
-    // The next child, and with a leaf every leaf after it (see tree_large).
-    do {
-        const RecvState::Kid& kid = st->kids[st->next_kid++];
+    // The next child, and with a leaf every leaf after it (see tree_large); the rest when
+    // that child acknowledges (on_ack).
+    const std::size_t end = st->kids[st->next_kid].leaf ? st->kids.size() : st->next_kid + 1;
+    if (end == st->kids.size()) drop_ack_token(st->token);
+    for (; st->next_kid < end; ++st->next_kid) {
+        const RecvState::Kid& kid = st->kids[st->next_kid];
         comm_.send_body_now(kid.rank, *sink_, st->where, st->length(0), st->h.chunk,
                             Sink::encode(Sink::forward_sent, st, 0), kid.tag);
-        if (!kid.leaf) break;
-    } while (st->next_kid < st->kids.size());
+    }
+}
+
+void Engine::send_next_root(RootState* st) {
+    const std::size_t end = st->later[st->next_later].leaf ? st->later.size() : st->next_later + 1;
+    if (end == st->later.size()) drop_ack_token(st->token);
+    for (; st->next_later < end; ++st->next_later) {
+        const RootState::Later& l = st->later[st->next_later];
+        comm_.send_body_now(l.rank, *sink_, st->body, st->h.bytes, st->h.chunk,
+                            Sink::encode(Sink::root_sent, st, 1), l.tag);
+    }
+}
+
+std::uint64_t Engine::new_ack_token(RootState* root, RecvState* recv) {
+    std::lock_guard<std::mutex> g(ack_mutex_);
+    const std::uint64_t t = next_ack_++;
+    acks_.emplace(t, AckTarget{root, recv});
+    return t;
+}
+
+void Engine::drop_ack_token(std::uint64_t token) {
+    if (token == 0) return;
+    std::lock_guard<std::mutex> g(ack_mutex_);
+    acks_.erase(token);
+}
+
+void Engine::on_ack(std::uint64_t token) {
+    AckTarget t;
+    {
+        std::lock_guard<std::mutex> g(ack_mutex_);
+        auto it = acks_.find(token);
+        if (it == acks_.end())
+            throw WireError("broadcast: acknowledgement for no broadcast body in flight here");
+        t = it->second;
+    }
+    if (t.root)
+        send_next_root(t.root);
+    else
+        forward_next(t.recv);
 }
 
 void Engine::pump(RecvState* st) {
@@ -511,7 +570,6 @@ void Engine::pump(RecvState* st) {
 
 void Engine::forward_sent(RecvState* st) {
     --st->sends_left;
-    if (st->serial && st->next_kid < st->kids.size()) forward_next(st);
     if (st->chain) {
         --st->in_flight;
         pump(st);
@@ -526,13 +584,6 @@ void Engine::maybe_release(RecvState* st) {
 }
 
 void Engine::root_sent(RootState* st, std::uint64_t mark) {
-    // The next child, and with a leaf every leaf after it (see tree_large).
-    while (mark == 1 && st->next_later < st->later.size()) {
-        const RootState::Later& l = st->later[st->next_later++];
-        comm_.send_body_now(l.rank, *sink_, st->body, st->h.bytes, st->h.chunk,
-                            Sink::encode(Sink::root_sent, st, 1), l.tag);
-        if (!l.leaf) break;
-    }
     if (mark == 2 && st->next_piece < st->npieces) {
         const std::size_t k = st->next_piece++;
         const std::size_t off = k * st->h.piece;

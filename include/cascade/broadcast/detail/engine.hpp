@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "cascade/broadcast/tree.hpp"
@@ -25,6 +27,7 @@ struct Header {
     std::uint64_t bytes;  // large: body size
     std::uint64_t piece;  // large: piece size (the last one may be shorter)
     std::uint64_t chunk;  // large: MPI message size limit within a piece
+    std::uint64_t ack;    // large: the sender's token to acknowledge the whole body with, or 0
 };
 
 class Engine final : public Broadcasts {
@@ -87,6 +90,10 @@ class Engine final : public Broadcasts {
     void pump(RecvState* st);
     void forward_sent(RecvState* st);
     void root_sent(RootState* st, std::uint64_t mark);
+    void on_ack(std::uint64_t token);
+    std::uint64_t new_ack_token(RootState* root, RecvState* recv);
+    void send_next_root(RootState* st);
+    void drop_ack_token(std::uint64_t token);
     void maybe_release(RecvState* st);
 
     Communicator& comm_;
@@ -94,6 +101,16 @@ class Engine final : public Broadcasts {
     const int size_;
     ActiveMsg<Header, view<const Recipient>, view<const char>>* small_ = nullptr;
     ActiveMsg<Header, view<const Recipient>, view<const char>>* large_ = nullptr;
+    ActiveMsg<std::uint64_t>* ack_ = nullptr;
+    // Bodies sent one child after the other wait for the previous child's acknowledgement:
+    // the senders waiting for one, by token.
+    struct AckTarget {
+        RootState* root = nullptr;
+        RecvState* recv = nullptr;
+    };
+    std::mutex ack_mutex_;
+    std::unordered_map<std::uint64_t, AckTarget> acks_;
+    std::uint64_t next_ack_ = 1;
     std::unique_ptr<Sink> sink_;
     std::atomic<BroadcastShape> shape_{BroadcastShape::automatic};
     std::atomic<std::size_t> piece_{0};
