@@ -34,6 +34,20 @@ constexpr std::size_t kSerialBytes = std::size_t(64) << 10;
 // netns-cluster (8 hosts, 200 Mbit/s, 8 MiB) that made the chain 6 times slower.
 constexpr std::size_t kWindowBytes = std::size_t(256) << 10;
 
+// Whether a node sends a one-piece body to its children one after the other: several
+// children, a body of kSerialBytes or more, and a first child that forwards (children that
+// forward to nobody come last and go together).
+bool serial_bodies(std::size_t npieces, std::span<const Child> kids, std::size_t bytes) {
+    return npieces == 1 && kids.size() > 1 && bytes >= kSerialBytes && kids[0].count > 0;
+}
+
+// The token child i of a serial node acknowledges its whole body with (0: none): every child
+// that forwards, but the last (the node sends to the next child on its acknowledgement).
+std::uint64_t ack_token(bool serial, std::span<const Child> kids, std::size_t i,
+                        std::uint64_t token) {
+    return serial && kids[i].count > 0 && i + 1 < kids.size() ? token : 0;
+}
+
 std::size_t pieces(std::size_t bytes, std::size_t piece) {
     return bytes == 0 ? 1 : (bytes + piece - 1) / piece;
 }
@@ -395,7 +409,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     // forward to nobody come last and go together: in turn they would all finish no earlier
     // than the last one does at once, and where copies run in parallel (shared memory) they
     // finish sooner.
-    const bool serial = n == 1 && kids.size() > 1 && bytes >= kSerialBytes && kids[0].count > 0;
+    const bool serial = serial_bodies(n, kids, bytes);
     const std::size_t window = window_pieces(piece);
     const bool chain = kids.size() == 1 && n > window;
     // Everything the communication thread may read once the first body is out is set first.
@@ -421,7 +435,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
         h.tag = tags[i];
-        h.ack = serial && c.count > 0 && i + 1 < kids.size() ? st->token : 0;
+        h.ack = ack_token(serial, kids, i, st->token);
         post(list[c.at].rank, h, std::span<const Recipient>(list.data() + c.at + 1, c.count),
              st->args, st, body,
              serial && i > 0 ? 0
@@ -455,15 +469,14 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
     // this message is); their pieces follow as ours arrive.
     thread_local std::vector<Child> kids;
     children(static_cast<Shape>(h.shape), sub.size(), kids);
-    st->serial =
-        st->npieces == 1 && kids.size() > 1 && h.bytes >= kSerialBytes && kids[0].count > 0;
+    st->serial = serial_bodies(st->npieces, kids, h.bytes);
     if (st->serial) st->token = new_ack_token(nullptr, st.get());
     Header f = h;
     f.from = me_;
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
         f.tag = comm_.new_body_tag();
-        f.ack = st->serial && c.count > 0 && i + 1 < kids.size() ? st->token : 0;
+        f.ack = ack_token(st->serial, kids, i, st->token);
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
              st->args, nullptr, nullptr, 0, 0);
         st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag, c.count == 0});
@@ -483,7 +496,7 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
     // Pieces leave in order: a child matches them to its receives by order on their tag.
     for (; st->next < st->npieces && st->arrived[st->next]; ++st->next) {
         const std::size_t p = st->next;
-        if (st->serial) {  // the first child now, the others from forward_sent
+        if (st->serial) {  // the first child now, the others from on_ack
             forward_next(st);
             continue;
         }
