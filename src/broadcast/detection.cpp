@@ -52,6 +52,11 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         cascade::detail::tls_task_epilogue = this;
     }
 
+    // What is held leaves now, in order (a send that is not held follows).
+    void release() noexcept {
+        if (!held_.empty()) run_epilogue();
+    }
+
     void run_epilogue() noexcept override {
         cascade::detail::tls_task_epilogue = nullptr;
         Engine* failed_on = nullptr;
@@ -249,6 +254,13 @@ char* Engine::defer_begin(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
     if (!holding_here()) return nullptr;
     if (dest < 0 || dest >= size_ || max_bytes > (std::size_t(1) << 30))
         return nullptr;  // the plain send reports it
+    // Big arguments are not held: copying them aside, then into the outbox, costs more than
+    // a tree saves them (bodies of large active messages, compared by address, are how big
+    // data is broadcast without copies). What is held leaves first: the order stays.
+    if (max_bytes > kHoldMax) {
+        HeldSends::here().release();
+        return nullptr;
+    }
     return HeldSends::here().begin(this, am, dest, max_bytes);
 }
 

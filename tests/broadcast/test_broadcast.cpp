@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../comm/mpi_test_util.hpp"
+#include "cascade/broadcast/detail/engine.hpp"
 #include "cascade/broadcast/tree.hpp"
 #include "cascade/cascade.hpp"
 
@@ -358,6 +359,51 @@ TEST(Broadcast, DetectionKeepsOrderAndScales) {
     tp.join();
     EXPECT_EQ(got, kDistinct + 100);
     EXPECT_EQ(wrong, 0) << "rank " << me;
+}
+
+// Arguments of more than Engine::kHoldMax bytes are not held (copying them aside and then
+// into the outbox costs more than a tree saves): the same big block sent to every rank makes
+// no broadcast, and the sends held before it leave first, so each rank gets rank 0's
+// messages in the order they were sent (small, big, small).
+TEST(Broadcast, DetectionLeavesBigArgumentsAloneInOrder) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    constexpr std::size_t kBig = cascade::broadcast::detail::Engine::kHoldMax + 1;
+    std::vector<char> big(kBig);
+    for (std::size_t i = 0; i < kBig; ++i)
+        big[i] = static_cast<char>(i * 7 + 3);
+    int expect = 0, wrong = 0;
+    auto am = comm.make_active_msg(
+        [&](int& seq, view<char>& v) {
+            // seq 0 and 2: 4 bytes naming this rank (distinct per rank: never merged); seq 1:
+            // the same big block for every rank.
+            int to = -1;
+            if (v.size() == sizeof to) std::memcpy(&to, v.data(), sizeof to);
+            const bool ok =
+                seq == expect &&
+                (seq == 1 ? v.size() == kBig && std::memcmp(v.data(), big.data(), kBig) == 0
+                          : to == me);
+            if (!ok) ++wrong;
+            ++expect;
+        },
+        "big_args");
+    ASSERT_TRUE(comm.broadcasts().detection());
+    const auto before = comm.broadcasts().counters();
+    if (me == 0)
+        tp.insert([&] {
+            for (int d = 1; d < n; ++d)
+                am->send(d, 0, view<char>(reinterpret_cast<char*>(&d), sizeof d));
+            for (int d = 1; d < n; ++d)
+                am->send(d, 1, view<char>(big.data(), big.size()));
+            for (int d = 1; d < n; ++d)
+                am->send(d, 2, view<char>(reinterpret_cast<char*>(&d), sizeof d));
+        });
+    tp.join();
+    const auto after = comm.broadcasts().counters();
+    EXPECT_EQ(after.detected - before.detected, 0u);
+    EXPECT_EQ(wrong, 0) << "rank " << me;
+    EXPECT_EQ(expect, me == 0 ? 0 : 3) << "rank " << me;
 }
 
 // Completion never ends early: inner nodes sleep in their handlers (after their forwards are

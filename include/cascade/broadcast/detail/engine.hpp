@@ -32,6 +32,9 @@ struct Header {
 
 class Engine final : public Broadcasts {
   public:
+    /// Detection holds sends whose arguments take at most this many bytes (detection.cpp).
+    static constexpr std::size_t kHoldMax = std::size_t(16) << 10;
+
     explicit Engine(Communicator& comm);
     ~Engine() override;
 
