@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -303,13 +304,15 @@ class Communicator : public JoinHook {
     struct PendingSend {
         detail::Bytes buf;
         std::vector<MPI_Request> reqs;
-        std::deque<std::array<std::uint64_t, 3>> announce;  // frames announcing big messages
-        std::unique_ptr<LargeSend> large;                   // on_sent to run on completion
-        int dest = -1;                                      // destination rank
-        std::size_t bytes = 0;                              // frame bytes (back-pressure)
-        std::uint64_t serial = 0;                           // frame messages, in flush order
-        std::size_t outstanding = 0;                        // its requests not yet complete
-        bool live = false;                                  // a slot of sends_ in use
+        // Frames announcing big messages: MPI sends from them, so they never move (a list
+        // also makes and moves an empty PendingSend without allocating, unlike a deque).
+        std::list<std::array<std::uint64_t, 3>> announce;
+        std::unique_ptr<LargeSend> large;  // on_sent to run on completion
+        int dest = -1;                     // destination rank
+        std::size_t bytes = 0;             // frame bytes (back-pressure)
+        std::uint64_t serial = 0;          // frame messages, in flush order
+        std::size_t outstanding = 0;       // its requests not yet complete
+        bool live = false;                 // a slot of sends_ in use
         std::int64_t t0 = 0;
     };
     struct PendingRecv {
