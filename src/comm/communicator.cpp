@@ -243,7 +243,10 @@ bool Communicator::progress() {
     test_sends();
     bool any = receive();
     any |= test_big_recvs();
-    any |= test_large_recvs();
+    if (test_large_recvs()) {
+        any = true;
+        flush();  // what their handlers sent leaves now, not one poll later
+    }
     any |= run_after_progress();
     if (!was) tls_comm_thread = nullptr;
     any = any || mpi_sends_ + processed_ != before || live_sends_ != sends_before;

@@ -216,9 +216,10 @@ bool Communicator::receive() {
         // Work its handlers left for after them runs now, before this thread tests for more
         // messages (which would delay the reply it sends; see add_after_progress).
         run_after_progress();
-        post_am_slot(parity, slot);
-        // What the handlers queued (replies, typically) leaves now, not one poll later.
+        // What the handlers queued (replies, typically) leaves now, not one poll later, and
+        // before the slot is posted again (an MPI_Irecv: the reply need not wait for it).
         flush();
+        post_am_slot(parity, slot);
     }
     return any;
 }
