@@ -58,9 +58,8 @@ constexpr Variable kVariables[] = {
      "0: wake sleeping workers with fenced stores instead of membarrier()"},
     {"CASCADE_TRIM", "seconds (up to 1e6), 0 or off", "adaptive",
      "after a join(), the free memory the C library's allocator keeps goes back to the system "
-     "(glibc's malloc_trim), at most once per this many seconds; unset: once 50 times the last "
-     "trim's cost has passed, its own time and the page faults of touching the pages it returned "
-     "again (about 2 % of the time); 0: never"},
+     "(glibc's malloc_trim), at most once per this many seconds; unset: once 100 times the last "
+     "trim's duration has passed (about 1 % of the time); 0: never"},
     {"CASCADE_DEMO_RANKS", "a whole number from 1", "the number of cores",
      "`./cascade demo` only: how many MPI ranks run the demo"},
 };
