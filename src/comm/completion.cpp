@@ -159,7 +159,32 @@ bool Communicator::completion_step(Threadpool& tp) {
     return shutdown_;
 }
 
+void Communicator::release_idle_buffers() {
+    constexpr int kIdleEpochs = 2;
+    // (x = {} would keep the capacity: it assigns an empty initializer list.)
+    if (big_spare_.capacity() && ++big_spare_idle_epochs_ >= kIdleEpochs)
+        detail::Bytes().swap(big_spare_);
+    if (recv_buf_.capacity() > kKeptRecvBuffer && ++recv_buf_idle_epochs_ >= kIdleEpochs)
+        detail::Bytes().swap(recv_buf_);
+    for (std::size_t i = 0; i < big_outboxes_.size();) {
+        Outbox& o = outbox_[big_outboxes_[i]];
+        if (++o.big_idle_epochs < kIdleEpochs) {
+            ++i;
+            continue;
+        }
+        detail::Bytes old;  // freed after the lock is released
+        {
+            std::lock_guard<Spinlock> g(o.lock);
+            if (o.buf.empty()) std::swap(old, o.buf);  // else its frames leave at the next flush
+        }
+        o.big_idle_epochs = -1;
+        big_outboxes_[i] = big_outboxes_.back();
+        big_outboxes_.pop_back();
+    }
+}
+
 void Communicator::reset_epoch() {
+    release_idle_buffers();
     ++epoch_;
     idle_since_.reset();
     count_delay_ = kFirstCountDelay;

@@ -26,9 +26,11 @@ inline int am_tag(std::uint32_t epoch) {
 // announced by a small message (one kAnnounce frame carrying its size) and then received
 // from that rank alone, so frames from one rank still run in the order they were queued.
 constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
-// A big message's receive buffer is kept for the next one only up to this capacity.
+// A big message's receive buffer is kept for the next one up to this capacity; a bigger one
+// only until two epochs end without a big message (Communicator::release_idle_buffers).
 constexpr std::size_t kKeptRecvBuffer = std::size_t(4) << 20;
-// Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most this capacity.
+// Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most this capacity;
+// plus the biggest burst's buffer while bursts keep coming (Communicator::big_spare_).
 constexpr std::size_t kMaxSpareBufferBytes = std::size_t(256) << 10;
 constexpr int kMaxMessagesPerProgress = 64;
 constexpr std::size_t kMaxSpareBuffers = 8;

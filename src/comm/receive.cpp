@@ -130,6 +130,7 @@ void Communicator::receive_big(int source, const detail::FrameRef& announce) {
     const std::size_t bytes = detail::announced_size(announce, kSmallMessage, kMpiMessageLimit);
     BigRecv b{source, std::move(recv_buf_), MPI_REQUEST_NULL};
     recv_buf_ = {};
+    recv_buf_idle_epochs_ = 0;
     b.buf.resize(bytes);
     check_mpi(
         MPI_Irecv(b.buf.data(), static_cast<int>(bytes), MPI_BYTE, source, TAG_BIG, comm_, &b.req),
@@ -164,9 +165,9 @@ bool Communicator::test_big_recvs() {
             continue;
         }
         run_message(b.source, b.buf.data(), b.buf.size());
-        // Keep the buffer for the next one unless it is big (memory returns to the system).
-        if (b.buf.capacity() <= kKeptRecvBuffer && recv_buf_.capacity() < b.buf.capacity())
-            recv_buf_ = std::move(b.buf);
+        // Kept for the next one; beyond kKeptRecvBuffer only while big messages keep coming
+        // (release_idle_buffers).
+        if (recv_buf_.capacity() < b.buf.capacity()) recv_buf_ = std::move(b.buf);
     }
     return any;
 }

@@ -117,15 +117,23 @@ void Communicator::flush() {
             ++held_;
             continue;
         }
-        detail::Bytes buf;
+        detail::Bytes buf, spare;
         if (!spare_bufs_.empty()) {
-            buf = std::move(spare_bufs_.back());
+            spare = std::move(spare_bufs_.back());
             spare_bufs_.pop_back();
         }
         std::vector<LargeSend> larges;
         {
             std::lock_guard<Spinlock> g(o.lock);
+            // A burst bigger than a spare: the outbox gets the big spare for the next one (an
+            // iterative code sends the same burst at every step).
+            const bool big = o.buf.size() > kMaxSpareBufferBytes && big_spare_.capacity() > 0;
+            buf = std::move(big ? big_spare_ : spare);
             std::swap(buf, o.buf);
+            if (big) {
+                if (o.big_idle_epochs < 0) big_outboxes_.push_back(d);
+                o.big_idle_epochs = 0;
+            }
             std::swap(larges, o.larges);
             o.body_bytes_queued = 0;
             o.bodies_queued = 0;
@@ -161,6 +169,7 @@ void Communicator::flush() {
                    spare_bufs_.size() < kMaxSpareBuffers) {
             spare_bufs_.push_back(std::move(buf));
         }
+        if (spare.capacity()) spare_bufs_.push_back(std::move(spare));  // not used
         for (auto& l : larges)
             post_large(d, std::move(l));
     }
@@ -293,6 +302,15 @@ void Communicator::finish_send(PendingSend& finished) {
     if (finished.dest >= 0)
         outbox_[finished.dest].frame_bytes_in_flight.fetch_sub(finished.bytes,
                                                                std::memory_order_release);
+    if (finished.buf.size() > kMaxSpareBufferBytes &&
+        finished.buf.capacity() > big_spare_.capacity()) {
+        // A burst: kept while bursts come (see big_spare_).
+        finished.buf.clear();
+        finished.announce.clear();
+        big_spare_ = std::move(finished.buf);
+        big_spare_idle_epochs_ = 0;
+        return;
+    }
     if (finished.buf.capacity() <= kMaxSpareBufferBytes && spare_bufs_.size() < kMaxSpareBuffers) {
         // Only moderate buffers are kept: a burst's big ones return to the system.
         finished.buf.clear();
@@ -344,6 +362,18 @@ Communicator::InFlight Communicator::in_flight(int dest, const char* what) const
 
 std::size_t Communicator::bytes_in_flight(int dest) const {
     return in_flight(dest, "bytes_in_flight").frames;
+}
+
+std::size_t Communicator::kept_buffer_bytes() const {
+    std::size_t n = big_spare_.capacity() + recv_buf_.capacity();
+    for (const detail::Bytes& b : spare_bufs_)
+        n += b.capacity();
+    for (int d = 0; d < size_; ++d) {
+        Outbox& o = outbox_[d];
+        std::lock_guard<Spinlock> g(o.lock);
+        if (o.buf.empty()) n += o.buf.capacity();
+    }
+    return n;
 }
 
 std::size_t Communicator::body_bytes_in_flight(int dest) const {

@@ -326,6 +326,7 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me, stack_low_of_this_thread()};
+    detail::tls_pool_worker = true;
     if (!pin_cpus_.empty() && !pin_this_thread(pin_cpus_, me))
         log::warn("Threadpool '" + opts_.name + "': could not pin worker " + std::to_string(me));
     Observer* const obs = observer_;
@@ -397,6 +398,7 @@ void Threadpool::worker_loop(int me) {
     }
     if (obs) obs->on_worker_stop(ow);
     tls_worker = {};
+    detail::tls_pool_worker = false;
 }
 
 std::exception_ptr Threadpool::error() const {

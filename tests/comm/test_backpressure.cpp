@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -107,4 +108,32 @@ TEST(BackPressure, LargeBodiesWaitForTheReceiver) {
     EXPECT_EQ(wrong, 0);
     EXPECT_EQ(arrived, kBodies);
     EXPECT_EQ(sent_done, kBodies);
+}
+
+// A burst of frames bigger than the spare buffers (here about 10 MB to the next rank at every
+// step) keeps its buffers while the bursts go on, so an iterative code does not map them
+// again at each step; two steps without one give them back.
+TEST(Buffers, BurstBuffersAreKeptWhileUsedAndReleasedWhenIdle) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int next = (me + 1) % n;
+    constexpr long kMessages = 400000;  // 8-byte arguments, 24 bytes a frame
+    long received = 0;
+    auto am = comm.make_active_msg([&](std::uint64_t& v) { received += v == 7 ? 1 : 0; }, "burst");
+    for (int step = 0; step < 3; ++step) {
+        for (long i = 0; i < kMessages; ++i)
+            am->send(next, std::uint64_t(7));
+        tp.join();
+    }
+    EXPECT_EQ(received, 3 * kMessages);
+    const std::size_t busy = comm.kept_buffer_bytes();
+    EXPECT_GE(busy, std::size_t(kMessages) * 16) << "rank " << me << " keeps " << busy << " B";
+    for (int step = 0; step < 3; ++step)
+        tp.join();  // epochs without bursts
+    const std::size_t idle = comm.kept_buffer_bytes();
+    // 8 spares of 256 KiB, a receive buffer of 4 MiB, one spare per outbox.
+    const std::size_t bound =
+        (std::size_t(8) << 18) + (std::size_t(4) << 20) + std::size_t(n) * (std::size_t(256) << 10);
+    EXPECT_LE(idle, bound) << "rank " << me << " keeps " << idle << " B after idle epochs";
 }

@@ -157,6 +157,12 @@ class Communicator : public JoinHook {
     /// Bytes of large bodies queued for `dest` or handed to MPI and not yet delivered (any
     /// thread; a snapshot): at most max_bytes_in_flight plus one body after a send returns.
     std::size_t body_bytes_in_flight(int dest) const;
+    /// Bytes of the buffers kept for reuse while nothing is in them: spare send buffers, the
+    /// buffer of the biggest recent burst of frames, the receive buffer of big messages, and
+    /// the outboxes' empty buffers. Bursts bigger than the spares' limits keep their buffers
+    /// only while two epochs do not end without one. Call it on the communication thread or
+    /// after join().
+    std::size_t kept_buffer_bytes() const;
 
     /// Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
     /// receiver follows the sender's value). Settable for tests of the chunked path, from any
@@ -245,6 +251,9 @@ class Communicator : public JoinHook {
     Threadpool* pool() const noexcept { return tp_; }
     /// Broadcast detection: where to write the arguments of a send held back, or null.
     char* held_send(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
+        // Sends are held on pool workers and in handlers only: other threads (the main
+        // thread seeding a graph) skip the detection's lookups (~100 instructions a send).
+        if (!detail::tls_pool_worker && detail::tls_handler_depth == 0) return nullptr;
         if (!am.broadcast_detection() || !bcast_->detection()) return nullptr;
         return bcast_->defer_begin(am, dest, max_bytes);
     }
@@ -275,6 +284,9 @@ class Communicator : public JoinHook {
         std::atomic<std::size_t> body_bytes_in_flight{0};
         std::size_t body_bytes_queued = 0;  ///< Bytes of the bodies in `larges`.
         std::size_t bodies_queued = 0;      ///< Number of bodies in `larges`.
+        /// Epochs since the big buffer it holds (the big spare, see flush) was last filled;
+        /// -1: it holds none. Communication thread only.
+        int big_idle_epochs = -1;
     };
 
     /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
@@ -395,6 +407,15 @@ class Communicator : public JoinHook {
     std::deque<PendingRecv> large_recvs_;
     std::vector<MPI_Status> statuses_;  // scratch for MPI_Testall
     std::vector<detail::Bytes> spare_bufs_;
+    // Buffers beyond the spares' limits (a burst of frames bigger than kMaxSpareBufferBytes,
+    // a big message received) are kept while the program keeps using them: an iterative code
+    // that sends the same burst at every step finds its buffers mapped. Each is released
+    // once two epochs ended without using it (release_idle_buffers, at each epoch's end).
+    detail::Bytes big_spare_;  // the biggest burst's frame buffer, once sent
+    int big_spare_idle_epochs_ = 0;
+    int recv_buf_idle_epochs_ = 0;
+    std::vector<int> big_outboxes_;  // destinations whose outbox holds the big spare
+    void release_idle_buffers();
     // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
     // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
     // order its receives were posted, which is the order messages from one rank arrive in.
