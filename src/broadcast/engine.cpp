@@ -103,13 +103,16 @@ class Engine::Sink final : public ActiveMsgBase {
     Engine& e_;
 };
 
+// A child a node sends a large body to: its rank, the MPI tag of its body, and whether it
+// forwards to nobody.
+struct Engine::BodyDest {
+    int rank;
+    int tag;
+    bool leaf;
+};
+
 // The root of a large broadcast: on_sent runs (`times` times) when every body send is done.
 struct Engine::RootState {
-    struct Later {
-        int rank;
-        int tag;
-        bool leaf;  // forwards to nobody
-    };
     ActiveMsgBase* am = nullptr;
     std::vector<char> args;
     std::size_t times = 0;
@@ -117,29 +120,24 @@ struct Engine::RootState {
     // Bodies sent one after the other (kSerialBytes): the children still to send to.
     const void* body = nullptr;
     Header h{};
-    std::vector<Later> later;
+    std::vector<BodyDest> later;
     std::size_t next_later = 0;
     std::uint64_t token = 0;  // acknowledgements of the children that forward
     // Chain: the pieces go to the one child, at most `window` at a time.
-    Later chain{-1, 0, true};
+    BodyDest chain{-1, 0, true};
     std::size_t next_piece = 0, npieces = 0, window = 0;
 };
 
 // A large broadcast being received here: the body lands piece by piece in the buffer where_to
 // gave; each piece is forwarded to the children (in order) as soon as it is here.
 struct Engine::RecvState {
-    struct Kid {
-        int rank;
-        int tag;
-        bool leaf;  // forwards to nobody
-    };
     ActiveMsgBase* am = nullptr;
     Header h{};
     std::vector<char> args;  // the user's arguments (kept for on_arrival and on_forwarded)
     char* where = nullptr;
     std::size_t npieces = 0, next = 0, sends_left = 0;
     std::vector<bool> arrived;
-    std::vector<Kid> kids;
+    std::vector<BodyDest> kids;
     bool serial = false;       // one child after the other (one piece, kSerialBytes)
     std::size_t next_kid = 0;  // serial: the next child to send to
     std::uint64_t token = 0;   // serial: acknowledgements of the children that forward
@@ -423,14 +421,13 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     }
     if (serial) {
         for (std::size_t i = 1; i < kids.size(); ++i)
-            st->later.push_back(
-                RootState::Later{list[kids[i].at].rank, tags[i], kids[i].count == 0});
+            st->later.push_back(BodyDest{list[kids[i].at].rank, tags[i], kids[i].count == 0});
         st->token = new_ack_token(st, nullptr);
     }
     if (chain) {
         st->npieces = n;
         st->next_piece = window;
-        st->chain = RootState::Later{list[kids[0].at].rank, tags[0], kids[0].count == 0};
+        st->chain = BodyDest{list[kids[0].at].rank, tags[0], kids[0].count == 0};
     }
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
@@ -479,7 +476,7 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
         f.ack = ack_token(st->serial, kids, i, st->token);
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
              st->args, nullptr, nullptr, 0, 0);
-        st->kids.push_back(RecvState::Kid{sub[c.at].rank, f.tag, c.count == 0});
+        st->kids.push_back(BodyDest{sub[c.at].rank, f.tag, c.count == 0});
     }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
     st->sends_left = st->kids.size() * st->npieces;
@@ -501,7 +498,7 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
             continue;
         }
         if (st->chain) continue;  // pump() below
-        for (const RecvState::Kid& kid : st->kids)
+        for (const BodyDest& kid : st->kids)
             comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(p), st->length(p),
                                 st->h.chunk, Sink::encode(Sink::forward_sent, st, p), kid.tag);
     }
@@ -523,25 +520,24 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
 }
 
 void Engine::forward_next(RecvState* st) {
-    // The next child, and with a leaf every leaf after it (see tree_large); the rest when
-    // that child acknowledges (on_ack).
-    const std::size_t end = st->kids[st->next_kid].leaf ? st->kids.size() : st->next_kid + 1;
-    if (end == st->kids.size()) drop_ack_token(st->token);
-    for (; st->next_kid < end; ++st->next_kid) {
-        const RecvState::Kid& kid = st->kids[st->next_kid];
-        comm_.send_body_now(kid.rank, *sink_, st->where, st->length(0), st->h.chunk,
-                            Sink::encode(Sink::forward_sent, st, 0), kid.tag);
-    }
+    send_in_turn(st->kids, st->next_kid, st->token, st->where, st->length(0), st->h.chunk,
+                 Sink::encode(Sink::forward_sent, st, 0));
 }
 
 void Engine::send_next_root(RootState* st) {
-    const std::size_t end = st->later[st->next_later].leaf ? st->later.size() : st->next_later + 1;
-    if (end == st->later.size()) drop_ack_token(st->token);
-    for (; st->next_later < end; ++st->next_later) {
-        const RootState::Later& l = st->later[st->next_later];
-        comm_.send_body_now(l.rank, *sink_, st->body, st->h.bytes, st->h.chunk,
-                            Sink::encode(Sink::root_sent, st, 1), l.tag);
-    }
+    send_in_turn(st->later, st->next_later, st->token, st->body, st->h.bytes, st->h.chunk,
+                 Sink::encode(Sink::root_sent, st, 0));
+}
+
+void Engine::send_in_turn(const std::vector<BodyDest>& dests, std::size_t& next,
+                          std::uint64_t token, const void* body, std::size_t bytes,
+                          std::size_t chunk, const std::vector<char>& args) {
+    // The next child, and with a leaf every leaf after it (see tree_large); the rest when
+    // that child acknowledges (on_ack).
+    const std::size_t end = dests[next].leaf ? dests.size() : next + 1;
+    if (end == dests.size()) drop_ack_token(token);
+    for (; next < end; ++next)
+        comm_.send_body_now(dests[next].rank, *sink_, body, bytes, chunk, args, dests[next].tag);
 }
 
 std::uint64_t Engine::new_ack_token(RootState* root, RecvState* recv) {
@@ -574,7 +570,7 @@ void Engine::on_ack(std::uint64_t token) {
 
 void Engine::pump(RecvState* st) {
     for (; st->sent < st->next && st->in_flight < st->window; ++st->sent, ++st->in_flight) {
-        const RecvState::Kid& kid = st->kids[0];
+        const BodyDest& kid = st->kids[0];
         comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(st->sent),
                             st->length(st->sent), st->h.chunk,
                             Sink::encode(Sink::forward_sent, st, st->sent), kid.tag);

@@ -128,8 +128,7 @@ void Communicator::run_frame(int source, const detail::FrameRef& fr) {
 // blocking (test_big_recvs), holding that rank's later messages back until it ran.
 void Communicator::receive_big(int source, const detail::FrameRef& announce) {
     const std::size_t bytes = detail::announced_size(announce, kSmallMessage, kMpiMessageLimit);
-    BigRecv b{source, std::move(recv_buf_), MPI_REQUEST_NULL};
-    recv_buf_ = {};
+    BigRecv b{source, std::move(recv_buf_), MPI_REQUEST_NULL};  // leaves recv_buf_ empty
     recv_buf_idle_epochs_ = 0;
     b.buf.resize(bytes);
     check_mpi(

@@ -70,6 +70,7 @@ class Engine final : public Broadcasts {
 
   private:
     class Sink;
+    struct BodyDest;
     struct RootState;
     struct RecvState;
     struct Split {
@@ -96,6 +97,10 @@ class Engine final : public Broadcasts {
     void on_ack(std::uint64_t token);
     std::uint64_t new_ack_token(RootState* root, RecvState* recv);
     void send_next_root(RootState* st);
+    // Serial bodies: the next of `dests` (and the leaves after it), from `next` on.
+    void send_in_turn(const std::vector<BodyDest>& dests, std::size_t& next, std::uint64_t token,
+                      const void* body, std::size_t bytes, std::size_t chunk,
+                      const std::vector<char>& args);
     void drop_ack_token(std::uint64_t token);
     void maybe_release(RecvState* st);
 
