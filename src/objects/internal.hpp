@@ -28,7 +28,7 @@ struct MigrateHead {
     std::uint32_t n_ready;
     std::uint32_t n_held;
     std::uint32_t pinned;
-    std::uint32_t pad;
+    std::int32_t source;  // the rank it leaves
 };
 struct ExpectedWire {
     std::int32_t sender;

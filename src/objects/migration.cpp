@@ -18,7 +18,7 @@ using detail::Record;
 
 namespace {
 
-MigrateHead head_of(const Record& r) {
+MigrateHead head_of(const Record& r, int source) {
     return MigrateHead{r.key,
                        r.type->hash,
                        static_cast<std::uint32_t>(r.expected.size()),
@@ -29,7 +29,7 @@ MigrateHead head_of(const Record& r) {
                        static_cast<std::uint32_t>(r.ready.size()),
                        static_cast<std::uint32_t>(r.held.size()),
                        r.pinned ? 1u : 0u,
-                       0u};
+                       std::int32_t(source)};
 }
 
 // What travels with an object besides the object itself: its ordering state and the requests
@@ -130,7 +130,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         comm_.enqueue(dest, *migrate_am_, sizeof(std::uint64_t) + bound, [&](char* out) {
             char* begin = out + sizeof(std::uint64_t);
             wire::Writer w(begin);
-            w.put(head_of(*rec));
+            w.put(head_of(*rec, rank_));
             write_state(w, *rec);
             char* end = rec->type->pack(rec->obj, w.position());
             const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
@@ -144,7 +144,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
     // The object and its state packed into one buffer, sent as one large message.
     auto buf = take_buffer(bound);
     wire::Writer w(buf->data());
-    w.put(head_of(*rec));
+    w.put(head_of(*rec, rank_));
     write_state(w, *rec);
     drop_requests(*rec);
     char* end = rec->type->pack(rec->obj, w.position());
@@ -200,13 +200,13 @@ const detail::ObjectType& Objects::arriving_type(std::uint32_t hash, const Objec
     return *t;
 }
 
-void Objects::install(const char* data, std::size_t size, int) {
+void Objects::install(const char* data, std::size_t size) {
     wire::Reader rd(data, size);
     const auto mh = rd.get<MigrateHead>();
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
     auto rec = read_record(rd, mh, &t);
     rec->obj = t.unpack(rd);
-    place(std::move(rec));
+    place(std::move(rec), mh.source);
 }
 
 bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
@@ -230,7 +230,7 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
         [&](char* out) {
             char* begin = out + sizeof(std::uint64_t);
             wire::Writer w(begin);
-            w.put(head_of(*rec));
+            w.put(head_of(*rec, rank_));
             char* bh_at = w.position();
             w.put(BodiesHead{});
             write_state(w, *rec);
@@ -294,7 +294,7 @@ void Objects::on_body_arrived(int source, std::uint64_t serial) {
         rec = std::move(it->second.rec);
         arriving_objects_.erase(it);
     }
-    place(std::move(rec));
+    place(std::move(rec), source);
 }
 
 void Objects::on_body_sent(std::uint64_t serial) {
@@ -310,7 +310,7 @@ void Objects::on_body_sent(std::uint64_t serial) {
     l.type->destroy(l.obj);
 }
 
-void Objects::place(std::unique_ptr<Record> rec) {
+void Objects::place(std::unique_ptr<Record> rec, int source) {
     counters_.migrations_in.fetch_add(1, std::memory_order_relaxed);
     const ObjectKey key = rec->key;
     const std::uint64_t version = rec->version;
@@ -341,7 +341,8 @@ void Objects::place(std::unique_ptr<Record> rec) {
     updates.erase(std::unique(updates.begin(), updates.end()), updates.end());
     for (int u : updates)
         send_update(u, key, rank_, version, false);
-    if (key.home != rank_) send_update(key.home, key, rank_, version, true);
+    // The home knows already when it sent the object here (do_migrate set its location).
+    if (key.home != rank_ && source != key.home) send_update(key.home, key, rank_, version, true);
 }
 
 void Objects::do_destroy(Record* r, Invocation* inv) {

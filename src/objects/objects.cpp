@@ -51,7 +51,7 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
             on_reply(src, token, failed, v.data(), v.size());
         },
         "objects.reply");
-    migrate_am_ = comm.make_active_msg([this](view<char>& v) { install(v.data(), v.size(), -1); },
+    migrate_am_ = comm.make_active_msg([this](view<char>& v) { install(v.data(), v.size()); },
                                        "objects.migrate");
     migrate_large_am_ = comm.make_large_active_msg(
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) {
@@ -62,7 +62,7 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
                 buf = std::move(it->second);
                 arriving_.erase(it);
             }
-            install(buf->data(), static_cast<std::size_t>(bytes), src);
+            install(buf->data(), static_cast<std::size_t>(bytes));
             give_buffer(std::move(buf));
         },
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) -> char* {
@@ -299,6 +299,7 @@ ObjectsStats Objects::stats() const {
     s.on_comm_thread = counters_.on_comm_thread.load();
     s.forwards = counters_.forwards.load();
     s.lazy_updates = counters_.lazy_updates.load();
+    s.home_updates = counters_.home_updates.load();
     s.migrations_out = counters_.migrations_out.load();
     s.migrations_in = counters_.migrations_in.load();
     s.parked = counters_.parked.load();

@@ -32,6 +32,7 @@ void Objects::send_invocation(int dest, const InvokeHead& h, const char* args, s
 
 void Objects::send_update(int dest, const ObjectKey& k, int loc, std::uint64_t ver, bool to_home) {
     if (to_home) {
+        counters_.home_updates.fetch_add(1, std::memory_order_relaxed);
         home_update_am_->send(dest, k, loc, ver);
     } else {
         counters_.lazy_updates.fetch_add(1, std::memory_order_relaxed);

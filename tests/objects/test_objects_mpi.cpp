@@ -424,6 +424,30 @@ TEST(ObjectsMpi, LazyUpdateMakesTheNextRequestDirect) {
     }
 }
 
+// The home learns where its object is from the object's arrivals elsewhere, except those
+// from the home itself: its departure set the location already. Requests through the home
+// still find the object.
+TEST(ObjectsMpi, ArrivalsFromTheHomeSendTheHomeNoUpdate) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto where = objs.make_handler<Counter>([&](Counter&) { return me; }, {.name = "where"});
+    if (n >= 2 && me == 0) {
+        auto p = objs.create<Counter>();
+        objs.migrate(p, 1);  // from the home: no update
+        EXPECT_EQ(where->call(p).get(), 1);
+        objs.migrate(p, 0);              // to the home: none
+        objs.migrate(p, 1);              // from the home again: none
+        if (n >= 3) objs.migrate(p, 2);  // from rank 1: one
+        EXPECT_EQ(where->call(p).get(), n >= 3 ? 2 : 1);
+    }
+    tp.join();
+    const auto st = objs.stats();
+    EXPECT_EQ(allreduce_sum(long(st.home_updates)), n >= 3 ? 1 : 0);
+    EXPECT_EQ(allreduce_sum(long(st.migrations_in)), n >= 3 ? 4 : n == 2 ? 3 : 0);
+}
+
 TEST(ObjectsMpi, SharedHandlersOverlapExclusiveOnesNever) {
     Communicator comm;
     Threadpool tp(4, &comm);

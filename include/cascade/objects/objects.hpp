@@ -72,6 +72,7 @@ struct ObjectsStats {
                                              ///< progress() (trusted short handlers)
     std::uint64_t forwards = 0;              ///< requests this rank forwarded
     std::uint64_t lazy_updates = 0;          ///< location updates this rank sent to senders
+    std::uint64_t home_updates = 0;          ///< arrivals here this rank told the home of
     std::uint64_t migrations_out = 0;        ///< objects that left this rank
     std::uint64_t migrations_in = 0;         ///< objects that arrived here
     std::uint64_t parked = 0;                ///< requests that arrived before their object
@@ -225,8 +226,8 @@ class Objects {
     void finish(detail::Record* r, bool exclusive, double seconds);
     void do_migrate(detail::Record* r, detail::Invocation* inv);
     void do_destroy(detail::Record* r, detail::Invocation* inv);
-    void install(const char* data, std::size_t size, int source);
-    void place(std::unique_ptr<detail::Record> rec);
+    void install(const char* data, std::size_t size);
+    void place(std::unique_ptr<detail::Record> rec, int source);
     bool send_with_bodies(std::unique_ptr<detail::Record>& rec, int dest);
     void on_migrate_bodies(const char* data, std::size_t size);
     void on_body_arrived(int source, std::uint64_t serial);
@@ -305,7 +306,8 @@ class Objects {
 
     struct Counters {
         std::atomic<std::uint64_t> handlers_run{0}, on_comm_thread{0}, forwards{0}, lazy_updates{0},
-            migrations_out{0}, migrations_in{0}, parked{0}, max_hops{0}, max_hops_before_home{0};
+            home_updates{0}, migrations_out{0}, migrations_in{0}, parked{0}, max_hops{0},
+            max_hops_before_home{0};
         std::array<std::atomic<std::uint64_t>, 8> by_hops{};
     };
     mutable Counters counters_;
