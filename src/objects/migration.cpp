@@ -63,9 +63,9 @@ void drop_requests(Record& r) {
     r.held.clear();
 }
 
-std::unique_ptr<Record> read_record(wire::Reader& rd, const MigrateHead& mh,
-                                    const detail::ObjectType* t) {
-    auto rec = std::make_unique<Record>();
+// Fills rec (a new or reset Record) from the message.
+void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectType* t,
+                 Record* rec) {
     rec->key = mh.key;
     rec->type = t;
     rec->version = mh.version;
@@ -86,7 +86,6 @@ std::unique_ptr<Record> read_record(wire::Reader& rd, const MigrateHead& mh,
         else
             rec->held.emplace(std::make_pair(int(q->h.sender), q->h.seq), q);
     }
-    return rec;
 }
 
 // The arguments of an objects.body message: the rank that sent the object and its serial.
@@ -120,6 +119,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
     // From here on, requests arriving for it are forwarded to dest.
     if (send_with_bodies(rec, dest)) {
         counters_.migrations_out.fetch_add(1, std::memory_order_relaxed);
+        give_record(std::move(rec));
         return;
     }
     const std::size_t bound = state_bytes(*rec) + rec->type->size(rec->obj) + 8;
@@ -139,6 +139,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         });
         drop_requests(*rec);
         rec->type->destroy(rec->obj);
+        give_record(std::move(rec));
         return;
     }
     // The object and its state packed into one buffer, sent as one large message.
@@ -161,6 +162,25 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         migrate_large_am_->send_large(dest, view<char>(data, n), std::int32_t(rank_),
                                       std::uint64_t(n), serial);
     }
+    give_record(std::move(rec));
+}
+
+std::unique_ptr<Record> Objects::take_record() {
+    {
+        std::lock_guard<std::mutex> g(spare_mutex_);
+        if (!spare_records_.empty()) {
+            auto r = std::move(spare_records_.back());
+            spare_records_.pop_back();
+            return r;
+        }
+    }
+    return std::make_unique<Record>();
+}
+
+void Objects::give_record(std::unique_ptr<Record> r) noexcept {
+    reset(*r);
+    std::lock_guard<std::mutex> g(spare_mutex_);
+    if (spare_records_.size() < kSpareRecords) spare_records_.push_back(std::move(r));
 }
 
 std::unique_ptr<detail::Bytes> Objects::take_buffer(std::size_t bytes) {
@@ -204,7 +224,8 @@ void Objects::install(const char* data, std::size_t size) {
     wire::Reader rd(data, size);
     const auto mh = rd.get<MigrateHead>();
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
-    auto rec = read_record(rd, mh, &t);
+    auto rec = take_record();
+    read_record(rd, mh, &t, rec.get());
     rec->obj = t.unpack(rd);
     place(std::move(rec), mh.source);
 }
@@ -220,7 +241,10 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
         std::lock_guard<std::mutex> g(large_mutex_);
         serial = next_serial_++;
     }
-    std::vector<detail::BodyRef> bodies;
+    // The bodies' places (the thread's own list: its capacity stays for the next migration).
+    thread_local std::vector<detail::BodyRef> t_bodies;
+    std::vector<detail::BodyRef>& bodies = t_bodies;
+    bodies.clear();
     bodies.reserve(n_bodies);
     const std::vector<char> args = body_args(rank_, serial);
     // The message and, after it, the bodies straight from the object's members; the object
@@ -260,8 +284,11 @@ void Objects::on_migrate_bodies(const char* data, std::size_t size) {
     const auto mh = rd.get<MigrateHead>();
     const auto bh = rd.get<BodiesHead>();
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
-    auto rec = read_record(rd, mh, &t);
-    std::vector<detail::BodyRef> bodies;
+    auto rec = take_record();
+    read_record(rd, mh, &t, rec.get());
+    thread_local std::vector<detail::BodyRef> t_bodies;  // as in send_with_bodies
+    std::vector<detail::BodyRef>& bodies = t_bodies;
+    bodies.clear();
     detail::BodyReader br(data + (size - rd.remaining()), rd.remaining(), bodies);
     rec->obj = t.unpack_bodies(br);
     if (br.remaining() != 0 || bodies.size() != bh.n_bodies || bh.n_bodies == 0) {

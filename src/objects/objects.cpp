@@ -36,6 +36,7 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
     if (!cur || &cur->pool() != &tp) own_futures_ = std::make_unique<Futures>(tp, &comm);
     for (std::uint32_t i = 0; i < kMaxHandlers; ++i)
         handlers_[i].store(nullptr, std::memory_order_relaxed);
+    spare_records_.reserve(kSpareRecords);  // give_record() never allocates
     invoke_am_ = comm.make_active_msg(
         [this](view<char>& v) { on_invoke_frame(v.data(), v.size()); }, "objects.invoke");
     forward_am_ = comm.make_active_msg(

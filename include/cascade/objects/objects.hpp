@@ -303,6 +303,12 @@ class Objects {
     void give_buffer(std::unique_ptr<detail::Bytes> b) noexcept;
     std::mutex spare_mutex_;
     std::vector<std::unique_ptr<detail::Bytes>> spare_;
+    // Records of objects that left, for the next arrivals: a migration then allocates no
+    // Record, request queue or ordering state (kSpareRecords at most, under spare_mutex_).
+    static constexpr std::size_t kSpareRecords = 16;
+    std::vector<std::unique_ptr<detail::Record>> spare_records_;
+    std::unique_ptr<detail::Record> take_record();
+    void give_record(std::unique_ptr<detail::Record> r) noexcept;
 
     struct Counters {
         std::atomic<std::uint64_t> handlers_run{0}, on_comm_thread{0}, forwards{0}, lazy_updates{0},

@@ -135,6 +135,22 @@ struct Record {
     }
 };
 
+// Makes r a new Record again (every member as declared above) and keeps the memory of its
+// containers; their requests must have been deleted or handed on.
+inline void reset(Record& r) noexcept {
+    r.key = {};
+    r.type = nullptr;
+    r.obj = nullptr;
+    r.version = 0;
+    r.running_shared = 0;
+    r.running_exclusive = r.migrating = r.pinned = r.rebalancing = r.deferred = false;
+    r.ready.clear();
+    r.held.clear();
+    r.expected.clear();
+    r.busy_s = r.recent_s = 0;
+    r.handled = 0;
+}
+
 // What this rank knows of one object.
 struct Entry {
     int loc = -1;                      // last known location (the home's is authoritative)
