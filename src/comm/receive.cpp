@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "internal.hpp"
@@ -78,27 +79,31 @@ void Communicator::run_frame(int source, const detail::FrameRef& fr) {
         receive_big(source, fr);
         return;
     }
-    if (fr.id >= ams_.size())
-        abort_job("rank " + std::to_string(rank_) + " received active message #" +
-                  std::to_string(fr.id) + " from rank " + std::to_string(source) + ", but only " +
-                  std::to_string(ams_.size()) +
-                  " are registered here; active messages must be created in the same "
-                  "order on every rank");
+    if (fr.id >= ams_.size()) [[unlikely]]
+        unknown_frame(source, fr);
     ActiveMsgBase& am = *ams_[fr.id];
-    if (fr.sig != am.signature()) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "0x%08x, here 0x%08x", fr.sig, am.signature());
-        abort_job("rank " + std::to_string(rank_) + ": active message #" + std::to_string(fr.id) +
-                  " from rank " + std::to_string(source) + " has a different signature than '" +
-                  am.name() + "' here (" + buf + "; local types: " + std::string(am.types()) +
-                  "); active messages must be created in the same order with the same names "
-                  "and argument types on every rank");
-    }
+    if (fr.sig != am.signature()) [[unlikely]]
+        unknown_frame(source, fr);
     cur_seq_ = recv_seq_[static_cast<std::size_t>(source)]++;
-    trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;
+    if (trace::recording()) [[unlikely]] {
+        run_frame_traced(source, fr, am);
+    } else {
+        try {
+            am.on_frame(source, fr.payload, fr.len);
+        } catch (...) {
+            frame_failed(source, am, std::current_exception());
+        }
+    }
+    if (!am.is_large()) ++processed_;
+}
+
+// The same, recording the handler in the trace (the handler is the context of what it does:
+// promises, sends).
+void Communicator::run_frame_traced(int source, const detail::FrameRef& fr, ActiveMsgBase& am) {
+    trace::Buffer* tb = trace::this_thread();
     std::uint64_t outer = trace::kNone;
     trace::Event* ev = nullptr;
-    if (tb) [[unlikely]] {  // the handler is the context of what it does (promises, sends)
+    if (tb) {
         outer = tb->context;
         if ((ev = tb->reserve(trace::Kind::am_run))) {
             ev->t0 = trace::stamp();
@@ -111,17 +116,42 @@ void Communicator::run_frame(int source, const detail::FrameRef& fr) {
     }
     try {
         am.on_frame(source, fr.payload, fr.len);
-    } catch (const WireError& e) {
-        abort_job("rank " + std::to_string(rank_) + ": malformed active message '" + am.name() +
-                  "' from rank " + std::to_string(source) + ": " + e.what());
     } catch (...) {
-        handler_failed(am, source, std::current_exception(), "handler");
+        frame_failed(source, am, std::current_exception());
     }
-    if (tb) [[unlikely]] {
+    if (tb) {
         if (ev) ev->t1 = trace::stamp();
         tb->context = outer;
     }
-    if (!am.is_large()) ++processed_;
+}
+
+void Communicator::unknown_frame(int source, const detail::FrameRef& fr) {
+    if (fr.id >= ams_.size())
+        abort_job("rank " + std::to_string(rank_) + " received active message #" +
+                  std::to_string(fr.id) + " from rank " + std::to_string(source) + ", but only " +
+                  std::to_string(ams_.size()) +
+                  " are registered here; active messages must be created in the same "
+                  "order on every rank");
+    const ActiveMsgBase& am = *ams_[fr.id];
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "0x%08x, here 0x%08x", fr.sig, am.signature());
+    abort_job("rank " + std::to_string(rank_) + ": active message #" + std::to_string(fr.id) +
+              " from rank " + std::to_string(source) + " has a different signature than '" +
+              am.name() + "' here (" + buf + "; local types: " + std::string(am.types()) +
+              "); active messages must be created in the same order with the same names "
+              "and argument types on every rank");
+    std::abort();  // not reached: abort_job does not return (a virtual call, not known here)
+}
+
+void Communicator::frame_failed(int source, const ActiveMsgBase& am, std::exception_ptr e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const WireError& we) {
+        abort_job("rank " + std::to_string(rank_) + ": malformed active message '" + am.name() +
+                  "' from rank " + std::to_string(source) + ": " + we.what());
+    } catch (...) {
+        handler_failed(am, source, std::current_exception(), "handler");
+    }
 }
 
 // A big message of frames follows this announce from the same rank: receive it without

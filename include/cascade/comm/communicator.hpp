@@ -377,6 +377,13 @@ class Communicator : public JoinHook {
     void run_message(int source, const char* data, std::size_t size);
     void run_frames(int source, const char* data, std::size_t size);
     void run_frame(int source, const detail::FrameRef& fr);
+    void run_frame_traced(int source, const detail::FrameRef& fr, ActiveMsgBase& am);
+    // A frame of an unregistered message or with another signature: ends the job.
+    [[noreturn, gnu::cold, gnu::noinline]] void unknown_frame(int source,
+                                                              const detail::FrameRef& fr);
+    // A handler threw (or its arguments were malformed): ends the job or records the error.
+    [[gnu::cold, gnu::noinline]] void frame_failed(int source, const ActiveMsgBase& am,
+                                                   std::exception_ptr e);
     bool test_large_recvs();
     void send_ctrl(int dest, CtrlMsg m);
     void on_ctrl(int source, const CtrlMsg& m);
