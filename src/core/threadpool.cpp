@@ -13,6 +13,7 @@
 #include "cascade/core/detail/inbox.hpp"
 #include "cascade/core/detail/task_epilogue.hpp"
 #include "cascade/core/detail/watchdog.hpp"
+#include "cascade/core/detail/worker_context.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/log.hpp"
 #include "cascade/core/settings.hpp"
@@ -26,12 +27,7 @@ namespace cascade {
 
 namespace {
 
-struct WorkerContext {
-    const Threadpool* pool = nullptr;
-    int index = -1;
-    const char* stack_low = nullptr;  // lowest address of this worker's stack
-};
-thread_local WorkerContext tls_worker;
+using detail::tls_worker;
 
 // Workers get a stack of this size (address space; pages are used only as the stack grows):
 // a task waiting in a future's get() runs other tasks meanwhile, nested on its stack.
@@ -326,7 +322,6 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me, stack_low_of_this_thread()};
-    detail::tls_pool_worker = true;
     if (!pin_cpus_.empty() && !pin_this_thread(pin_cpus_, me))
         log::warn("Threadpool '" + opts_.name + "': could not pin worker " + std::to_string(me));
     Observer* const obs = observer_;
@@ -398,7 +393,6 @@ void Threadpool::worker_loop(int me) {
     }
     if (obs) obs->on_worker_stop(ow);
     tls_worker = {};
-    detail::tls_pool_worker = false;
 }
 
 std::exception_ptr Threadpool::error() const {

@@ -26,6 +26,7 @@
 #include "cascade/comm/detail/bytes.hpp"
 #include "cascade/comm/detail/frames.hpp"
 #include "cascade/comm/large_active_msg.hpp"
+#include "cascade/core/detail/worker_context.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
@@ -253,7 +254,7 @@ class Communicator : public JoinHook {
     char* held_send(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
         // Sends are held on pool workers and in handlers only: other threads (the main
         // thread seeding a graph) skip the detection's lookups (~100 instructions a send).
-        if (!detail::tls_pool_worker && detail::tls_handler_depth == 0) return nullptr;
+        if (!detail::tls_worker.pool && detail::tls_handler_depth == 0) return nullptr;
         if (!am.broadcast_detection() || !bcast_->detection()) return nullptr;
         return bcast_->defer_begin(am, dest, max_bytes);
     }

@@ -17,10 +17,6 @@ class TaskEpilogue {
 
 inline thread_local TaskEpilogue* tls_task_epilogue = nullptr;
 
-// Whether this thread is a pool's worker (set for its whole life): a layer that holds work
-// back only on workers tells the other threads apart with one thread-local load.
-inline thread_local bool tls_pool_worker = false;
-
 inline void run_task_epilogue() noexcept {
     if (TaskEpilogue* e = tls_task_epilogue) [[unlikely]]
         e->run_epilogue();
