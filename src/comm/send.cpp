@@ -117,18 +117,19 @@ void Communicator::flush() {
             ++held_;
             continue;
         }
-        detail::Bytes buf, spare;
-        if (!spare_bufs_.empty()) {
-            spare = std::move(spare_bufs_.back());
-            spare_bufs_.pop_back();
-        }
+        detail::Bytes buf;
         std::vector<LargeSend> larges;
         {
             std::lock_guard<Spinlock> g(o.lock);
-            // A burst bigger than a spare: the outbox gets the big spare for the next one (an
-            // iterative code sends the same burst at every step).
+            // The outbox's next buffer: for a burst bigger than a spare, the big spare (an
+            // iterative code sends the same burst at every step); else a spare, if any.
             const bool big = o.buf.size() > kMaxSpareBufferBytes && big_spare_.capacity() > 0;
-            buf = std::move(big ? big_spare_ : spare);
+            if (big) {
+                buf = std::move(big_spare_);
+            } else if (!spare_bufs_.empty()) {
+                buf = std::move(spare_bufs_.back());
+                spare_bufs_.pop_back();
+            }
             std::swap(buf, o.buf);
             if (big) {
                 if (o.big_idle_epochs < 0) big_outboxes_.push_back(d);
@@ -169,7 +170,6 @@ void Communicator::flush() {
                    spare_bufs_.size() < kMaxSpareBuffers) {
             spare_bufs_.push_back(std::move(buf));
         }
-        if (spare.capacity()) spare_bufs_.push_back(std::move(spare));  // not used
         for (auto& l : larges)
             post_large(d, std::move(l));
     }
