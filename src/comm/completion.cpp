@@ -160,15 +160,17 @@ bool Communicator::completion_step(Threadpool& tp) {
 }
 
 void Communicator::release_idle_buffers() {
+    // A counter is reset while its epoch uses the buffer, so that epoch's end counts 1: the
+    // buffer goes once kIdleEpochs epochs after it ended without using it.
     constexpr int kIdleEpochs = 2;
     // (x = {} would keep the capacity: it assigns an empty initializer list.)
-    if (big_spare_.capacity() && ++big_spare_idle_epochs_ >= kIdleEpochs)
+    if (big_spare_.capacity() && ++big_spare_idle_epochs_ > kIdleEpochs)
         detail::Bytes().swap(big_spare_);
-    if (recv_buf_.capacity() > kKeptRecvBuffer && ++recv_buf_idle_epochs_ >= kIdleEpochs)
+    if (recv_buf_.capacity() > kKeptRecvBuffer && ++recv_buf_idle_epochs_ > kIdleEpochs)
         detail::Bytes().swap(recv_buf_);
     for (std::size_t i = 0; i < big_outboxes_.size();) {
         Outbox& o = outbox_[big_outboxes_[i]];
-        if (++o.big_idle_epochs < kIdleEpochs) {
+        if (++o.big_idle_epochs <= kIdleEpochs) {
             ++i;
             continue;
         }

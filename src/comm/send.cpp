@@ -302,13 +302,8 @@ void Communicator::finish_send(PendingSend& finished) {
     if (finished.dest >= 0)
         outbox_[finished.dest].frame_bytes_in_flight.fetch_sub(finished.bytes,
                                                                std::memory_order_release);
-    if (finished.buf.size() > kMaxSpareBufferBytes &&
-        finished.buf.capacity() > big_spare_.capacity()) {
-        // A burst: kept while bursts come (see big_spare_).
-        finished.buf.clear();
-        finished.announce.clear();
-        big_spare_ = std::move(finished.buf);
-        big_spare_idle_epochs_ = 0;
+    if (finished.buf.capacity() > kMaxSpareBufferBytes && finished.dest >= 0) {
+        keep_big_buffer(finished.dest, finished.buf);
         return;
     }
     if (finished.buf.capacity() <= kMaxSpareBufferBytes && spare_bufs_.size() < kMaxSpareBuffers) {
@@ -317,6 +312,32 @@ void Communicator::finish_send(PendingSend& finished) {
         finished.announce.clear();
         spare_bufs_.push_back(std::move(finished.buf));
     }
+}
+
+// A big buffer whose frames were sent, whatever their size (a small burst may have been
+// written into the outbox's big buffer): back to its outbox if that waits empty with a
+// smaller one, so that the next burst is written straight into mapped memory (a code whose
+// main thread queues a whole burst before join() finds it there); else the big spare if it
+// is bigger than the one kept. Only a big burst counts as using the buffers
+// (release_idle_buffers frees them two epochs after the last one).
+void Communicator::keep_big_buffer(int dest, detail::Bytes& b) {
+    const bool burst = b.size() > kMaxSpareBufferBytes;
+    b.clear();
+    Outbox& o = outbox_[dest];
+    {
+        std::lock_guard<Spinlock> g(o.lock);
+        if (o.buf.empty() && o.buf.capacity() < b.capacity()) std::swap(o.buf, b);
+    }
+    if (b.capacity() > kMaxSpareBufferBytes) {  // still the sent one: the outbox is busy
+        if (b.capacity() > big_spare_.capacity()) {
+            big_spare_ = std::move(b);
+            if (burst) big_spare_idle_epochs_ = 0;
+        }
+        return;
+    }
+    if (o.big_idle_epochs < 0) big_outboxes_.push_back(dest);
+    if (o.big_idle_epochs < 0 || burst) o.big_idle_epochs = 0;
+    if (b.capacity() && spare_bufs_.size() < kMaxSpareBuffers) spare_bufs_.push_back(std::move(b));
 }
 
 void Communicator::flush_blocking() {

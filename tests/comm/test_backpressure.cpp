@@ -137,3 +137,36 @@ TEST(Buffers, BurstBuffersAreKeptWhileUsedAndReleasedWhenIdle) {
         (std::size_t(8) << 18) + (std::size_t(4) << 20) + std::size_t(n) * (std::size_t(256) << 10);
     EXPECT_LE(idle, bound) << "rank " << me << " keeps " << idle << " B after idle epochs";
 }
+
+// A small burst written into the outbox's big buffer leaves in it; the big buffer then comes
+// back (to the outbox or as the big spare) instead of being freed, so the next big burst finds
+// both buffers of the last ones mapped.
+TEST(Buffers, ASmallBurstBetweenBigOnesKeepsTheBigBuffers) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int next = (me + 1) % n;
+    constexpr long kMessages = 400000;  // 8-byte arguments, 24 bytes a frame
+    long received = 0;
+    auto am = comm.make_active_msg([&](std::uint64_t& v) { received += v == 7 ? 1 : 0; }, "burst");
+    auto burst = [&](long m) {
+        for (long i = 0; i < m; ++i)
+            am->send(next, std::uint64_t(7));
+        tp.join();
+    };
+    for (int step = 0; step < 3; ++step)
+        burst(kMessages);
+    const std::size_t busy = comm.kept_buffer_bytes();
+    ASSERT_GE(busy, std::size_t(2) * kMessages * 24) << "rank " << me << " keeps " << busy << " B";
+    burst(10);
+    const std::size_t after_small = comm.kept_buffer_bytes();
+    EXPECT_GE(after_small, busy - busy / 8)
+        << "rank " << me << ": " << busy << " B kept after big bursts, " << after_small
+        << " B after a small one";
+    burst(kMessages);
+    const std::size_t after_big = comm.kept_buffer_bytes();
+    EXPECT_LE(after_big, busy + busy / 8)
+        << "rank " << me << ": " << busy << " B kept after big bursts, " << after_big
+        << " B after the next one (a buffer more)";
+    EXPECT_EQ(received, 4 * kMessages + 10);
+}

@@ -424,6 +424,7 @@ class Communicator : public JoinHook {
     int recv_buf_idle_epochs_ = 0;
     std::vector<int> big_outboxes_;  // destinations whose outbox holds the big spare
     void release_idle_buffers();
+    void keep_big_buffer(int dest, detail::Bytes& b);
     // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
     // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
     // order its receives were posted, which is the order messages from one rank arrive in.
