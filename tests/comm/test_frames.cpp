@@ -2,7 +2,11 @@
 // (cascade/futures/detail/reply_tokens.hpp): malformed input is refused, never trusted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "cascade/comm/detail/frames.hpp"
@@ -112,4 +116,61 @@ TEST(ReplyTokens, OnlyLiveTokensAreAnswered) {
     EXPECT_EQ(t.take(tb), &b);
     EXPECT_EQ(t.take(ta2), &a);
     EXPECT_EQ(t.size(), 0u);
+}
+
+// Tokens added on some threads and taken on others, in two tables at once (each thread keeps
+// free slots of the last table it used): every token is answered once with its own state,
+// and no slot serves two live states.
+TEST(ReplyTokens, ThreadsAddAndTakeAcrossTablesWithoutLoss) {
+    detail::ReplyTokens<long> tables[2];
+    constexpr int kThreads = 4, kRounds = 50, kPer = 300;
+    std::vector<long> values(static_cast<std::size_t>(kThreads) * kPer);
+    std::vector<std::vector<std::uint64_t>> tokens(kThreads);
+    std::barrier sync(kThreads);
+    std::atomic<long> wrong{0};
+    auto work = [&](int me) {
+        for (int round = 0; round < kRounds; ++round) {
+            auto& mine = tokens[static_cast<std::size_t>(me)];
+            mine.clear();
+            for (int k = 0; k < kPer; ++k) {
+                const std::size_t v =
+                    static_cast<std::size_t>(me) * kPer + static_cast<std::size_t>(k);
+                mine.push_back(tables[(k + round) % 2].add(&values[v]));
+            }
+            sync.arrive_and_wait();
+            if (me == 0) {  // the live tokens of each table name distinct slots
+                for (int t = 0; t < 2; ++t) {
+                    std::vector<std::uint32_t> slots;
+                    for (int j = 0; j < kThreads; ++j)
+                        for (int k = 0; k < kPer; ++k)
+                            if ((k + round) % 2 == t)
+                                slots.push_back(static_cast<std::uint32_t>(
+                                    tokens[static_cast<std::size_t>(j)]
+                                          [static_cast<std::size_t>(k)]));
+                    std::sort(slots.begin(), slots.end());
+                    if (std::adjacent_find(slots.begin(), slots.end()) != slots.end()) ++wrong;
+                    if (tables[t].size() != slots.size()) ++wrong;
+                }
+            }
+            sync.arrive_and_wait();
+            const int from = (me + 1 + round) % kThreads;  // another thread's tokens
+            const auto& theirs = tokens[static_cast<std::size_t>(from)];
+            for (int k = 0; k < kPer; ++k) {
+                const std::size_t v =
+                    static_cast<std::size_t>(from) * kPer + static_cast<std::size_t>(k);
+                detail::ReplyTokens<long>& t = tables[(k + round) % 2];
+                if (t.take(theirs[static_cast<std::size_t>(k)]) != &values[v]) ++wrong;
+                if (t.take(theirs[static_cast<std::size_t>(k)]) != nullptr) ++wrong;  // once
+            }
+            sync.arrive_and_wait();
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i)
+        threads.emplace_back(work, i);
+    for (auto& th : threads)
+        th.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(tables[0].size(), 0u);
+    EXPECT_EQ(tables[1].size(), 0u);
 }

@@ -6,7 +6,10 @@
 // A token is a slot index (low 32 bits) and the slot's generation (high 32 bits, odd while
 // the slot holds a state): a slot reused for another state answers only the new token.
 // add() may be called from any thread, take() from any thread, each without locks: free
-// slots form a stack whose head carries a tag against ABA.
+// slots form a stack whose head carries a tag against ABA. Each thread keeps a few free slots
+// of its own (the last table it used), so that a thread that takes the replies of the calls
+// it makes (the communication thread, a main thread in get()) issues and retires tokens
+// without a read-modify-write on shared words but the one that retires a token.
 #pragma once
 
 #include <atomic>
@@ -18,7 +21,7 @@ namespace cascade::detail {
 template <class T>
 class ReplyTokens {
   public:
-    ReplyTokens() {
+    ReplyTokens() : id_(next_id()) {
         for (auto& c : chunks_)
             c.store(nullptr, std::memory_order_relaxed);
     }
@@ -32,7 +35,8 @@ class ReplyTokens {
     // A token naming p until take() returns it. Throws std::bad_alloc when 2^26 states wait
     // at once.
     std::uint64_t add(T* p) {
-        const std::uint32_t i = pop_free();
+        Local& l = local();
+        const std::uint32_t i = l.owner == id_ && l.n > 0 ? l.idx[--l.n] : pop_free();
         Slot& s = slot(i);
         const std::uint32_t g = s.gen.load(std::memory_order_relaxed) + 1;  // odd: live
         s.ptr.store(p, std::memory_order_relaxed);
@@ -49,17 +53,44 @@ class ReplyTokens {
         if (!s || s->gen.load(std::memory_order_acquire) != g) return nullptr;
         T* p = s->ptr.load(std::memory_order_relaxed);
         if (!s->gen.compare_exchange_strong(g, g + 1, std::memory_order_acq_rel)) return nullptr;
-        push_free(i);
+        Local& l = local();
+        if (l.owner != id_ && l.n == 0) l.owner = id_;
+        if (l.owner == id_ && l.n < kLocal)
+            l.idx[l.n++] = i;
+        else
+            push_free(i);
         return p;
     }
 
-    // States waiting now (for tests and diagnostics).
-    std::size_t size() const noexcept { return live_.load(std::memory_order_relaxed); }
+    // States waiting now (for tests and diagnostics): a scan of the slots handed out.
+    std::size_t size() const noexcept {
+        std::size_t n = 0;
+        const std::uint32_t end = fresh_.load(std::memory_order_acquire);
+        for (std::uint32_t i = 0; i < end; ++i)
+            if (const Slot* s = find(i); s && (s->gen.load(std::memory_order_acquire) & 1)) ++n;
+        return n;
+    }
 
   private:
     static constexpr std::uint32_t kChunkBits = 12, kChunk = 1u << kChunkBits;
     static constexpr std::uint32_t kChunks = 1u << 14;  // 2^26 slots at most
     static constexpr std::uint32_t kNil = ~0u;
+    static constexpr std::uint32_t kLocal = 32;
+    // A thread's free slots of one table (named by its id, never reused: a table at the
+    // address of a destroyed one does not take the old one's slots).
+    struct Local {
+        std::uint64_t owner = 0;
+        std::uint32_t n = 0;
+        std::uint32_t idx[kLocal];
+    };
+    static Local& local() noexcept {
+        thread_local Local l;
+        return l;
+    }
+    static std::uint64_t next_id() noexcept {
+        static std::atomic<std::uint64_t> ids{0};
+        return ids.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
     struct Slot {
         std::atomic<T*> ptr{nullptr};
         std::atomic<std::uint32_t> gen{0};
@@ -85,7 +116,6 @@ class ReplyTokens {
         return c[i & (kChunk - 1)];
     }
     std::uint32_t pop_free() {
-        live_.fetch_add(1, std::memory_order_relaxed);
         std::uint64_t h = free_.load(std::memory_order_acquire);
         while (static_cast<std::uint32_t>(h) != kNil) {
             const auto i = static_cast<std::uint32_t>(h);
@@ -94,20 +124,14 @@ class ReplyTokens {
             if (free_.compare_exchange_weak(h, nh, std::memory_order_acq_rel)) return i;
         }
         const std::uint32_t i = fresh_.load(std::memory_order_relaxed);
-        if (i >= kChunk * kChunks) {
-            live_.fetch_sub(1, std::memory_order_relaxed);
-            throw std::bad_alloc();
-        }
+        if (i >= kChunk * kChunks) throw std::bad_alloc();
         // A fresh slot: its chunk exists before fresh_ says so (take() reads fresh_ first).
         std::uint32_t want = i;
         for (;;) {
             slot(want);
             if (fresh_.compare_exchange_weak(want, want + 1, std::memory_order_acq_rel))
                 return want;
-            if (want >= kChunk * kChunks) {
-                live_.fetch_sub(1, std::memory_order_relaxed);
-                throw std::bad_alloc();
-            }
+            if (want >= kChunk * kChunks) throw std::bad_alloc();
         }
     }
     void push_free(std::uint32_t i) noexcept {
@@ -120,13 +144,12 @@ class ReplyTokens {
                                             std::memory_order_relaxed))
                 break;
         }
-        live_.fetch_sub(1, std::memory_order_relaxed);
     }
 
     std::atomic<Slot*> chunks_[kChunks];
     std::atomic<std::uint64_t> free_{kNil};  // tag << 32 | top index
     std::atomic<std::uint32_t> fresh_{0};    // slots handed out at least once
-    std::atomic<std::size_t> live_{0};
+    const std::uint64_t id_;
 };
 
 }  // namespace cascade::detail
