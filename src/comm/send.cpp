@@ -328,7 +328,7 @@ void Communicator::keep_big_buffer(int dest, detail::Bytes& b) {
         std::lock_guard<Spinlock> g(o.lock);
         if (o.buf.empty() && o.buf.capacity() < b.capacity()) std::swap(o.buf, b);
     }
-    if (b.capacity() > kMaxSpareBufferBytes) {  // still the sent one: the outbox is busy
+    if (b.capacity() > kMaxSpareBufferBytes) {  // the outbox was busy (or held a big one too)
         if (b.capacity() > big_spare_.capacity()) {
             big_spare_ = std::move(b);
             if (burst) big_spare_idle_epochs_ = 0;

@@ -110,63 +110,63 @@ TEST(BackPressure, LargeBodiesWaitForTheReceiver) {
     EXPECT_EQ(sent_done, kBodies);
 }
 
+// Bursts of 8-byte messages to the next rank, each followed by a join (one epoch per burst).
+struct Bursts {
+    static constexpr long kMessages = 400000;  // 8-byte arguments, 24 bytes a frame
+    Communicator comm;
+    Threadpool tp{1, &comm};
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int next = (me + 1) % n;
+    long received = 0;
+    cascade::ActiveMsg<std::uint64_t>* am =
+        comm.make_active_msg([this](std::uint64_t& v) { received += v == 7 ? 1 : 0; }, "burst");
+    void burst(long m) {
+        for (long i = 0; i < m; ++i)
+            am->send(next, std::uint64_t(7));
+        tp.join();
+    }
+};
+
 // A burst of frames bigger than the spare buffers (here about 10 MB to the next rank at every
 // step) keeps its buffers while the bursts go on, so an iterative code does not map them
 // again at each step; two steps without one give them back.
 TEST(Buffers, BurstBuffersAreKeptWhileUsedAndReleasedWhenIdle) {
-    Communicator comm;
-    Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
-    const int next = (me + 1) % n;
-    constexpr long kMessages = 400000;  // 8-byte arguments, 24 bytes a frame
-    long received = 0;
-    auto am = comm.make_active_msg([&](std::uint64_t& v) { received += v == 7 ? 1 : 0; }, "burst");
-    for (int step = 0; step < 3; ++step) {
-        for (long i = 0; i < kMessages; ++i)
-            am->send(next, std::uint64_t(7));
-        tp.join();
-    }
-    EXPECT_EQ(received, 3 * kMessages);
-    const std::size_t busy = comm.kept_buffer_bytes();
-    EXPECT_GE(busy, std::size_t(kMessages) * 16) << "rank " << me << " keeps " << busy << " B";
+    Bursts b;
+    constexpr long kMessages = Bursts::kMessages;
     for (int step = 0; step < 3; ++step)
-        tp.join();  // epochs without bursts
-    const std::size_t idle = comm.kept_buffer_bytes();
+        b.burst(kMessages);
+    EXPECT_EQ(b.received, 3 * kMessages);
+    const std::size_t busy = b.comm.kept_buffer_bytes();
+    EXPECT_GE(busy, std::size_t(kMessages) * 16) << "rank " << b.me << " keeps " << busy << " B";
+    for (int step = 0; step < 3; ++step)
+        b.tp.join();  // epochs without bursts
+    const std::size_t idle = b.comm.kept_buffer_bytes();
     // 8 spares of 256 KiB, a receive buffer of 4 MiB, one spare per outbox.
-    const std::size_t bound =
-        (std::size_t(8) << 18) + (std::size_t(4) << 20) + std::size_t(n) * (std::size_t(256) << 10);
-    EXPECT_LE(idle, bound) << "rank " << me << " keeps " << idle << " B after idle epochs";
+    const std::size_t bound = (std::size_t(8) << 18) + (std::size_t(4) << 20) +
+                              std::size_t(b.n) * (std::size_t(256) << 10);
+    EXPECT_LE(idle, bound) << "rank " << b.me << " keeps " << idle << " B after idle epochs";
 }
 
 // A small burst written into the outbox's big buffer leaves in it; the big buffer then comes
 // back (to the outbox or as the big spare) instead of being freed, so the next big burst finds
 // both buffers of the last ones mapped.
 TEST(Buffers, ASmallBurstBetweenBigOnesKeepsTheBigBuffers) {
-    Communicator comm;
-    Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
-    const int next = (me + 1) % n;
-    constexpr long kMessages = 400000;  // 8-byte arguments, 24 bytes a frame
-    long received = 0;
-    auto am = comm.make_active_msg([&](std::uint64_t& v) { received += v == 7 ? 1 : 0; }, "burst");
-    auto burst = [&](long m) {
-        for (long i = 0; i < m; ++i)
-            am->send(next, std::uint64_t(7));
-        tp.join();
-    };
+    Bursts b;
+    constexpr long kMessages = Bursts::kMessages;
     for (int step = 0; step < 3; ++step)
-        burst(kMessages);
-    const std::size_t busy = comm.kept_buffer_bytes();
-    ASSERT_GE(busy, std::size_t(2) * kMessages * 24) << "rank " << me << " keeps " << busy << " B";
-    burst(10);
-    const std::size_t after_small = comm.kept_buffer_bytes();
+        b.burst(kMessages);
+    const std::size_t busy = b.comm.kept_buffer_bytes();
+    ASSERT_GE(busy, std::size_t(2) * kMessages * 24)
+        << "rank " << b.me << " keeps " << busy << " B";
+    b.burst(10);
+    const std::size_t after_small = b.comm.kept_buffer_bytes();
     EXPECT_GE(after_small, busy - busy / 8)
-        << "rank " << me << ": " << busy << " B kept after big bursts, " << after_small
+        << "rank " << b.me << ": " << busy << " B kept after big bursts, " << after_small
         << " B after a small one";
-    burst(kMessages);
-    const std::size_t after_big = comm.kept_buffer_bytes();
+    b.burst(kMessages);
+    const std::size_t after_big = b.comm.kept_buffer_bytes();
     EXPECT_LE(after_big, busy + busy / 8)
-        << "rank " << me << ": " << busy << " B kept after big bursts, " << after_big
+        << "rank " << b.me << ": " << busy << " B kept after big bursts, " << after_big
         << " B after the next one (a buffer more)";
-    EXPECT_EQ(received, 4 * kMessages + 10);
+    EXPECT_EQ(b.received, 4 * kMessages + 10);
 }
