@@ -220,18 +220,23 @@ TEST(FuturesLocal, UsageErrors) {
     tp.join();
 }
 
-// Big vectors dropped by calls and states are pooled and received into again (no zero-fill,
-// no page faults); small ones, and ones too big for a request, are not used.
+// Big vectors dropped by calls and states are pooled once receives asked for big vectors, and
+// received into again (no zero-fill, no page faults); small ones, and ones too big for a
+// request, are not used.
 TEST(FuturesLocal, BigVectorsAreRecycled) {
     using R = detail::Recycler<std::vector<float>>;
     const std::size_t n = detail::kLargeBytes / sizeof(float) + 3;
-    R::clear();  // start empty (other tests may have pooled)
+    R::clear();  // start empty, without credits (other tests may have pooled)
     std::vector<float> small(100, 1.0f);
     R::give(small);
     EXPECT_EQ(small.size(), 100u);  // left alone
     EXPECT_EQ(R::pooled(), 0u);
     std::vector<float> big(2 * n, 2.0f);
     const float* mem = big.data();
+    R::give(big);  // no receive asked for a big vector yet: kept out of the pool
+    EXPECT_EQ(big.size(), 2 * n);
+    EXPECT_EQ(R::pooled(), 0u);
+    EXPECT_EQ(R::take(2 * n).size(), 2 * n);  // a receive that found nothing: one credit
     R::give(big);
     EXPECT_TRUE(big.empty());
     EXPECT_EQ(R::pooled(), 1u);
@@ -242,6 +247,8 @@ TEST(FuturesLocal, BigVectorsAreRecycled) {
     EXPECT_EQ(w.size(), n);
     EXPECT_EQ(w[n - 1], 2.0f);
     EXPECT_EQ(R::pooled(), 0u);
+    for (int i = 0; i < 20; ++i)  // credits for more than the pool holds
+        (void)R::take(n);
     for (int i = 0; i < 20; ++i) {  // the pool is bounded
         std::vector<float> v(n, 0.0f);
         R::give(v);
@@ -250,6 +257,8 @@ TEST(FuturesLocal, BigVectorsAreRecycled) {
     // A full pool gives its smallest vector up for a bigger one, and refuses a smaller one.
     R::clear();
     const std::size_t m = detail::kRecycleBytes / sizeof(float);
+    for (int i = 0; i < 20; ++i)
+        (void)R::take(m);
     for (int i = 0; i < 20; ++i) {
         std::vector<float> v(m, 0.0f);
         R::give(v);
@@ -264,11 +273,15 @@ TEST(FuturesLocal, BigVectorsAreRecycled) {
     R::give(smaller);
     EXPECT_EQ(smaller.size(), m - 1);  // left alone: the pool holds nothing smaller
     EXPECT_EQ(R::take(n).data(), bigger_mem);
-    // A call's big argument goes to the pool when the call is done.
+    // A call's big argument goes to the pool when the call is done, once receives asked for
+    // big vectors; before that it goes back to the allocator.
     R::clear();
     Threadpool tp(2);
     Futures fx(tp);
     auto sum = fx.make_async([](std::vector<float>& v) { return double(v.size()); }, "sumf");
+    EXPECT_EQ(async(here, sum, std::vector<float>(n, 1.0f)).get(), double(n));
+    EXPECT_EQ(R::pooled(), 0u);
+    (void)R::take(n);
     EXPECT_EQ(async(here, sum, std::vector<float>(n, 1.0f)).get(), double(n));
     tp.join();
     EXPECT_EQ(R::pooled(), 1u);

@@ -5,6 +5,10 @@
 // vectors that calls, argument copies and result states drop go to a small pool per type, and the
 // next body of a similar size is received into one of them: no fill, pages already mapped. The pool
 // holds at most kSlots vectors and kPoolBytes per type, behind a mutex taken only for big values.
+// It keeps only what receives ask for: each take() of a big size earns a credit (up to kSlots),
+// and each vector added to the pool spends one. A program whose big vectors never meet a
+// receive (local futures only) pools nothing and leaves that memory to the allocator, which
+// reuses it for its next vectors; hoarding it cost a local quicksort 5 % in page faults.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +38,7 @@ class Recycler {
         if (n * sizeof(E) >= kRecycleBytes) {
             Pool& p = pool();
             std::lock_guard<std::mutex> g(p.m);
+            if (p.credits < kSlots) ++p.credits;
             for (std::size_t i = 0; i < p.v.size(); ++i) {
                 const std::size_t have = p.v[i].size();
                 if (have >= n && have / 2 <= n) {
@@ -54,9 +59,10 @@ class Recycler {
         std::copy(x.begin(), x.end(), v.begin());
         return v;
     }
-    // Keeps v's memory for a later take() if it is big and the pool has room (v is left
-    // empty), else leaves v alone. A full pool gives up its smallest vector for a bigger one:
-    // the bigger the vector, the more a recycled one saves.
+    // Keeps v's memory for a later take() if it is big and takes asked for it (a credit, see
+    // above) or it replaces a smaller pooled one (v is left empty), else leaves v alone. A full
+    // pool gives up its smallest vector for a bigger one: the bigger the vector, the more a
+    // recycled one saves.
     static void give(V& v) noexcept {
         const std::size_t bytes = v.size() * sizeof(E);
         if (bytes < kRecycleBytes) return;
@@ -72,13 +78,17 @@ class Recycler {
             old = std::move(p.v[s]);
             p.v[s] = std::move(p.v.back());
             p.v.pop_back();
+        } else if (p.credits == 0) {
+            return;
+        } else {
+            --p.credits;
         }
         if (p.bytes + bytes <= kPoolBytes) {
             p.bytes += bytes;
             p.v.push_back(std::move(v));  // capacity reserved: does not allocate
         }
     }
-    // Frees every pooled vector (tests).
+    // Frees every pooled vector and forgets the credits (tests).
     static void clear() {
         std::vector<V> gone;
         Pool& p = pool();
@@ -86,6 +96,7 @@ class Recycler {
         gone.swap(p.v);
         p.v.reserve(kSlots);
         p.bytes = 0;
+        p.credits = 0;
     }
     // Vectors pooled now (tests).
     static std::size_t pooled() {
@@ -99,6 +110,7 @@ class Recycler {
         std::mutex m;
         std::vector<V> v;
         std::size_t bytes = 0;
+        std::size_t credits = 0;  // takes of big sizes not yet matched by a vector pooled
         Pool() { v.reserve(kSlots); }
     };
     // Never destroyed: states may still die during static destruction.
