@@ -131,10 +131,7 @@ void Communicator::flush() {
                 spare_bufs_.pop_back();
             }
             std::swap(buf, o.buf);
-            if (big) {
-                if (o.big_idle_epochs < 0) big_outboxes_.push_back(d);
-                o.big_idle_epochs = 0;
-            }
+            if (big) track_big_outbox(d, true);
             std::swap(larges, o.larges);
             o.body_bytes_queued = 0;
             o.bodies_queued = 0;
@@ -335,9 +332,20 @@ void Communicator::keep_big_buffer(int dest, detail::Bytes& b) {
         }
         return;
     }
-    if (o.big_idle_epochs < 0) big_outboxes_.push_back(dest);
-    if (o.big_idle_epochs < 0 || burst) o.big_idle_epochs = 0;
+    track_big_outbox(dest, burst);
     if (b.capacity() && spare_bufs_.size() < kMaxSpareBuffers) spare_bufs_.push_back(std::move(b));
+}
+
+// Outbox d holds a big buffer: release_idle_buffers watches it from now on; `used`: a big
+// burst used it in this epoch.
+void Communicator::track_big_outbox(int d, bool used) {
+    Outbox& o = outbox_[d];
+    if (o.big_idle_epochs < 0) {
+        big_outboxes_.push_back(d);
+        o.big_idle_epochs = 0;
+    } else if (used) {
+        o.big_idle_epochs = 0;
+    }
 }
 
 void Communicator::flush_blocking() {

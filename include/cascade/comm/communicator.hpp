@@ -425,6 +425,7 @@ class Communicator : public JoinHook {
     std::vector<int> big_outboxes_;  // destinations whose outbox holds the big spare
     void release_idle_buffers();
     void keep_big_buffer(int dest, detail::Bytes& b);
+    void track_big_outbox(int d, bool used);
     // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
     // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
     // order its receives were posted, which is the order messages from one rank arrive in.
