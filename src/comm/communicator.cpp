@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cascade/comm/detail/trace_gather.hpp"
+#include "cascade/comm/node.hpp"
 #include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/log.hpp"
@@ -73,6 +74,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
                   "while workers run); initialize MPI with MPI_Init_thread(..., " +
                   thread_level_name(opts_.thread_level) + ", ...) or let Communicator do it");
     MPI_Comm_size(comm_, &size_);
+    node_rank_ = node_local_rank(comm_);
     outbox_.reset(new Outbox[size_]);
     recv_seq_.assign(static_cast<std::size_t>(size_), 0);
     open_.assign(static_cast<std::size_t>(size_), 0);

@@ -37,7 +37,8 @@ constexpr Variable kVariables[] = {
     {"CASCADE_WORKERS", "a whole number from 1 to 4096", "the rank's share of its node's CPUs",
      "worker threads per rank for programs that use cascade::default_workers (every app)"},
     {"CASCADE_PIN_WORKERS", "1 or 0 (also on/off, true/false, yes/no)", "0",
-     "pins worker i of each pool to the i-th CPU the rank may run on"},
+     "pins worker i of each pool to the i-th CPU the rank may run on (an unbound rank: after "
+     "the workers of its node's lower ranks)"},
     {"CASCADE_BALANCE", "none, rotate, diffusion or master_worker", "none",
      "the load-balancing policy of a Balancer made without one"},
     {"CASCADE_BCAST", "1 or 0 (also on/off, true/false, yes/no)", "1",

@@ -97,6 +97,9 @@ Threadpool::Threadpool(int n_threads, JoinHook* hook, int verb, std::string name
     if (hook) {
         hook_ = hook;
         hook->attach(*this);
+        if (!pin_cpus_.empty())
+            pin_first_ =
+                pin_offset(static_cast<int>(pin_cpus_.size()), node_cpus(), hook->node_rank(), n_);
     }
     if (start) this->start();
 }
@@ -322,7 +325,7 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me, stack_low_of_this_thread()};
-    if (!pin_cpus_.empty() && !pin_this_thread(pin_cpus_, me))
+    if (!pin_cpus_.empty() && !pin_this_thread(pin_cpus_, pin_first_ + me))
         log::warn("Threadpool '" + opts_.name + "': could not pin worker " + std::to_string(me));
     Observer* const obs = observer_;
     void* const ow = obs ? observed_[me] : nullptr;

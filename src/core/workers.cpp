@@ -46,6 +46,11 @@ int default_workers(int local_ranks) {
     return std::max(1, mask / local_ranks);
 }
 
+int pin_offset(int mask_cpus, int node_cpus, int node_rank, int workers) noexcept {
+    if (mask_cpus < 1 || mask_cpus < node_cpus || node_rank < 1 || workers < 1) return 0;
+    return static_cast<int>((static_cast<long long>(node_rank) * workers) % mask_cpus);
+}
+
 bool pin_this_thread(const std::vector<int>& cpus, int i) noexcept {
 #if defined(__linux__)
     if (cpus.empty() || i < 0) return false;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cascade/core/errors.hpp"
+#include "cascade/core/join_hook.hpp"
 #include "cascade/core/threadpool.hpp"
 #include "cascade/core/workers.hpp"
 
@@ -69,6 +70,52 @@ TEST(Workers, PinnedWorkersRunOnOneCpuEach) {
         EXPECT_EQ(*seen[static_cast<std::size_t>(w)].begin(),
                   cpus[static_cast<std::size_t>(w) % cpus.size()]);
     }
+#else
+    GTEST_SKIP() << "pinning is Linux only";
+#endif
+}
+
+TEST(Workers, UnboundRanksOfOneNodeStartPinningAtTheirOwnShare) {
+    // Bound (a mask narrower than the node): every rank starts at its mask's first CPU.
+    EXPECT_EQ(cascade::pin_offset(2, 8, 3, 2), 0);
+    // Unbound: rank r of the node starts after the workers of ranks 0..r-1, modulo the mask.
+    EXPECT_EQ(cascade::pin_offset(8, 8, 0, 2), 0);
+    EXPECT_EQ(cascade::pin_offset(8, 8, 1, 2), 2);
+    EXPECT_EQ(cascade::pin_offset(8, 8, 3, 2), 6);
+    EXPECT_EQ(cascade::pin_offset(8, 8, 5, 2), 2);  // more workers than CPUs: wraps
+    EXPECT_EQ(cascade::pin_offset(2, 2, 1, 1), 1);
+    // Nonsense gives the unshifted start, never a negative or out-of-range one.
+    EXPECT_EQ(cascade::pin_offset(0, 8, 1, 2), 0);
+    EXPECT_EQ(cascade::pin_offset(8, 8, -1, 2), 0);
+    EXPECT_EQ(cascade::pin_offset(8, 8, 1, 0), 0);
+    EXPECT_EQ(cascade::pin_offset(4096, 4096, 1 << 30, 4096), 0);
+}
+
+// A pool whose hook says it is rank 1 of its node: unbound, its worker 0 is pinned one CPU
+// further than rank 0's would be (with every rank starting at the first CPU, the workers of
+// two unbound ranks shared it and a 2-rank run on 2 cores ran at half speed).
+TEST(Workers, PinningStartsAtTheNodeRanksShare) {
+#if defined(__linux__)
+    struct SecondRankOfTheNode : cascade::JoinHook {
+        void attach(cascade::Threadpool&) override {}
+        cascade::PollResult poll(cascade::Threadpool& tp) override {
+            return tp.idle() ? cascade::PollResult::done : cascade::PollResult::active;
+        }
+        bool wants_progress() const override { return false; }
+        void detach(cascade::Threadpool&) noexcept override {}
+        int node_rank() const noexcept override { return 1; }
+    } hook;
+    const std::vector<int> cpus = cascade::allowed_cpus();
+    ::setenv("CASCADE_PIN_WORKERS", "1", 1);
+    int cpu = -1;
+    {
+        cascade::Threadpool tp(1, &hook, 0, "second", false);
+        tp.insert([&] { cpu = sched_getcpu(); }, 0, 0.0, true);
+        tp.join();
+    }
+    ::unsetenv("CASCADE_PIN_WORKERS");
+    const bool unbound = static_cast<int>(cpus.size()) == cascade::node_cpus();
+    EXPECT_EQ(cpu, cpus[unbound ? 1 % cpus.size() : 0]);
 #else
     GTEST_SKIP() << "pinning is Linux only";
 #endif

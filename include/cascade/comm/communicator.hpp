@@ -192,6 +192,8 @@ class Communicator : public JoinHook {
     /// True while this Communicator has work for the communication thread.
     bool wants_progress() const override;
     int rank() const noexcept override { return rank_; }
+    /// This rank's index among the ranks of its node (node_local_rank at construction).
+    int node_rank() const noexcept override { return node_rank_; }
     /// What this rank waits for (messages in flight, completion state), for the watchdog.
     std::string describe_state() const override;
     /// Prints `what` and ends the whole job (MPI_Abort).
@@ -399,6 +401,7 @@ class Communicator : public JoinHook {
     CommunicatorOptions opts_;
     bool owns_mpi_ = false;
     int rank_ = 0, size_ = 1;
+    int node_rank_ = 0;
     std::vector<std::unique_ptr<ActiveMsgBase>> ams_;
     std::unique_ptr<Outbox[]> outbox_;
     std::atomic<int> outbox_pending_{0};

@@ -12,6 +12,10 @@ class Communicator;
 /// MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). Collective over comm.
 int node_local_ranks(MPI_Comm comm);
 
+/// This rank's index among the ranks of `comm` on its node (0 when that cannot be told).
+/// Collective over comm.
+int node_local_rank(MPI_Comm comm);
+
 /// default_workers(node_local_ranks(comm)): this rank's share of its node's CPUs (its whole
 /// affinity mask when mpiexec or srun bound it), or CASCADE_WORKERS. Collective over comm.
 int default_workers(const Communicator& comm);

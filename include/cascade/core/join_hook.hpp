@@ -38,6 +38,8 @@ class JoinHook {
     virtual void detach(Threadpool& tp) noexcept = 0;
     /// For diagnostics (watchdog, errors): this process's rank (-1: none).
     virtual int rank() const noexcept { return -1; }
+    /// This process's index among the processes of its node (worker pinning: pin_offset).
+    virtual int node_rank() const noexcept { return 0; }
     /// For diagnostics: what this process waits for (messages in flight, completion-protocol
     /// state); empty by default.
     virtual std::string describe_state() const { return {}; }

@@ -195,8 +195,10 @@ class Threadpool {
     // worker; null when none (the only cost of observation when it is off).
     Observer* observer_ = nullptr;
     std::unique_ptr<void*[]> observed_;
-    // CPUs the workers are pinned to (empty: not pinned).
+    // CPUs the workers are pinned to (empty: not pinned); worker i gets pin_cpus_[(pin_first_
+    // + i) % size] (pin_offset).
     std::vector<int> pin_cpus_;
+    int pin_first_ = 0;
 
     std::atomic<bool> failed_{false};
     mutable std::mutex error_mutex_;

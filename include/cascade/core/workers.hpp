@@ -26,4 +26,10 @@ int default_workers(int local_ranks = 1);
 /// when the system refused.
 bool pin_this_thread(const std::vector<int>& cpus, int i) noexcept;
 
+/// Where worker 0 of a pool is pinned among `mask_cpus` CPUs of its rank's mask (worker i
+/// then goes to CPU first + i, modulo): 0 when the mask is this rank's own (narrower than
+/// the node's `node_cpus`, a binding), else node_rank x workers, so that the unbound ranks of
+/// one node spread their workers over its CPUs instead of all starting at the first one.
+int pin_offset(int mask_cpus, int node_cpus, int node_rank, int workers) noexcept;
+
 }  // namespace cascade
