@@ -7,7 +7,8 @@
 //       in --async-every calls async on the next rank with a 128 KiB vector argument and a
 //       128 KiB vector result (bodies both ways). After each batch rank 0 prints a record
 //       {"bench":"soak","workload":"mixed","tasks":<so far>,"rss_mb":<largest
-//       rank>,"heap_mb":<bytes in use, largest rank>,...}.
+//       rank>,"heap_mb":<bytes in use, largest rank>,"comm_buffers_mb":<the communicator's
+//       kept send and receive buffers, largest rank>,...}.
 //   --workload flood_small: ranks 1.. send --messages small active messages in all to rank 0
 //       as fast as they can, into a handler that works --slow-ns per message; one record
 //       with the peak resident set (VmHWM) of the receiver and of the senders.
@@ -218,6 +219,9 @@ int run_mixed(const Options& o) {
         // Where the resident set is (Linux): private memory (heap, stacks), shared memory
         // (MPI's own segments between ranks of a node), mapped files (code).
         const double held_max = reduce(heap_held_mb(), MPI_MAX);
+        // The communicator's spare and burst buffers (part of heap_mb).
+        const double comm_max =
+            reduce(static_cast<double>(comm.kept_buffer_bytes()) / (1 << 20), MPI_MAX);
         const double join_max = reduce(rss_join, MPI_MAX);
         const double hwm_max = reduce(status_mb("VmHWM:"), MPI_MAX);
         const double anon_max = reduce(status_mb("RssAnon:"), MPI_MAX);
@@ -234,6 +238,7 @@ int run_mixed(const Options& o) {
                 .add("rss_mb_sum", rss_sum, "%.2f")
                 .add("heap_mb", heap_max, "%.2f")
                 .add("heap_held_mb", held_max, "%.2f")
+                .add("comm_buffers_mb", comm_max, "%.2f")
                 .add("rss_join_mb", join_max, "%.2f")
                 .add("hwm_mb", hwm_max, "%.2f")
                 .add("rss_anon_mb", anon_max, "%.2f")
