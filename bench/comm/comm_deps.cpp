@@ -12,6 +12,11 @@
 // spin. cpu_efficiency divides the spin work by the CPU time of all ranks (time lost to
 // other processes does not count; the communication thread's polling does).
 //
+// efficiency_runs: every repeat's efficiency, in order. At E=4 and 1 us on 2 cores they
+// spread from about 0.4 to 0.9, bunched at both ends (how the kernel shares the cores; within
+// one job too), so compare builds by ranking the runs of alternating jobs, not by the ratio
+// of two medians.
+//
 // comm_thread_*: the main thread (it seeds column 0, then drives MPI inside tp.join()), mean
 // over ranks: CPU time / wall, voluntary switches (naps that slept) and involuntary ones per ms.
 //
@@ -174,6 +179,7 @@ int main(int argc, char** argv) {
                             .add("efficiency", median(effs))
                             .add("efficiency_best", vmax(effs))
                             .add("efficiency_worst", vmin(effs))
+                            .add("efficiency_runs", effs)
                             .add("efficiency_nominal", median(effs_nom))
                             .add("cpu_efficiency", median(cpu_effs))
                             .add("seconds", median(walls))
