@@ -16,7 +16,7 @@ using detail::t_hops;
 // ---- running requests -----------------------------------------------------------------------
 
 void Objects::execute(Record* r, Invocation* inv) {
-    std::unique_ptr<Invocation> guard(inv);
+    detail::InvocationPtr guard(inv);
     switch (inv->h.kind) {
         case OpKind::rebalance: {
             bool pinned;
@@ -102,7 +102,7 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
             if (q->h.kind == OpKind::pin) return false;
         for (const auto& [sk, q] : r.held)
             if (q->h.kind == OpKind::pin) return false;
-        auto* inv = new Invocation;
+        Invocation* inv = detail::new_invocation();
         inv->h.key = k;
         inv->h.kind = OpKind::rebalance;
         inv->h.arg = dest;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace cascade {
 
@@ -56,9 +57,9 @@ void write_state(wire::Writer& w, const Record& r) {
 }
 void drop_requests(Record& r) {
     for (Invocation* q : r.ready)
-        delete q;
+        detail::free_invocation(q);
     for (auto& [k, q] : r.held)
-        delete q;
+        detail::free_invocation(q);
     r.ready.clear();
     r.held.clear();
 }
@@ -78,9 +79,15 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
         rec->expected.emplace_back(ew.sender, ew.next);
     }
     for (std::uint32_t i = 0; i < mh.n_ready + mh.n_held; ++i) {
-        auto* q = new Invocation;
-        q->h = rd.get<InvokeHead>();
-        q->args = rd.get<std::vector<char>>();
+        Invocation* q = detail::new_invocation();
+        try {
+            q->h = rd.get<InvokeHead>();
+            const auto args = rd.get<view<char>>();  // written as a vector: the same bytes
+            q->args.assign(args.data(), args.data() + args.size());
+        } catch (...) {
+            detail::free_invocation(q);
+            throw;
+        }
         if (i < mh.n_ready)
             rec->ready.push_back(q);
         else
@@ -88,19 +95,33 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
     }
 }
 
-// The arguments of an objects.body message: the rank that sent the object and its serial.
-std::vector<char> body_args(int source, std::uint64_t serial) {
+// The arguments of an objects.body message (never sent: the sender's completion and the
+// receiver's arrival read them): the rank that sent the object and its slot on this rank.
+std::vector<char> body_args(int source, std::uint32_t slot) {
     std::vector<char> a(sizeof(std::int32_t) + sizeof(std::uint64_t));
     wire::Writer w(a.data());
     w.put(std::int32_t(source));
-    w.put(serial);
+    w.put(std::uint64_t(slot));
     return a;
+}
+
+// A free slot of `slots` (reused, or added at the end).
+template <class Slot>
+std::uint32_t take_slot(std::deque<Slot>& slots, std::vector<std::uint32_t>& free) {
+    if (!free.empty()) {
+        const std::uint32_t i = free.back();
+        free.pop_back();
+        return i;
+    }
+    free.reserve(slots.size() + 1);  // giving it back never allocates
+    slots.emplace_back();
+    return static_cast<std::uint32_t>(slots.size() - 1);
 }
 
 }  // namespace
 
 void Objects::do_migrate(Record* r, Invocation* inv) {
-    std::unique_ptr<Invocation> guard(inv);
+    detail::InvocationPtr guard(inv);
     const int dest = inv->h.arg;
     if (dest == rank_) {  // already here
         finish(r, true, 0);
@@ -236,44 +257,54 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
     if (n_bodies == 0) return false;
     const std::size_t bytes = state_bytes(*rec) + sizeof(BodiesHead) + obj_bytes + 8;
     const std::size_t chunk = comm_.large_chunk();
-    std::uint64_t serial;
+    // Its slot until the last body has left. Its place stays put (a deque), so it is filled
+    // below without the lock: on_body_sent reads it only after a body it names has left.
+    Leaving* leaving;
+    std::uint32_t slot;
     {
         std::lock_guard<std::mutex> g(large_mutex_);
-        serial = next_serial_++;
+        slot = take_slot(leaving_objects_, free_leaving_);
+        leaving = &leaving_objects_[slot];
     }
     // The bodies' places (the thread's own list: its capacity stays for the next migration).
     thread_local std::vector<detail::BodyRef> t_bodies;
     std::vector<detail::BodyRef>& bodies = t_bodies;
     bodies.clear();
     bodies.reserve(n_bodies);
-    const std::vector<char> args = body_args(rank_, serial);
+    std::vector<char> args = body_args(rank_, slot);
     // The message and, after it, the bodies straight from the object's members; the object
     // stays here until the last body has left (on_body_sent).
-    comm_.enqueue(
-        dest, *migrate_bodies_am_, sizeof(std::uint64_t) + bytes,
-        [&](char* out) {
-            char* begin = out + sizeof(std::uint64_t);
-            wire::Writer w(begin);
-            w.put(head_of(*rec, rank_));
-            char* bh_at = w.position();
-            w.put(BodiesHead{});
-            write_state(w, *rec);
-            char* end = rec->type->pack_bodies(rec->obj, w.position(), bodies);
-            const BodiesHead bh{std::int32_t(rank_), static_cast<std::uint32_t>(bodies.size()),
-                                serial, chunk};
-            std::memcpy(bh_at, &bh, sizeof bh);
-            const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
-            std::memcpy(out, &len, sizeof len);
-            return end;
-        },
-        [&](Communicator::Outbox& o) {
-            {
-                std::lock_guard<std::mutex> g(large_mutex_);
-                leaving_objects_[serial] = Leaving{rec->type, rec->obj, bodies.size()};
-            }
-            for (const detail::BodyRef& b : bodies)
-                Communicator::attach_body(o, *body_am_, b.data, b.bytes, chunk, args);
-        });
+    try {
+        comm_.enqueue(
+            dest, *migrate_bodies_am_, sizeof(std::uint64_t) + bytes,
+            [&](char* out) {
+                char* begin = out + sizeof(std::uint64_t);
+                wire::Writer w(begin);
+                w.put(head_of(*rec, rank_));
+                char* bh_at = w.position();
+                w.put(BodiesHead{});
+                write_state(w, *rec);
+                char* end = rec->type->pack_bodies(rec->obj, w.position(), bodies);
+                const BodiesHead bh{std::int32_t(rank_), static_cast<std::uint32_t>(bodies.size()),
+                                    slot, chunk};
+                std::memcpy(bh_at, &bh, sizeof bh);
+                const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
+                std::memcpy(out, &len, sizeof len);
+                return end;
+            },
+            [&](Communicator::Outbox& o) {
+                *leaving = Leaving{rec->type, rec->obj, bodies.size()};
+                for (std::size_t i = 0; i + 1 < bodies.size(); ++i)
+                    Communicator::attach_body(o, *body_am_, bodies[i].data, bodies[i].bytes, chunk,
+                                              args);
+                Communicator::attach_body(o, *body_am_, bodies.back().data, bodies.back().bytes,
+                                          chunk, std::move(args));
+            });
+    } catch (...) {
+        std::lock_guard<std::mutex> g(large_mutex_);
+        if (!leaving->type) free_leaving_.push_back(slot);
+        throw;
+    }
     rec->obj = nullptr;
     drop_requests(*rec);
     return true;
@@ -299,39 +330,44 @@ void Objects::on_migrate_bodies(const char* data, std::size_t size) {
                         " bodies; its members take " + std::to_string(bodies.size()) + ", and " +
                         std::to_string(br.remaining()) + " bytes are left over");
     }
+    std::uint32_t slot;
     {
         std::lock_guard<std::mutex> g(large_mutex_);
-        arriving_objects_[{bh.source, bh.serial}] = Arriving{std::move(rec), bodies.size()};
+        slot = take_slot(arriving_objects_, free_arriving_);
+        arriving_objects_[slot] = Arriving{std::move(rec), bodies.size()};
     }
-    const std::vector<char> args = body_args(bh.source, bh.serial);
-    for (const detail::BodyRef& b : bodies)
-        comm_.receive_body(bh.source, *body_am_, b.data, b.bytes,
-                           static_cast<std::size_t>(bh.chunk), args);
+    std::vector<char> args = body_args(bh.source, slot);
+    const auto chunk = static_cast<std::size_t>(bh.chunk);
+    for (std::size_t i = 0; i + 1 < bodies.size(); ++i)
+        comm_.receive_body(bh.source, *body_am_, bodies[i].data, bodies[i].bytes, chunk, args);
+    comm_.receive_body(bh.source, *body_am_, bodies.back().data, bodies.back().bytes, chunk,
+                       std::move(args));
 }
 
-void Objects::on_body_arrived(int source, std::uint64_t serial) {
+void Objects::on_body_arrived(int source, std::uint64_t slot) {
     std::unique_ptr<Record> rec;
     {
         std::lock_guard<std::mutex> g(large_mutex_);
-        auto it = arriving_objects_.find({source, serial});
-        if (it == arriving_objects_.end())
+        if (slot >= arriving_objects_.size() || !arriving_objects_[slot].rec)
             throw WireError("objects: a body of an object rank " + std::to_string(source) +
                             " never sent");
-        if (--it->second.bodies_left > 0) return;
-        rec = std::move(it->second.rec);
-        arriving_objects_.erase(it);
+        Arriving& a = arriving_objects_[slot];
+        if (--a.bodies_left > 0) return;
+        rec = std::move(a.rec);
+        free_arriving_.push_back(static_cast<std::uint32_t>(slot));  // reserved: no throw
     }
     place(std::move(rec), source);
 }
 
-void Objects::on_body_sent(std::uint64_t serial) {
+void Objects::on_body_sent(std::uint64_t slot) {
     Leaving l;
     {
         std::lock_guard<std::mutex> g(large_mutex_);
-        auto it = leaving_objects_.find(serial);
-        if (it == leaving_objects_.end() || --it->second.bodies_left > 0) return;
-        l = it->second;
-        leaving_objects_.erase(it);
+        if (slot >= leaving_objects_.size() || !leaving_objects_[slot].type ||
+            --leaving_objects_[slot].bodies_left > 0)
+            return;
+        l = std::exchange(leaving_objects_[slot], Leaving{});
+        free_leaving_.push_back(static_cast<std::uint32_t>(slot));  // reserved: no throw
     }
     l.type->donate(l.obj);  // its big members receive the next bodies (Recycler)
     l.type->destroy(l.obj);
@@ -373,7 +409,7 @@ void Objects::place(std::unique_ptr<Record> rec, int source) {
 }
 
 void Objects::do_destroy(Record* r, Invocation* inv) {
-    std::unique_ptr<Invocation> guard(inv);
+    detail::InvocationPtr guard(inv);
     Shard& s = shard(r->key);
     std::unique_ptr<Record> rec;
     {
@@ -399,9 +435,9 @@ void Objects::do_destroy(Record* r, Invocation* inv) {
         }
     }
     for (Invocation* q : rec->ready)
-        delete q;
+        detail::free_invocation(q);
     for (auto& [k, q] : rec->held)
-        delete q;
+        detail::free_invocation(q);
     if (late) throw UsageError(msg);
 }
 

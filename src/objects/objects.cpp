@@ -121,19 +121,19 @@ Objects::~Objects() {
     }
     auto free_record = [](detail::Record& r) {
         for (Invocation* inv : r.ready)
-            delete inv;
+            detail::free_invocation(inv);
         for (auto& [sk, inv] : r.held)
-            delete inv;
+            detail::free_invocation(inv);
         if (r.obj) r.type->destroy(r.obj);
     };
-    for (auto& [k, a] : arriving_objects_)  // none after join(): a body still in flight
-        free_record(*a.rec);
-    for (auto& [k, l] : leaving_objects_)
-        l.type->destroy(l.obj);
+    for (auto& a : arriving_objects_)  // none after join(): a body still in flight
+        if (a.rec) free_record(*a.rec);
+    for (auto& l : leaving_objects_)
+        if (l.type) l.type->destroy(l.obj);
     for (int i = 0; i < kShards; ++i) {
         for (auto& [k, e] : shards_[i].map) {
             for (Invocation* inv : e.waiting)
-                delete inv;
+                detail::free_invocation(inv);
             if (e.rec) free_record(*e.rec);
         }
     }

@@ -69,7 +69,8 @@ void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
         }
         h.seq = e.next_seq++;
         if (e.rec || e.loc == rank_) {
-            auto* inv = new Invocation{h, {}};
+            Invocation* inv = detail::new_invocation();
+            inv->h = h;
             if (w.bytes) {
                 inv->args.resize(w.bytes);
                 inv->args.resize(
@@ -106,9 +107,9 @@ void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
 
 void Objects::on_invoke_frame(const char* data, std::size_t size) {
     if (size < sizeof(InvokeHead)) throw WireError("objects: short request");
-    auto* inv = new Invocation;
+    Invocation* inv = detail::new_invocation();
     std::memcpy(&inv->h, data, sizeof(InvokeHead));
-    std::unique_ptr<Invocation> guard(inv);
+    detail::InvocationPtr guard(inv);
     if (inv->h.kind == OpKind::handler) {
         const std::uint32_t n = n_handlers_.load(std::memory_order_acquire);
         if (inv->h.handler >= n)
@@ -149,7 +150,7 @@ void Objects::receive(Invocation* inv) {
     int fwd = -1, update_to = -1;
     std::uint64_t update_ver = 0;
     Record* undefer_rec = nullptr;
-    std::unique_ptr<Invocation> guard(inv);
+    detail::InvocationPtr guard(inv);
     {
         std::lock_guard<std::mutex> g(s.m);
         auto it = s.map.find(inv->h.key);
@@ -228,7 +229,7 @@ void Objects::deliver_locked(Entry& e, Invocation* inv, std::vector<Pending>& ou
             const std::string what = what_of(*inv);
             const auto seq = inv->h.seq;
             const int sender = inv->h.sender;
-            delete inv;
+            detail::free_invocation(inv);
             throw UsageError("objects: " + what + " on object " + to_string(r.key) + " from rank " +
                              std::to_string(sender) + " arrived twice (seq " + std::to_string(seq) +
                              ")");
@@ -331,7 +332,7 @@ bool Objects::run_deferred(void* self) {
         if (!p.inv) continue;  // handed to a worker meanwhile (undefer)
         p.rec->deferred = false;
         if (o->tp_.failed()) {  // as the pool discards its queued tasks once one failed
-            delete p.inv;
+            detail::free_invocation(p.inv);
             continue;
         }
         // The record may move away once the handler finished: name it first.

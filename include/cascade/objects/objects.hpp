@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -230,8 +231,8 @@ class Objects {
     void place(std::unique_ptr<detail::Record> rec, int source);
     bool send_with_bodies(std::unique_ptr<detail::Record>& rec, int dest);
     void on_migrate_bodies(const char* data, std::size_t size);
-    void on_body_arrived(int source, std::uint64_t serial);
-    void on_body_sent(std::uint64_t serial);
+    void on_body_arrived(int source, std::uint64_t slot);
+    void on_body_sent(std::uint64_t slot);
     void on_invoke_frame(const char* data, std::size_t size);
     void on_reply(int source, std::uint64_t token, std::uint8_t failed, const char* data,
                   std::size_t size);
@@ -284,19 +285,23 @@ class Objects {
     std::map<std::uint64_t, std::unique_ptr<detail::Bytes>> sending_;
     std::uint64_t next_serial_ = 1;  // under large_mutex_
     // Objects whose big members travel as bodies (detail/bodies.hpp). Arriving: built from
-    // their message, installed once their last body is in; (source, serial) -> object.
-    // Leaving: kept until their last body has left, then freed; serial -> object.
+    // their message, installed once their last body is in. Leaving: kept until their last
+    // body has left, then freed. Each in a slot, named by its index in the bodies' own
+    // arguments (which stay on their rank); slots are reused, and a deque keeps them in
+    // place while others are added (under large_mutex_).
     struct Arriving {
-        std::unique_ptr<detail::Record> rec;
+        std::unique_ptr<detail::Record> rec;  // null: a free slot
         std::size_t bodies_left = 0;
     };
     struct Leaving {
-        const detail::ObjectType* type = nullptr;
+        const detail::ObjectType* type = nullptr;  // null: a free slot
         void* obj = nullptr;
         std::size_t bodies_left = 0;
     };
-    std::map<std::pair<int, std::uint64_t>, Arriving> arriving_objects_;
-    std::map<std::uint64_t, Leaving> leaving_objects_;
+    std::deque<Arriving> arriving_objects_;
+    std::vector<std::uint32_t> free_arriving_;
+    std::deque<Leaving> leaving_objects_;
+    std::vector<std::uint32_t> free_leaving_;
     // Packing buffers kept for the next migration: fresh megabytes cost page faults that
     // dwarf the copy (a 1 MiB object moved 5x slower than with recycled buffers).
     std::unique_ptr<detail::Bytes> take_buffer(std::size_t bytes);

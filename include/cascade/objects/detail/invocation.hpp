@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cascade/objects/mobile_ptr.hpp"
@@ -32,5 +33,17 @@ struct Invocation {
     InvokeHead h;
     std::vector<char> args;  // serialized handler arguments
 };
+
+// Requests are made and freed several times per handler call and per migration (a handler's
+// invoke, the copy that travels with a migrating object, the one read on arrival). They come
+// from a small per-thread cache that keeps each one's argument buffer: a request made where
+// another was freed allocates nothing. new_invocation() gives a request with a default head
+// and no arguments; free_invocation() takes it back (null: nothing).
+Invocation* new_invocation();
+void free_invocation(Invocation* inv) noexcept;
+struct FreeInvocation {
+    void operator()(Invocation* inv) const noexcept { free_invocation(inv); }
+};
+using InvocationPtr = std::unique_ptr<Invocation, FreeInvocation>;
 
 }  // namespace cascade::detail
