@@ -21,12 +21,12 @@ void Objects::execute(Record* r, Invocation* inv) {
         case OpKind::rebalance: {
             bool pinned;
             {
-                std::lock_guard<std::mutex> g(shard(r->key).m);
+                std::lock_guard<Spinlock> g(shard(r->key).m);
                 pinned = r->pinned;
             }
             if (pinned) {
                 {
-                    std::lock_guard<std::mutex> g(shard(r->key).m);
+                    std::lock_guard<Spinlock> g(shard(r->key).m);
                     r->rebalancing = false;
                 }
                 return finish(r, true, 0);
@@ -36,7 +36,7 @@ void Objects::execute(Record* r, Invocation* inv) {
         }
         case OpKind::pin: {
             {
-                std::lock_guard<std::mutex> g(shard(r->key).m);
+                std::lock_guard<Spinlock> g(shard(r->key).m);
                 r->pinned = true;
             }
             return finish(r, true, 0);
@@ -92,7 +92,7 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
     Scratch scratch;
     std::vector<Pending>& out = scratch.out;
     {
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         auto it = s.map.find(k);
         if (it == s.map.end() || !it->second.rec) return false;
         Record& r = *it->second.rec;
@@ -122,7 +122,7 @@ void Objects::finish(Record* r, bool excl, double seconds) {
     Scratch scratch;
     std::vector<Pending>& out = scratch.out;
     {
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         if (excl)
             r->running_exclusive = false;
         else

@@ -59,7 +59,7 @@ inline double now_s() {
 namespace cascade {
 
 struct Objects::Shard {
-    alignas(64) std::mutex m;
+    alignas(64) Spinlock m;
     std::unordered_map<ObjectKey, detail::Entry> map;
 };
 

@@ -131,7 +131,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
     Shard& s = shard(r->key);
     std::unique_ptr<Record> rec;
     {
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         Entry& e = s.map.at(r->key);
         rec = std::move(e.rec);
         e.loc = dest;
@@ -176,7 +176,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         char* data = buf->data();
         std::uint64_t serial;
         {
-            std::lock_guard<std::mutex> g(large_mutex_);
+            std::lock_guard<Spinlock> g(large_lock_);
             serial = next_serial_++;
             sending_[serial] = std::move(buf);
         }
@@ -188,7 +188,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
 
 std::unique_ptr<Record> Objects::take_record() {
     {
-        std::lock_guard<std::mutex> g(spare_mutex_);
+        std::lock_guard<Spinlock> g(spare_lock_);
         if (!spare_records_.empty()) {
             auto r = std::move(spare_records_.back());
             spare_records_.pop_back();
@@ -200,13 +200,13 @@ std::unique_ptr<Record> Objects::take_record() {
 
 void Objects::give_record(std::unique_ptr<Record> r) noexcept {
     reset(*r);
-    std::lock_guard<std::mutex> g(spare_mutex_);
+    std::lock_guard<Spinlock> g(spare_lock_);
     if (spare_records_.size() < kSpareRecords) spare_records_.push_back(std::move(r));
 }
 
 std::unique_ptr<detail::Bytes> Objects::take_buffer(std::size_t bytes) {
     {
-        std::lock_guard<std::mutex> g(spare_mutex_);
+        std::lock_guard<Spinlock> g(spare_lock_);
         for (auto& b : spare_) {
             if (b->capacity() >= bytes) {
                 auto out = std::move(b);
@@ -224,7 +224,7 @@ std::unique_ptr<detail::Bytes> Objects::take_buffer(std::size_t bytes) {
 
 void Objects::give_buffer(std::unique_ptr<detail::Bytes> b) noexcept {
     constexpr std::size_t kMaxSpare = 8, kMaxSpareBytes = std::size_t(256) << 20;
-    std::lock_guard<std::mutex> g(spare_mutex_);
+    std::lock_guard<Spinlock> g(spare_lock_);
     std::size_t total = b->capacity();
     for (auto& x : spare_)
         total += x->capacity();
@@ -262,7 +262,7 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
     Leaving* leaving;
     std::uint32_t slot;
     {
-        std::lock_guard<std::mutex> g(large_mutex_);
+        std::lock_guard<Spinlock> g(large_lock_);
         slot = take_slot(leaving_objects_, free_leaving_);
         leaving = &leaving_objects_[slot];
     }
@@ -301,7 +301,7 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
                                           chunk, std::move(args));
             });
     } catch (...) {
-        std::lock_guard<std::mutex> g(large_mutex_);
+        std::lock_guard<Spinlock> g(large_lock_);
         if (!leaving->type) free_leaving_.push_back(slot);
         throw;
     }
@@ -332,7 +332,7 @@ void Objects::on_migrate_bodies(const char* data, std::size_t size) {
     }
     std::uint32_t slot;
     {
-        std::lock_guard<std::mutex> g(large_mutex_);
+        std::lock_guard<Spinlock> g(large_lock_);
         slot = take_slot(arriving_objects_, free_arriving_);
         arriving_objects_[slot] = Arriving{std::move(rec), bodies.size()};
     }
@@ -347,7 +347,7 @@ void Objects::on_migrate_bodies(const char* data, std::size_t size) {
 void Objects::on_body_arrived(int source, std::uint64_t slot) {
     std::unique_ptr<Record> rec;
     {
-        std::lock_guard<std::mutex> g(large_mutex_);
+        std::lock_guard<Spinlock> g(large_lock_);
         if (slot >= arriving_objects_.size() || !arriving_objects_[slot].rec)
             throw WireError("objects: a body of an object rank " + std::to_string(source) +
                             " never sent");
@@ -362,7 +362,7 @@ void Objects::on_body_arrived(int source, std::uint64_t slot) {
 void Objects::on_body_sent(std::uint64_t slot) {
     Leaving l;
     {
-        std::lock_guard<std::mutex> g(large_mutex_);
+        std::lock_guard<Spinlock> g(large_lock_);
         if (slot >= leaving_objects_.size() || !leaving_objects_[slot].type ||
             --leaving_objects_[slot].bodies_left > 0)
             return;
@@ -382,7 +382,7 @@ void Objects::place(std::unique_ptr<Record> rec, int source) {
     std::vector<Pending>& out = scratch.out;
     std::vector<int> updates;
     {
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         auto it = s.map.find(key);
         if (it == s.map.end()) {
             it = s.map.emplace(key, Entry{}).first;
@@ -413,7 +413,7 @@ void Objects::do_destroy(Record* r, Invocation* inv) {
     Shard& s = shard(r->key);
     std::unique_ptr<Record> rec;
     {
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         Entry& e = s.map.at(r->key);
         rec = std::move(e.rec);
         e.destroyed = true;

@@ -58,7 +58,7 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) {
             std::unique_ptr<detail::Bytes> buf;
             {
-                std::lock_guard<std::mutex> g(large_mutex_);
+                std::lock_guard<Spinlock> g(large_lock_);
                 auto it = arriving_.find({src, token});
                 buf = std::move(it->second);
                 arriving_.erase(it);
@@ -69,14 +69,14 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) -> char* {
             auto buf = take_buffer(static_cast<std::size_t>(bytes));
             char* p = buf->data();
-            std::lock_guard<std::mutex> g(large_mutex_);
+            std::lock_guard<Spinlock> g(large_lock_);
             arriving_[{src, token}] = std::move(buf);
             return p;
         },
         [this](std::int32_t&, std::uint64_t&, std::uint64_t& serial) {
             std::unique_ptr<detail::Bytes> buf;
             {
-                std::lock_guard<std::mutex> g(large_mutex_);
+                std::lock_guard<Spinlock> g(large_lock_);
                 auto it = sending_.find(serial);
                 buf = std::move(it->second);
                 sending_.erase(it);
@@ -87,7 +87,7 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
     destroyed_am_ = comm.make_active_msg(
         [this](ObjectKey& k, std::int32_t& where) {
             Shard& s = shard(k);
-            std::lock_guard<std::mutex> g(s.m);
+            std::lock_guard<Spinlock> g(s.m);
             Entry& e = s.map[k];
             e.destroyed = true;
             e.destroyed_on = where;
@@ -180,7 +180,7 @@ ObjectKey Objects::create_erased(std::uint32_t type, void* obj) {
     rec->type = t;
     rec->obj = obj;
     Shard& s = shard(k);
-    std::lock_guard<std::mutex> g(s.m);
+    std::lock_guard<Spinlock> g(s.m);
     Entry& e = s.map[k];
     e.loc = rank_;
     e.ver = 0;
@@ -246,14 +246,14 @@ void Objects::error_destroyed(const Invocation& inv, int destroyed_on) const {
 
 bool Objects::is_local(const ObjectKey& k) const {
     Shard& s = shard(k);
-    std::lock_guard<std::mutex> g(s.m);
+    std::lock_guard<Spinlock> g(s.m);
     auto it = s.map.find(k);
     return it != s.map.end() && it->second.rec != nullptr;
 }
 
 void* Objects::local_object(const ObjectKey& k) const {
     Shard& s = shard(k);
-    std::lock_guard<std::mutex> g(s.m);
+    std::lock_guard<Spinlock> g(s.m);
     auto it = s.map.find(k);
     return it != s.map.end() && it->second.rec ? it->second.rec->obj : nullptr;
 }
@@ -262,7 +262,7 @@ std::vector<ObjectLoad> Objects::local_objects() const {
     std::vector<ObjectLoad> v;
     for (int i = 0; i < kShards; ++i) {
         Shard& s = shards_[i];
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         for (auto& [k, e] : s.map) {
             if (!e.rec) continue;
             const Record& r = *e.rec;

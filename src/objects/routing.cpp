@@ -53,7 +53,7 @@ void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
     std::vector<Pending>& out = scratch.out;
     int dest = -1;
     {
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         auto it = s.map.find(h.key);
         if (it == s.map.end()) {
             if (h.key.home == rank_ || h.key.home < 0 || h.key.home >= size_)
@@ -152,7 +152,7 @@ void Objects::receive(Invocation* inv) {
     Record* undefer_rec = nullptr;
     detail::InvocationPtr guard(inv);
     {
-        std::lock_guard<std::mutex> g(s.m);
+        std::lock_guard<Spinlock> g(s.m);
         auto it = s.map.find(inv->h.key);
         if (it == s.map.end()) {
             if (inv->h.key.home == rank_)
@@ -360,7 +360,7 @@ bool Objects::run_deferred(void* self) {
 
 void Objects::on_update(const ObjectKey& k, int loc, std::uint64_t ver) {
     Shard& s = shard(k);
-    std::lock_guard<std::mutex> g(s.m);
+    std::lock_guard<Spinlock> g(s.m);
     auto it = s.map.find(k);
     if (it == s.map.end()) {
         it = s.map.emplace(k, Entry{}).first;

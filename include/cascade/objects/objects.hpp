@@ -35,6 +35,7 @@
 #include "cascade/comm/active_msg.hpp"
 #include "cascade/comm/communicator.hpp"
 #include "cascade/core/errors.hpp"
+#include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
 #include "cascade/futures/futures.hpp"
 #include "cascade/objects/access.hpp"
@@ -278,17 +279,19 @@ class Objects {
     bool running_deferred_ = false;
     bool after_progress_ = false;  // run_deferred is installed on the communicator
 
-    std::mutex large_mutex_;  // big migrations being received: (source, token) -> buffer
+    // Guards the migrations in flight below (short sections: a spinlock).
+    Spinlock large_lock_;
+    // Big migrations being received: (source, token) -> buffer.
     std::map<std::pair<int, std::uint64_t>, std::unique_ptr<detail::Bytes>> arriving_;
     // Big migrations being sent, by serial (their message's token: unique per sender, unlike
     // a buffer's address, which the next migration may reuse before the receiver is done).
     std::map<std::uint64_t, std::unique_ptr<detail::Bytes>> sending_;
-    std::uint64_t next_serial_ = 1;  // under large_mutex_
+    std::uint64_t next_serial_ = 1;  // under large_lock_
     // Objects whose big members travel as bodies (detail/bodies.hpp). Arriving: built from
     // their message, installed once their last body is in. Leaving: kept until their last
     // body has left, then freed. Each in a slot, named by its index in the bodies' own
     // arguments (which stay on their rank); slots are reused, and a deque keeps them in
-    // place while others are added (under large_mutex_).
+    // place while others are added (under large_lock_).
     struct Arriving {
         std::unique_ptr<detail::Record> rec;  // null: a free slot
         std::size_t bodies_left = 0;
@@ -306,10 +309,10 @@ class Objects {
     // dwarf the copy (a 1 MiB object moved 5x slower than with recycled buffers).
     std::unique_ptr<detail::Bytes> take_buffer(std::size_t bytes);
     void give_buffer(std::unique_ptr<detail::Bytes> b) noexcept;
-    std::mutex spare_mutex_;
+    Spinlock spare_lock_;
     std::vector<std::unique_ptr<detail::Bytes>> spare_;
     // Records of objects that left, for the next arrivals: a migration then allocates no
-    // Record, request queue or ordering state (kSpareRecords at most, under spare_mutex_).
+    // Record, request queue or ordering state (kSpareRecords at most, under spare_lock_).
     static constexpr std::size_t kSpareRecords = 16;
     std::vector<std::unique_ptr<detail::Record>> spare_records_;
     std::unique_ptr<detail::Record> take_record();
