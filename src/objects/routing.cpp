@@ -267,7 +267,7 @@ void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
     }
 }
 
-void Objects::start(std::vector<Pending>& out) {
+void Objects::start_all(std::vector<Pending>& out) {
     // On the communication thread (inside a message handler), migrations and the other
     // bookkeeping requests run at once, and so do handlers that asked for it
     // (HandlerOptions::run_in_handler): no hand-off to a worker. Trusted short handlers run

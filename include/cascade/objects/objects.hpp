@@ -212,7 +212,10 @@ class Objects {
     void receive(detail::Invocation* inv);
     void deliver_locked(detail::Entry& e, detail::Invocation* inv, std::vector<Pending>& out);
     void dispatch_locked(detail::Record& r, std::vector<Pending>& out);
-    void start(std::vector<Pending>& out);
+    void start(std::vector<Pending>& out) {
+        if (!out.empty()) start_all(out);
+    }
+    void start_all(std::vector<Pending>& out);
     bool defer(const Pending& p);
     void undefer(detail::Record* r);
     static bool run_deferred(void* self);
@@ -263,6 +266,10 @@ class Objects {
     std::unique_ptr<std::atomic<detail::HandlerBase*>[]> handlers_;  // by id, read lock-free
     std::atomic<std::uint32_t> n_handlers_{0};
     std::unordered_map<std::uint32_t, std::unique_ptr<detail::ObjectType>> types_;
+    // The same types in registration order, read lock-free on every arrival (type_of).
+    static constexpr std::uint32_t kMaxTypes = 256;
+    std::array<std::atomic<const detail::ObjectType*>, kMaxTypes> type_list_{};
+    std::atomic<std::uint32_t> n_types_{0};
     std::atomic<std::uint64_t> next_id_{1};
 
     static constexpr int kShards = 64;
