@@ -103,6 +103,7 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
         for (const auto& [sk, q] : r.held)
             if (q->h.kind == OpKind::pin) return false;
         Invocation* inv = detail::new_invocation();
+        inv->h = InvokeHead{};
         inv->h.key = k;
         inv->h.kind = OpKind::rebalance;
         inv->h.arg = dest;

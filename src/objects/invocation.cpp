@@ -47,7 +47,6 @@ void free_invocation(Invocation* inv) noexcept {
     if (!t_gone) {
         std::vector<Invocation*>& f = t_cache.free;
         if (f.size() < f.capacity()) {
-            inv->h = InvokeHead{};
             if (inv->args.capacity() > kKeepArgs)
                 std::vector<char>().swap(inv->args);
             else

@@ -158,6 +158,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
             std::memcpy(out, &len, sizeof len);
             return end;
         });
+        comm_.send_queued();
         drop_requests(*rec);
         rec->type->destroy(rec->obj);
         give_record(std::move(rec));
@@ -182,6 +183,7 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
         }
         migrate_large_am_->send_large(dest, view<char>(data, n), std::int32_t(rank_),
                                       std::uint64_t(n), serial);
+        comm_.send_queued();
     }
     give_record(std::move(rec));
 }
@@ -305,6 +307,9 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
         if (!leaving->type) free_leaving_.push_back(slot);
         throw;
     }
+    // Requests wait for the object where it goes: it leaves now, not after the rest of this
+    // round of progress (on the communication thread; elsewhere that thread sends it soon).
+    comm_.send_queued();
     rec->obj = nullptr;
     drop_requests(*rec);
     return true;

@@ -182,6 +182,12 @@ class Communicator : public JoinHook {
     /// Flushes the queued messages and waits until MPI has them, bodies of large messages
     /// excepted (communication thread).
     void flush_blocking();
+    /// On the communication thread, hands what is queued to MPI now instead of at the end of
+    /// this round of progress (for a message whose latency matters more than aggregating it
+    /// with the next ones); elsewhere nothing (the communication thread sends it soon).
+    void send_queued() {
+        if (on_comm_thread()) flush();
+    }
     /// Whether the calling thread is the one that talks to MPI.
     bool on_comm_thread() const noexcept;
 

@@ -308,14 +308,19 @@ class Reader {
         for (std::size_t i = 0; i < pad; ++i)
             if (at[i] != 0) throw WireError("non-zero padding");
     }
+    // Small enough to inline into every read (the element size is then a constant); the
+    // error is built out of line.
     const char* take(std::uint64_t n, std::size_t elem) {
-        if (elem != 0 && n > remaining() / elem)
-            throw WireError("truncated message: need " + std::to_string(n) + " x " +
-                            std::to_string(elem) + " bytes, " + std::to_string(remaining()) +
-                            " left");
+        if (elem != 0 && n > remaining() / elem) [[unlikely]]
+            truncated(n, elem, remaining());
         const char* at = p_;
         p_ += n * elem;
         return at;
+    }
+    [[noreturn, gnu::cold, gnu::noinline]] static void truncated(std::uint64_t n, std::size_t elem,
+                                                                 std::size_t left) {
+        throw WireError("truncated message: need " + std::to_string(n) + " x " +
+                        std::to_string(elem) + " bytes, " + std::to_string(left) + " left");
     }
     const char* p_;
     const char* end_;

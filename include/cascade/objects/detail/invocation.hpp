@@ -37,8 +37,9 @@ struct Invocation {
 // Requests are made and freed several times per handler call and per migration (a handler's
 // invoke, the copy that travels with a migrating object, the one read on arrival). They come
 // from a small per-thread cache that keeps each one's argument buffer: a request made where
-// another was freed allocates nothing. new_invocation() gives a request with a default head
-// and no arguments; free_invocation() takes it back (null: nothing).
+// another was freed allocates nothing. new_invocation() gives a request with no arguments
+// and a head left as it was (the caller writes the whole head); free_invocation() takes it
+// back (null: nothing).
 Invocation* new_invocation();
 void free_invocation(Invocation* inv) noexcept;
 struct FreeInvocation {
