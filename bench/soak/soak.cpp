@@ -8,7 +8,10 @@
 //       128 KiB vector result (bodies both ways). After each batch rank 0 prints a record
 //       {"bench":"soak","workload":"mixed","tasks":<so far>,"rss_mb":<largest
 //       rank>,"heap_mb":<bytes in use, largest rank>,"comm_buffers_mb":<the communicator's
-//       kept send and receive buffers, largest rank>,...}.
+//       kept send and receive buffers, largest rank>,"inbox_kept_mb":<the emptied inbox
+//       segments the pool keeps for reuse, plus the process-wide cache of destroyed pools'
+//       ones, largest rank>,"inbox_kept_mb_sum":<the same, all ranks>,"rss_net_mb":<the
+//       resident set less that inbox memory, largest rank>,...}.
 //   --workload flood_small: ranks 1.. send --messages small active messages in all to rank 0
 //       as fast as they can, into a handler that works --slow-ns per message; one record
 //       with the peak resident set (VmHWM) of the receiver and of the senders.
@@ -222,6 +225,16 @@ int run_mixed(const Options& o) {
         // The communicator's spare and burst buffers (part of heap_mb).
         const double comm_max =
             reduce(static_cast<double>(comm.kept_buffer_bytes()) / (1 << 20), MPI_MAX);
+        // The emptied inbox segments kept for the next seeding (part of heap_mb): as many as
+        // the largest backlog of tasks queued by the main thread so far.
+        const double inbox_kept =
+            static_cast<double>(tp.kept_inbox_bytes() + cascade::Threadpool::cached_inbox_bytes()) /
+            (1 << 20);
+        const double inbox_max = reduce(inbox_kept, MPI_MAX),
+                     inbox_sum = reduce(inbox_kept, MPI_SUM);
+        // The resident set without that cache, per rank (the largest rank's rss_mb less the
+        // largest inbox_kept_mb would subtract another rank's cache).
+        const double net_max = reduce(rss - inbox_kept, MPI_MAX);
         const double join_max = reduce(rss_join, MPI_MAX);
         const double hwm_max = reduce(status_mb("VmHWM:"), MPI_MAX);
         const double anon_max = reduce(status_mb("RssAnon:"), MPI_MAX);
@@ -239,6 +252,9 @@ int run_mixed(const Options& o) {
                 .add("heap_mb", heap_max, "%.2f")
                 .add("heap_held_mb", held_max, "%.2f")
                 .add("comm_buffers_mb", comm_max, "%.2f")
+                .add("inbox_kept_mb", inbox_max, "%.2f")
+                .add("inbox_kept_mb_sum", inbox_sum, "%.2f")
+                .add("rss_net_mb", net_max, "%.2f")
                 .add("rss_join_mb", join_max, "%.2f")
                 .add("hwm_mb", hwm_max, "%.2f")
                 .add("rss_anon_mb", anon_max, "%.2f")

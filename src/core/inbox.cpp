@@ -77,6 +77,12 @@ Inbox::Segment* Inbox::from_cache() noexcept {
     return static_cast<Segment*>(std::aligned_alloc(alignof(Segment), sizeof(Segment)));
 }
 
+std::size_t Inbox::cached_bytes() noexcept {
+    SegmentCache& c = segment_cache();
+    std::lock_guard<std::mutex> g(c.m);
+    return c.n * segment_bytes();
+}
+
 void Inbox::to_cache(Segment* s) noexcept {
     SegmentCache& c = segment_cache();
     {

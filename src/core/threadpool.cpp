@@ -417,6 +417,17 @@ std::uint64_t Threadpool::tasks_stolen() const noexcept {
     return s;
 }
 
+std::size_t Threadpool::kept_inbox_bytes() const noexcept {
+    std::size_t s = 0;
+    for (int i = 0; i < n_; ++i)
+        s += queues_[i].inbox_kept_bytes();
+    return s;
+}
+
+std::size_t Threadpool::cached_inbox_bytes() noexcept {
+    return detail::Inbox::cached_bytes();
+}
+
 void Threadpool::attach(detail::TaskflowBase* tf) {
     std::lock_guard<std::mutex> g(taskflows_mutex_);
     taskflows_.push_back(tf);

@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -230,6 +232,51 @@ TEST(Threadpool, WorkersStayAcrossJoins) {
         EXPECT_TRUE(same.load()) << "round " << round;
         tp.join();
     }
+}
+
+TEST(Threadpool, ReportsTheInboxSegmentsItKeeps) {
+    // Tasks queued from outside the pool fill inbox segments. Once they ran, each inbox keeps
+    // the segments it emptied (all but the one it read last) for the next seeding, and a
+    // smaller seeding keeps no fewer; a destroyed pool leaves them to the process-wide cache,
+    // which a new pool draws from.
+    using cascade::detail::Inbox;
+    constexpr std::size_t kSeg = Inbox::segment_bytes();
+    constexpr int kSegments = 10;  // per worker, in the first seeding
+    std::atomic<int> count{0};
+    const auto seed = [&count](Threadpool& tp, int per_worker) {
+        std::thread outside([&] {
+            for (int i = 0; i < 2 * per_worker; ++i)
+                tp.insert([&count] { count.fetch_add(1, std::memory_order_relaxed); }, i % 2);
+        });
+        outside.join();
+    };
+    ThreadpoolOptions opts;
+    opts.start = false;
+    auto tp = std::make_unique<Threadpool>(2, opts);
+    EXPECT_EQ(tp->kept_inbox_bytes(), 0u);
+    seed(*tp, kSegments * static_cast<int>(Inbox::kSegment));
+    EXPECT_EQ(tp->kept_inbox_bytes(), 0u);  // not started: every segment still holds tasks
+    tp->join();
+    const std::size_t kept = tp->kept_inbox_bytes();
+    EXPECT_EQ(kept, 2 * (kSegments - 1) * kSeg);
+    EXPECT_EQ(kept % kSeg, 0u);
+    seed(*tp, 2 * static_cast<int>(Inbox::kSegment));  // a smaller backlog, workers running
+    tp->join();
+    EXPECT_EQ(tp->kept_inbox_bytes(), kept);
+    EXPECT_EQ(count.load(), 2 * (kSegments + 2) * static_cast<int>(Inbox::kSegment));
+
+    const std::size_t cached_before = Threadpool::cached_inbox_bytes();
+    EXPECT_EQ(cached_before % kSeg, 0u);
+    tp.reset();  // the kept segments and the one each inbox read last
+    const std::size_t cached = Threadpool::cached_inbox_bytes();
+    EXPECT_EQ(cached, std::min(cached_before + 2 * kSegments * kSeg, Inbox::kKeep * kSeg));
+
+    Threadpool fresh(1);
+    EXPECT_EQ(fresh.kept_inbox_bytes(), 0u);
+    std::thread([&fresh] { fresh.insert([] {}); }).join();
+    fresh.join();
+    EXPECT_EQ(fresh.kept_inbox_bytes(), 0u);  // its one segment is the one it read last
+    EXPECT_EQ(Threadpool::cached_inbox_bytes(), cached - kSeg);
 }
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

@@ -216,6 +216,8 @@ class alignas(64) ReadyQueue {
     std::size_t bound() const noexcept { return n_bound_.load(std::memory_order_seq_cst); }
     /// All queued tasks (a snapshot).
     std::size_t size() const noexcept { return stealable() + bound(); }
+    /// Bytes of the inbox's emptied segments kept for reuse (a snapshot; see inbox.hpp).
+    std::size_t inbox_kept_bytes() const noexcept { return inbox_.kept_bytes(); }
 
   private:
     // Under the lock, with tasks in the inbox: when nothing else is queued, takes the oldest

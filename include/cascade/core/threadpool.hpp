@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -119,6 +120,14 @@ class Threadpool {
     std::uint64_t tasks_run() const noexcept;
     /// Tasks stolen by all workers (read after join()).
     std::uint64_t tasks_stolen() const noexcept;
+    /// Bytes the workers' inboxes keep for reuse: the emptied segments of the tasks that
+    /// threads outside the pool queued. An inbox keeps as many as its largest backlog so far
+    /// (up to 32 MiB per worker and queueing thread), so that seeding a graph again maps no
+    /// new memory. Any thread; a snapshot.
+    std::size_t kept_inbox_bytes() const noexcept;
+    /// Bytes of the inbox segments that destroyed pools left to the process-wide cache new
+    /// pools draw from (up to 32 MiB). Any thread; a snapshot.
+    static std::size_t cached_inbox_bytes() noexcept;
 
     /// Whether a task (or, with a communicator, a handler) failed since the last join().
     bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }

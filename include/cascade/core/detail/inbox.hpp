@@ -85,6 +85,20 @@ class Inbox {
         return true;
     }
 
+    // Bytes of one segment (its tasks and its link).
+    static constexpr std::size_t segment_bytes() noexcept { return sizeof(Segment); }
+    // Bytes of the emptied segments the lanes keep for their next pushes (any thread; a
+    // snapshot from relaxed loads of the counts recycle and push maintain anyway). Segments
+    // that hold tasks, and the one each lane's consumer read last, are not counted.
+    std::size_t kept_bytes() const noexcept {
+        std::size_t n = 0;
+        for (const Lane& l : lanes_)
+            n += l.kept.load(std::memory_order_relaxed);
+        return n * segment_bytes();
+    }
+    // Bytes of the segments destroyed inboxes left to the process-wide cache (any thread).
+    static std::size_t cached_bytes() noexcept;
+
     // Whether some lane holds published tasks (a hint: relaxed loads).
     bool pending() const noexcept {
         for (int i = 0; i < kLanes; ++i)
