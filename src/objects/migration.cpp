@@ -113,7 +113,8 @@ std::uint32_t take_slot(std::deque<Slot>& slots, std::vector<std::uint32_t>& fre
         free.pop_back();
         return i;
     }
-    free.reserve(slots.size() + 1);  // giving it back never allocates
+    if (free.capacity() < slots.size() + 1)
+        free.reserve(2 * (slots.size() + 1));  // giving every slot back never allocates
     slots.emplace_back();
     return static_cast<std::uint32_t>(slots.size() - 1);
 }

@@ -148,13 +148,13 @@ Objects::Shard& Objects::shard(const ObjectKey& k) const {
 void Objects::register_type_erased(detail::ObjectType t) {
     std::lock_guard<std::mutex> g(registry_mutex_);
     if (types_.count(t.hash)) return;
-    const std::uint32_t n = n_types_.load(std::memory_order_relaxed);
-    if (n == kMaxTypes)
-        throw UsageError("objects: more than " + std::to_string(kMaxTypes) + " object types");
     auto& slot = types_[t.hash];
     slot = std::make_unique<detail::ObjectType>(std::move(t));
-    type_list_[n].store(slot.get(), std::memory_order_relaxed);
-    n_types_.store(n + 1, std::memory_order_release);
+    const std::uint32_t n = n_types_.load(std::memory_order_relaxed);
+    if (n < kMaxTypes) {
+        type_list_[n].store(slot.get(), std::memory_order_relaxed);
+        n_types_.store(n + 1, std::memory_order_release);
+    }
 }
 
 const detail::ObjectType* Objects::type_of(std::uint32_t hash) const {
@@ -163,7 +163,10 @@ const detail::ObjectType* Objects::type_of(std::uint32_t hash) const {
         const detail::ObjectType* t = type_list_[i].load(std::memory_order_relaxed);
         if (t->hash == hash) return t;
     }
-    return nullptr;
+    if (n < kMaxTypes) return nullptr;
+    std::lock_guard<std::mutex> g(registry_mutex_);  // types beyond the list
+    auto it = types_.find(hash);
+    return it == types_.end() ? nullptr : it->second.get();
 }
 
 detail::HandlerBase* Objects::add_handler(std::unique_ptr<detail::HandlerBase> h) {

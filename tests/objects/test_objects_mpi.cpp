@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace cascade;
@@ -142,6 +143,16 @@ struct Plain {
     long tag;
 };
 
+// Many object types (Kind<0> ... Kind<N-1>), each with its own name.
+template <int I>
+struct Kind {
+    long value = I;
+};
+template <int... Is>
+void register_kinds(Objects& objs, std::integer_sequence<int, Is...>) {
+    (objs.register_type<Kind<Is>>(), ...);
+}
+
 template <class T>
 mobile_ptr<T> ptr(int home, std::uint64_t id) {
     return mobile_ptr<T>(ObjectKey{home, 0, id});
@@ -183,6 +194,30 @@ TEST(ObjectsMpi, HandlersRunWhereTheObjectLives) {
     EXPECT_EQ(wrong_rank.load(), 0);
     EXPECT_EQ(objs.local(p)->value, 55L * n);
     EXPECT_EQ(objs.local_objects().size(), 1u);
+}
+
+// Arriving objects find their type among many registered ones, also past the first 256
+// (those are found without a lock, the rest under it).
+TEST(ObjectsMpi, ObjectsOfManyTypesMigrate) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    constexpr int kKinds = 300;
+    register_kinds(objs, std::make_integer_sequence<int, kKinds>{});
+    std::atomic<long> seen{0};
+    auto first = objs.make_handler<Kind<0>>([&](Kind<0>& k) { seen += k.value + 1; });
+    auto last = objs.make_handler<Kind<kKinds - 1>>([&](Kind<kKinds - 1>& k) { seen += k.value; });
+    auto a = objs.create<Kind<0>>();
+    auto b = objs.create<Kind<kKinds - 1>>();
+    objs.migrate(a, (me + 1) % n);
+    objs.migrate(b, (me + 1) % n);
+    first->invoke(a);  // ordered behind the migrations: they run where the objects went
+    last->invoke(b);
+    tp.join();
+    EXPECT_EQ(seen.load(), 1 + (kKinds - 1));
+    EXPECT_EQ(objs.local_objects().size(), 2u);
+    EXPECT_EQ(objs.is_local(a), n == 1);
 }
 
 // A handler run inside the message handler (run_in_handler) keeps the same guarantees.

@@ -266,7 +266,8 @@ class Objects {
     std::unique_ptr<std::atomic<detail::HandlerBase*>[]> handlers_;  // by id, read lock-free
     std::atomic<std::uint32_t> n_handlers_{0};
     std::unordered_map<std::uint32_t, std::unique_ptr<detail::ObjectType>> types_;
-    // The same types in registration order, read lock-free on every arrival (type_of).
+    // The first kMaxTypes of them in registration order, read lock-free on every arrival
+    // (type_of; later ones are looked up in types_ under the lock).
     static constexpr std::uint32_t kMaxTypes = 256;
     std::array<std::atomic<const detail::ObjectType*>, kMaxTypes> type_list_{};
     std::atomic<std::uint32_t> n_types_{0};
