@@ -36,11 +36,12 @@ struct ExpectedWire {
     std::uint64_t next;
 };
 // After the MigrateHead of an object whose big members travel as bodies (objects.migrate_bodies):
-// who sent it, the serial that names its bodies, their count and the chunk they travel in.
+// who sent it, the number of its bodies and the chunk they travel in. The bodies need no name
+// on the wire: they follow the message from the same rank in order, and each side keeps the
+// object in a slot of its own (Objects::arriving_objects_, leaving_objects_).
 struct BodiesHead {
     std::int32_t source;
     std::uint32_t n_bodies;
-    std::uint64_t serial;
     std::uint64_t chunk;
 };
 // Objects up to this size travel in one small active message (one copy into the message);

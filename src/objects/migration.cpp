@@ -289,7 +289,7 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
                 write_state(w, *rec);
                 char* end = rec->type->pack_bodies(rec->obj, w.position(), bodies);
                 const BodiesHead bh{std::int32_t(rank_), static_cast<std::uint32_t>(bodies.size()),
-                                    slot, chunk};
+                                    chunk};
                 std::memcpy(bh_at, &bh, sizeof bh);
                 const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
                 std::memcpy(out, &len, sizeof len);
