@@ -76,8 +76,21 @@ void heavy_barrier() noexcept {
 
 }  // namespace
 
+std::atomic<bool> Notifier::asymmetric_anywhere_{false};
+
 Notifier::Notifier(int n)
-    : n_(n), asymmetric_(membarrier_available()), slots_(new Slot[n > 0 ? n : 1]) {}
+    : n_(n), asymmetric_(membarrier_available()), slots_(new Slot[n > 0 ? n : 1]) {
+    if (asymmetric_) asymmetric_anywhere_.store(true, std::memory_order_relaxed);
+}
+
+void Notifier::sleeper_barrier() noexcept {
+    // membarrier_available() is true for good once a notifier found it: signallers that
+    // still read asymmetric_anywhere_ false use a fence, which pairs with either barrier.
+    if (membarrier_available())
+        heavy_barrier();
+    else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 std::uint32_t Notifier::prepare_wait(int w) noexcept {
     std::uint32_t e = slots_[w].epoch.load(std::memory_order_seq_cst);

@@ -203,11 +203,79 @@ bool Threadpool::enqueue(const Task& t, int thread, bool bound) {
     // Stealable tasks without a priority from outside the pool go through the inbox (ordered
     // among themselves); tasks with one go to the heap at once, to be ordered with the rest.
     const int lane = me < 0 && !bound && t.priority == 0.0 ? detail::Inbox::this_thread_lane() : -1;
-    if (lane >= 0)
-        queues_[thread].push_foreign(lane, t);
-    else
+    if (lane < 0) {
         queues_[thread].push(t, bound);
+    } else if (queues_[thread].push_foreign(lane, t)) [[unlikely]] {
+        wait_for_inbox(thread, lane);
+    }
     return true;
+}
+
+// The calling thread (outside the pool) has queued Inbox::kHigh tasks for `thread` that its
+// worker has not taken yet: it waits until kLow are left, so that its lane holds a bounded
+// backlog. The thread that drives the hook (the communication thread) drives it meanwhile, as
+// join() does: the workers' sends may wait for it. Any other thread sleeps until the worker
+// that brings the backlog down to kLow wakes it (one wake-up a wait: each takes a core from a
+// worker when the threads outnumber the cores). Waiting is only safe while the worker makes
+// progress without this thread: a worker that takes nothing for kPatience (it blocks on a
+// lock this thread holds, or waits for something this thread will do later) ends the wait,
+// and the lane waits again only at twice its backlog.
+void Threadpool::wait_for_inbox(int thread, int lane) {
+    using Waiting = JoinHook::Waiting;
+    const Waiting how = hook_ ? hook_->how_to_wait() : Waiting::napping;
+    if (!running_.load(std::memory_order_relaxed) || tls_worker.pool != nullptr ||
+        how == Waiting::never)
+        return;  // before start(), the tasks wait for it; workers of other pools never wait
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kPatience = std::chrono::milliseconds(10);
+    constexpr auto kPollWindow = std::chrono::microseconds(50);  // driving: as join() does
+    constexpr long kLongestDrivingNapUs = 500;
+    detail::Inbox& inbox = queues_[thread].inbox();
+    seeding_waits_.fetch_add(1, std::memory_order_relaxed);
+    wake_workers();  // bulk insertion (push_quiet) has woken nobody yet
+    std::uint64_t taken = inbox.taken(lane);
+    auto moved = Clock::now(), active = moved;
+    const auto start = moved;
+    const std::uint64_t first = taken;
+    long nap_us = 10;  // driving
+    while (inbox.backlog(lane) > detail::Inbox::kLow) {
+        if (how == Waiting::driving) {
+            // Read the word before polling: a worker's send after the poll wakes us.
+            const std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
+            if (hook_->help_while_waiting()) {
+                active = Clock::now();
+                nap_us = 10;
+            } else if (Clock::now() - active < kPollWindow) {
+                std::this_thread::yield();
+            } else {
+                joiner_sleeping_.store(true, std::memory_order_seq_cst);
+                if (!hook_->wants_progress()) Notifier::wait_on(join_word_, word, nap_us);
+                joiner_sleeping_.store(false, std::memory_order_relaxed);
+                nap_us = std::min(nap_us * 2, kLongestDrivingNapUs);
+            }
+        } else {
+            // Woken by the worker at kLow; the timeout only ends a wait for a worker that
+            // takes nothing: the patience, or up to 4 times that while the backlog should
+            // take longer at the pace seen so far (each sleep costs the sleeper's barrier).
+            auto limit = std::chrono::duration_cast<std::chrono::microseconds>(kPatience);
+            if (taken != first) {
+                const auto pace = (moved - start) / static_cast<long>(taken - first);
+                limit = std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(
+                                       2 * pace * static_cast<long>(inbox.backlog(lane))),
+                                   limit, 4 * limit);
+            }
+            inbox.wait_for_consumers(lane, limit.count());
+        }
+        const auto now = Clock::now();
+        if (const std::uint64_t t = inbox.taken(lane); t != taken) {
+            taken = t;
+            moved = now;
+        } else if (now - moved >= kPatience) {
+            inbox.raise_mark(lane);
+            seeding_waits_abandoned_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+    }
 }
 
 void Threadpool::wake_for(int thread, bool bound) noexcept {

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -57,6 +58,36 @@ TEST(BackPressure, SmallMessagesWaitForTheReceiver) {
     EXPECT_LE(most, kCap + 2 * kBytes) << "rank " << me;
     EXPECT_EQ(wrong, 0);
     EXPECT_EQ(allreduce_sum(received), long(n) * kMessages);
+}
+
+// The main thread seeds 40,000 tasks, five times the backlog that makes it wait for the
+// worker, and each task sends 1000 bytes to the next rank: the worker soon waits for room,
+// which only the main thread (the communication thread) makes. While it waits for the worker
+// it drives MPI, so the worker keeps taking tasks; a main thread that only napped would end
+// every one of its waits for lack of progress.
+TEST(BackPressure, AThreadSeedingTasksDrivesMPIWhileItWaitsForTheWorkers) {
+    Communicator comm(MPI_COMM_WORLD, CommunicatorOptions{.max_bytes_in_flight = kCap});
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int next = (me + 1) % n;
+    constexpr int kTasks = 40000;
+    constexpr std::size_t kBytes = 1000;
+    std::atomic<long> received{0};
+    auto am = comm.make_active_msg(
+        [&](std::vector<char>& v) {
+            if (v.size() == kBytes) received.fetch_add(1, std::memory_order_relaxed);
+        },
+        "bp_seeded");
+    cascade::Taskflow<int> tf(&tp, "seeded");
+    tf.set_indegree([](int) { return 1; }).set_mapping([](int) { return 0; }).set_task([&](int) {
+        am->send(next, std::vector<char>(kBytes, 'x'));
+    });
+    for (int k = 0; k < kTasks; ++k)
+        tf.fulfill_promise(k);
+    tp.join();
+    EXPECT_EQ(allreduce_sum(received.load()), long(n) * kTasks);
+    EXPECT_GT(tp.seeding_waits(), 0u) << "rank " << me;
+    EXPECT_LT(tp.seeding_waits_abandoned(), tp.seeding_waits()) << "rank " << me;
 }
 
 // Each rank sends 32 bodies of 256 KiB to the next one from the main thread before join(),

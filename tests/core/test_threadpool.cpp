@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -277,6 +278,72 @@ TEST(Threadpool, ReportsTheInboxSegmentsItKeeps) {
     fresh.join();
     EXPECT_EQ(fresh.kept_inbox_bytes(), 0u);  // its one segment is the one it read last
     EXPECT_EQ(Threadpool::cached_inbox_bytes(), cached - kSeg);
+}
+
+TEST(Threadpool, AThreadThatSeedsFasterThanTheWorkersRunWaitsForThem) {
+    // The main thread queues 200,000 tasks of about 1 us for one worker, about 30 times faster
+    // than the worker runs them. Without waiting, the worker's inbox would hold almost all of
+    // them at once and keep ~390 segments afterwards; the seeding thread waits instead, so the
+    // inbox never holds much more than Inbox::kHigh tasks. The bound allows the mark to have
+    // doubled twice (a worker descheduled for the whole patience on a loaded machine).
+    using cascade::detail::Inbox;
+    constexpr int kTasks = 200000;
+    std::atomic<int> count{0};
+    Threadpool tp(1);
+    for (int i = 0; i < kTasks; ++i)
+        tp.insert(
+            [&count] {
+                const auto until = std::chrono::steady_clock::now() + 1us;
+                while (std::chrono::steady_clock::now() < until) {
+                }
+                count.fetch_add(1, std::memory_order_relaxed);
+            },
+            0);
+    tp.join();
+    EXPECT_EQ(count.load(), kTasks);
+    EXPECT_GT(tp.seeding_waits(), 0u);
+    EXPECT_LE(tp.kept_inbox_bytes(),
+              (4 * Inbox::kHigh / Inbox::kSegment + 2) * Inbox::segment_bytes());
+}
+
+TEST(Threadpool, ASeedingThreadStopsWaitingForWorkersThatWaitForIt) {
+    // The tasks need a lock the seeding thread holds until it has queued them all: waiting
+    // for the worker to take them would never end. The seeding thread stops waiting once the
+    // worker makes no progress (and again at each doubled mark), so this returns.
+    using cascade::detail::Inbox;
+    constexpr int kTasks = static_cast<int>(3 * Inbox::kHigh);
+    std::mutex m;
+    std::atomic<int> count{0};
+    Threadpool tp(1);
+    {
+        std::lock_guard<std::mutex> g(m);
+        for (int i = 0; i < kTasks; ++i)
+            tp.insert(
+                [&] {
+                    std::lock_guard<std::mutex> inner(m);
+                    count.fetch_add(1, std::memory_order_relaxed);
+                },
+                0);
+    }
+    tp.join();
+    EXPECT_EQ(count.load(), kTasks);
+    EXPECT_GE(tp.seeding_waits_abandoned(), 1u);
+}
+
+TEST(Threadpool, TasksQueuedBeforeStartNeverMakeTheSeedingThreadWait) {
+    // Before start() no worker takes anything: the seeding thread must not wait at all.
+    using cascade::detail::Inbox;
+    constexpr int kTasks = static_cast<int>(4 * Inbox::kHigh);
+    std::atomic<int> count{0};
+    ThreadpoolOptions opts;
+    opts.start = false;
+    Threadpool tp(2, opts);
+    for (int i = 0; i < kTasks; ++i)
+        tp.insert([&count] { count.fetch_add(1, std::memory_order_relaxed); }, i % 2);
+    EXPECT_EQ(tp.seeding_waits(), 0u);
+    EXPECT_EQ(count.load(), 0);
+    tp.join();
+    EXPECT_EQ(count.load(), kTasks);
 }
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

@@ -197,6 +197,15 @@ class Communicator : public JoinHook {
     PollResult poll(Threadpool& tp) override;
     /// True while this Communicator has work for the communication thread.
     bool wants_progress() const override;
+    /// A thread waiting for the pool's workers to take its tasks: the communication thread
+    /// drives progress (workers' sends may wait for it), except inside a handler, where it
+    /// never waits; other threads nap.
+    Waiting how_to_wait() const noexcept override {
+        if (!on_comm_thread()) return Waiting::napping;
+        return progress_depth_ > 0 ? Waiting::never : Waiting::driving;
+    }
+    /// One round of progress (how_to_wait() said driving).
+    bool help_while_waiting() override { return progress(); }
     int rank() const noexcept override { return rank_; }
     /// This rank's index among the ranks of its node (node_local_rank at construction).
     int node_rank() const noexcept override { return node_rank_; }

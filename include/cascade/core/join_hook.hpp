@@ -34,6 +34,19 @@ class JoinHook {
     /// Re-checked after the joiner announced it will sleep: true if it must not (work queued
     /// for the communication thread since the last poll).
     virtual bool wants_progress() const = 0;
+    /// How a thread outside the pool waits for the workers to take the tasks it queued (see
+    /// Threadpool::push).
+    enum class Waiting {
+        never,    ///< not at all (the communicator: its thread inside a handler)
+        driving,  ///< calling help_while_waiting() (the communicator: its thread otherwise)
+        napping,  ///< sleeping (any other thread, and the default)
+    };
+    /// How the calling thread waits (see Waiting): a thread the workers may be waiting for
+    /// must not nap.
+    virtual Waiting how_to_wait() const noexcept { return Waiting::napping; }
+    /// One step of what only this hook can do for the workers while the calling thread waits
+    /// for them (how_to_wait() said driving); whether anything moved.
+    virtual bool help_while_waiting() { return false; }
     /// The pool is being destroyed: forget it.
     virtual void detach(Threadpool& tp) noexcept = 0;
     /// For diagnostics (watchdog, errors): this process's rank (-1: none).

@@ -52,6 +52,20 @@ class Notifier {
     /// sleeping() without ordering: a hint (e.g. to skip wake-ups nobody needs).
     int sleeping_relaxed() const noexcept { return n_sleeping_.load(std::memory_order_relaxed); }
 
+    /// The same barrier pair for other sleepers (e.g. a thread waiting for workers to take
+    /// its tasks): the sleeper announces itself, calls sleeper_barrier(), re-checks the
+    /// condition and sleeps; the threads that change the condition, often, change it, call
+    /// signaller_barrier() and read the announcement. With membarrier the sleeper's side is
+    /// the process-wide barrier and the signallers' a compiler barrier.
+    static void sleeper_barrier() noexcept;
+    /// The signallers' side of sleeper_barrier() (a compiler barrier with membarrier).
+    static void signaller_barrier() noexcept {
+        if (asymmetric_anywhere_.load(std::memory_order_relaxed))
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+        else
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+
     /// Futex wait, also used by the Threadpool for its joiner: sleeps while `word` holds
     /// `expected`, until wake_all(word) or `timeout_us` microseconds (< 0: no limit). May
     /// return spuriously. Elsewhere than Linux: a short sleep.
@@ -61,6 +75,8 @@ class Notifier {
     static void wake_all(std::atomic<std::uint32_t>& word) noexcept;
 
   private:
+    // Set by the first notifier that found membarrier (sleeper_barrier then uses it).
+    static std::atomic<bool> asymmetric_anywhere_;
     struct alignas(64) Slot {
         std::atomic<std::uint32_t> epoch{0};
         std::atomic<bool> sleeping{false};

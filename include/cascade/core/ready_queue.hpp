@@ -157,14 +157,21 @@ class alignas(64) ReadyQueue {
     }
 
     /// From a thread outside the pool that holds Inbox lane `lane`: a stealable task (of
-    /// priority 0, which the owner may take before tasks queued later elsewhere).
-    void push_foreign(int lane, const Task& t) {
-        if (inbox_.push(lane, t)) return;
+    /// priority 0, which the owner may take before tasks queued later elsewhere). Returns
+    /// true when the lane's backlog is high (Inbox::Push::busy): the caller should wait.
+    bool push_foreign(int lane, const Task& t) {
+        const detail::Inbox::Push r = inbox_.push(lane, t);
+        if (r == detail::Inbox::Push::queued) [[likely]]
+            return false;
+        if (r == detail::Inbox::Push::busy) return true;
         lock_.lock();  // no memory for the lane: the locked path
         free_.push(t);
         n_free_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
         lock_.unlock();
+        return false;
     }
+    /// The inbox, for a thread outside the pool that waits for its lane's backlog to fall.
+    detail::Inbox& inbox() noexcept { return inbox_; }
 
     /// Owner side: takes the task of highest priority among bound and stealable tasks into
     /// `out`; false if there was none.

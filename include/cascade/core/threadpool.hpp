@@ -89,7 +89,11 @@ class Threadpool {
     /// Queues a ready task on worker `thread` (bound: only that worker may run it). The
     /// low-level entry of task producers (Taskflow, futures); throws UsageError for a
     /// thread outside [0, size()). From a thread outside the pool, stealable tasks of
-    /// priority 0 go through the worker's inbox (no lock).
+    /// priority 0 go through the worker's inbox (no lock). Such a thread that has queued
+    /// 8192 tasks the worker has not taken yet waits (once the pool is started) until 2048
+    /// are left, so that seeding faster than the workers run keeps memory bounded; it stops
+    /// waiting when the worker takes nothing for 10 ms (then waits again only at twice
+    /// that backlog). Worker threads and message handlers never wait.
     void push(const Task& t, int thread, bool bound);
     /// Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
     /// the last one.
@@ -125,6 +129,16 @@ class Threadpool {
     /// (up to 32 MiB per worker and queueing thread), so that seeding a graph again maps no
     /// new memory. Any thread; a snapshot.
     std::size_t kept_inbox_bytes() const noexcept;
+    /// Times a thread outside the pool waited for the workers to take the tasks it queued
+    /// (see push()). Any thread; a snapshot.
+    std::uint64_t seeding_waits() const noexcept {
+        return seeding_waits_.load(std::memory_order_relaxed);
+    }
+    /// Of seeding_waits(), those the thread ended because the worker took nothing for 10 ms
+    /// (it was blocked, or waited for that thread). Any thread; a snapshot.
+    std::uint64_t seeding_waits_abandoned() const noexcept {
+        return seeding_waits_abandoned_.load(std::memory_order_relaxed);
+    }
     /// Bytes of the inbox segments that destroyed pools left to the process-wide cache new
     /// pools draw from (up to 32 MiB). Any thread; a snapshot.
     static std::size_t cached_inbox_bytes() noexcept;
@@ -162,6 +176,7 @@ class Threadpool {
     };
 
     bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
+    void wait_for_inbox(int thread, int lane);            // the backlog of lane is high
     void wake_for(int thread, bool bound) noexcept;
     void stop_workers() noexcept;
     void worker_loop(int me);
@@ -195,6 +210,7 @@ class Threadpool {
     std::atomic<bool> joiner_sleeping_{false};
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};
     std::atomic<unsigned> round_robin_{0};
+    std::atomic<std::uint64_t> seeding_waits_{0}, seeding_waits_abandoned_{0};
     JoinHook* hook_ = nullptr;
     // Read only by idle workers; idle_calls_ counts those inside it (set_idle_hook waits).
     std::atomic<IdleHook*> idle_hook_{nullptr};

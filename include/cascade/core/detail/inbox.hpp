@@ -11,6 +11,13 @@
 // memory already mapped instead of paying a page fault every 64 tasks for segments the
 // allocator gave back to the system meanwhile (32 MiB at most stay mapped that way).
 //
+// A producer learns, once per segment, whether its lane holds kHigh tasks the consumers have
+// not taken yet (push returns busy): the pool then has that thread wait for its workers (see
+// Threadpool::enqueue), so a thread that seeds faster than the workers run keeps a bounded
+// backlog, and the lane's kept segments stay near kHigh's worth. A producer that stopped
+// waiting (its workers made no progress) raises its lane's mark (raise_mark); the mark falls
+// back to kHigh once the backlog has come down.
+//
 // Lanes belong to threads, not to inboxes: a thread takes one of kLanes process-wide lane
 // numbers the first time it pushes from outside a pool and gives it back when it exits, so
 // a lane has one producer at a time. Threads beyond kLanes concurrent ones get none and use
@@ -24,6 +31,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "cascade/core/notifier.hpp"
 #include "cascade/core/task.hpp"
 
 namespace cascade::detail {
@@ -34,6 +42,11 @@ class Inbox {
     static constexpr std::uint64_t kSegment = 512;  // tasks per segment (32 KiB)
     static constexpr std::uint64_t kPrefetch = 8;
     static constexpr std::uint32_t kKeep = 1024;  // emptied segments kept per lane (32 MiB)
+    static constexpr std::uint64_t kHigh = 16 * kSegment;  // backlog that makes push busy
+    static constexpr std::uint64_t kLow = 4 * kSegment;    // backlog a waiting producer awaits
+
+    // What push did.
+    enum class Push { queued, busy, failed };  // busy: queued, and the lane's backlog is high
 
     Inbox() = default;
     Inbox(const Inbox&) = delete;
@@ -51,15 +64,22 @@ class Inbox {
     // The calling thread's lane number, or -1 when all are taken (see top).
     static int this_thread_lane() noexcept;
 
-    // Producer side, on `lane` (this_thread_lane() of the caller): appends t; false only when
-    // no memory could be had for a new segment. The task is visible to consumers once this
-    // returns; the caller orders the push before its check for sleeping workers
-    // (Notifier::publish_barrier).
-    bool push(int lane, const Task& t) noexcept {
+    // Producer side, on `lane` (this_thread_lane() of the caller): appends t; failed only
+    // when no memory could be had for a new segment, busy when it starts a segment while the
+    // consumers have not taken the lane's mark of tasks yet (see top). The task is visible to
+    // consumers once this returns; the caller orders the push before its check for sleeping
+    // workers (Notifier::publish_barrier).
+    Push push(int lane, const Task& t) noexcept {
         Lane& l = lanes_[lane];
         const std::uint64_t tail = l.tail.load(std::memory_order_relaxed);
         const std::uint64_t i = tail % kSegment;
+        Push result = Push::queued;
         if (i == 0) [[unlikely]] {  // the first slot of a new segment
+            const std::uint64_t backlog = tail - heads_[lane].load(std::memory_order_relaxed);
+            if (backlog >= l.mark)
+                result = Push::busy;
+            else if (backlog < kHigh / 2)
+                l.mark = kHigh;
             // One the consumers emptied: ours first, else all those handed back since.
             Segment* s = l.reuse;
             if (!s) s = l.freed.exchange(nullptr, std::memory_order_acquire);
@@ -68,7 +88,7 @@ class Inbox {
                 l.kept.fetch_sub(1, std::memory_order_relaxed);
             } else {
                 s = from_cache();
-                if (!s) return false;
+                if (!s) return Push::failed;
             }
             s->next.store(nullptr, std::memory_order_relaxed);
             if (l.tail_seg)
@@ -82,7 +102,35 @@ class Inbox {
         if (i + kPrefetch < kSegment) __builtin_prefetch(&l.tail_seg->slots[i + kPrefetch], 1);
         l.tail_seg->slots[i] = t;
         l.tail.store(tail + 1, std::memory_order_release);
-        return true;
+        return result;
+    }
+
+    // Producer side: the tasks of `lane` published and not yet taken by a consumer, and how
+    // many the consumers have taken so far (it grows while they make progress).
+    std::uint64_t backlog(int lane) const noexcept {
+        return lanes_[lane].tail.load(std::memory_order_relaxed) -
+               heads_[lane].load(std::memory_order_acquire);
+    }
+    std::uint64_t taken(int lane) const noexcept {
+        return heads_[lane].load(std::memory_order_acquire);
+    }
+    // Producer side: sleeps until the consumers have brought the lane's backlog down to kLow
+    // (the one that does wakes it; Notifier's sleeper/signaller barrier pair makes sure it
+    // either sees the producer waiting or the producer sees its progress), or for
+    // `timeout_us`.
+    void wait_for_consumers(int lane, long timeout_us) noexcept {
+        Lane& l = lanes_[lane];
+        const std::uint32_t word = l.wake_word.load(std::memory_order_seq_cst);
+        l.waiting.store(true, std::memory_order_seq_cst);
+        Notifier::sleeper_barrier();
+        if (backlog(lane) > kLow) Notifier::wait_on(l.wake_word, word, timeout_us);
+        l.waiting.store(false, std::memory_order_relaxed);
+    }
+    // Producer side: the lane's producer stopped waiting with the backlog high; push is busy
+    // again only at twice the backlog.
+    void raise_mark(int lane) noexcept {
+        Lane& l = lanes_[lane];
+        l.mark = std::max(l.mark, 2 * backlog(lane));
     }
 
     // Bytes of one segment (its tasks and its link).
@@ -141,6 +189,11 @@ class Inbox {
                 sink(l.head_seg->slots[k]);
             }
             heads_[i].store(head, std::memory_order_release);
+            Notifier::signaller_barrier();
+            if (l.waiting.load(std::memory_order_relaxed) && tail - head <= kLow) [[unlikely]] {
+                l.waiting.store(false, std::memory_order_relaxed);
+                Notifier::wake_all(l.wake_word);
+            }
         }
         return moved;
     }
@@ -157,6 +210,9 @@ class Inbox {
         Segment* reuse = nullptr;              // the producer's emptied segments, linked by next
         std::atomic<Segment*> freed{nullptr};  // emptied segments handed back, linked by next
         std::atomic<std::uint32_t> kept{0};    // segments in reuse and freed (approximately)
+        std::uint64_t mark = kHigh;            // the producer's: backlog that makes push busy
+        std::atomic<bool> waiting{false};      // the producer sleeps in wait_for_consumers
+        std::atomic<std::uint32_t> wake_word{0};
     };
     // Hands an emptied segment back to the lane's producer (consumer side), or frees it when
     // the lane keeps kKeep already. The producer takes the whole list at once (an exchange),
