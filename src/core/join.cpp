@@ -60,6 +60,14 @@ class TimerSlack {
 
 }  // namespace
 
+void Threadpool::nap_as_joiner(std::uint32_t word, long timeout_us) {
+    // Announce the nap, then re-check: a waker either sees the flag or we see its work.
+    joiner_sleeping_.store(true, std::memory_order_seq_cst);
+    const bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
+    if (!wake_now) Notifier::wait_on(join_word_, word, timeout_us);
+    joiner_sleeping_.store(false, std::memory_order_relaxed);
+}
+
 void Threadpool::join() {
     if (current_thread() >= 0)
         throw UsageError("Threadpool '" + opts_.name + "': join() called from one of its workers");
@@ -120,11 +128,7 @@ void Threadpool::join() {
                 continue;
             }
         }
-        // Announce the nap, then re-check: a waker either sees the flag or we see its work.
-        joiner_sleeping_.store(true, std::memory_order_seq_cst);
-        bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
-        if (!wake_now) Notifier::wait_on(join_word_, word, hook_ ? nap_us : 100000);
-        joiner_sleeping_.store(false, std::memory_order_relaxed);
+        nap_as_joiner(word, hook_ ? nap_us : 100000);
         if (hook_)
             nap_us =
                 std::min<long>(nap_us * 2, r == PollResult::waiting ? kWaitingNapUs : kMaxNapUs);

@@ -248,9 +248,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
             } else if (Clock::now() - active < kPollWindow) {
                 std::this_thread::yield();
             } else {
-                joiner_sleeping_.store(true, std::memory_order_seq_cst);
-                if (!hook_->wants_progress()) Notifier::wait_on(join_word_, word, nap_us);
-                joiner_sleeping_.store(false, std::memory_order_relaxed);
+                nap_as_joiner(word, nap_us);
                 nap_us = std::min(nap_us * 2, kLongestDrivingNapUs);
             }
         } else {

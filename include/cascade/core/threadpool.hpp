@@ -177,6 +177,10 @@ class Threadpool {
 
     bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
     void wait_for_inbox(int thread, int lane);            // the backlog of lane is high
+    // Sleeps as the joiner (wake_joiner() wakes it) for up to timeout_us, unless the hook
+    // (or, without one, the idle pool) wants the caller awake; `word`: join_word_ read before
+    // the caller's last check.
+    void nap_as_joiner(std::uint32_t word, long timeout_us);
     void wake_for(int thread, bool bound) noexcept;
     void stop_workers() noexcept;
     void worker_loop(int me);
