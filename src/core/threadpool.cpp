@@ -216,10 +216,10 @@ bool Threadpool::enqueue(const Task& t, int thread, bool bound) {
 // backlog. The thread that drives the hook (the communication thread) drives it meanwhile, as
 // join() does: the workers' sends may wait for it. Any other thread sleeps until the worker
 // that brings the backlog down to kLow wakes it (one wake-up a wait: each takes a core from a
-// worker when the threads outnumber the cores). Waiting is only safe while the worker makes
-// progress without this thread: a worker that takes nothing for kPatience (it blocks on a
-// lock this thread holds, or waits for something this thread will do later) ends the wait,
-// and the lane waits again only at twice its backlog.
+// worker when the threads outnumber the cores). Waiting is only safe while the workers make
+// progress without this thread: workers that take no task from the lane and finish none for
+// kPatience (they block on a lock this thread holds, or wait for something this thread will
+// do later) end the wait, and the lane waits again only at twice its backlog.
 void Threadpool::wait_for_inbox(int thread, int lane) {
     using Waiting = JoinHook::Waiting;
     const Waiting how = hook_ ? hook_->how_to_wait() : Waiting::napping;
@@ -233,7 +233,9 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
     detail::Inbox& inbox = queues_[thread].inbox();
     seeding_waits_.fetch_add(1, std::memory_order_relaxed);
     wake_workers();  // bulk insertion (push_quiet) has woken nobody yet
-    std::uint64_t taken = inbox.taken(lane);
+    // Progress: tasks taken from the lane, or run by any worker (a worker that runs the
+    // tasks it took slowly, e.g. each waiting for room to send, is not stuck).
+    std::uint64_t taken = inbox.taken(lane), ran = tasks_run();
     auto moved = Clock::now(), active = moved;
     const auto start = moved;
     const std::uint64_t first = taken;
@@ -265,8 +267,10 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
             inbox.wait_for_consumers(lane, limit.count());
         }
         const auto now = Clock::now();
-        if (const std::uint64_t t = inbox.taken(lane); t != taken) {
+        const std::uint64_t t = inbox.taken(lane), r = tasks_run();
+        if (t != taken || r != ran) {
             taken = t;
+            ran = r;
             moved = now;
         } else if (now - moved >= kPatience) {
             inbox.raise_mark(lane);
