@@ -92,8 +92,9 @@ class Threadpool {
     /// priority 0 go through the worker's inbox (no lock). Such a thread that has queued
     /// 8192 tasks the worker has not taken yet waits (once the pool is started) until 2048
     /// are left, so that seeding faster than the workers run keeps memory bounded; it stops
-    /// waiting when the worker takes nothing for 10 ms (then waits again only at twice
-    /// that backlog). Worker threads and message handlers never wait.
+    /// waiting when for 10 ms the workers neither take one of its tasks nor finish any
+    /// task (then waits again only at twice that backlog). Worker threads and message
+    /// handlers never wait.
     void push(const Task& t, int thread, bool bound);
     /// Bulk insertion: push() without waking sleeping workers; call wake_workers() once after
     /// the last one.
@@ -134,8 +135,9 @@ class Threadpool {
     std::uint64_t seeding_waits() const noexcept {
         return seeding_waits_.load(std::memory_order_relaxed);
     }
-    /// Of seeding_waits(), those the thread ended because the worker took nothing for 10 ms
-    /// (it was blocked, or waited for that thread). Any thread; a snapshot.
+    /// Of seeding_waits(), those the thread ended because for 10 ms the workers took none
+    /// of its tasks and finished none (blocked, or waiting for that thread). Any thread; a
+    /// snapshot.
     std::uint64_t seeding_waits_abandoned() const noexcept {
         return seeding_waits_abandoned_.load(std::memory_order_relaxed);
     }
