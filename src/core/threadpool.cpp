@@ -238,6 +238,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
     std::uint64_t taken = inbox.taken(lane), ran = tasks_run();
     auto moved = Clock::now(), active = moved;
     const auto start = moved;
+    auto last_taken = moved;  // the pace estimate below counts tasks taken from the lane only
     const std::uint64_t first = taken;
     long nap_us = 10;  // driving
     while (inbox.backlog(lane) > detail::Inbox::kLow) {
@@ -259,7 +260,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
             // take longer at the pace seen so far (each sleep costs the sleeper's barrier).
             auto limit = std::chrono::duration_cast<std::chrono::microseconds>(kPatience);
             if (taken != first) {
-                const auto pace = (moved - start) / static_cast<long>(taken - first);
+                const auto pace = (last_taken - start) / static_cast<long>(taken - first);
                 limit = std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(
                                        2 * pace * static_cast<long>(inbox.backlog(lane))),
                                    limit, 4 * limit);
@@ -268,6 +269,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
         }
         const auto now = Clock::now();
         const std::uint64_t t = inbox.taken(lane), r = tasks_run();
+        if (t != taken) last_taken = now;
         if (t != taken || r != ran) {
             taken = t;
             ran = r;
