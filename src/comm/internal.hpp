@@ -29,9 +29,11 @@ constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
 // A big message's receive buffer is kept for the next one up to this capacity; a bigger one
 // only until two epochs end without a big message (Communicator::release_idle_buffers).
 constexpr std::size_t kKeptRecvBuffer = std::size_t(4) << 20;
-// Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most this capacity;
-// plus the biggest burst's buffer while bursts keep coming (Communicator::big_spare_).
+// Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most
+// kMaxSpareBufferBytes, together at most kMaxSpareBytes; plus the biggest burst's buffer
+// while bursts keep coming (Communicator::big_spare_).
 constexpr std::size_t kMaxSpareBufferBytes = std::size_t(256) << 10;
+constexpr std::size_t kMaxSpareBytes = std::size_t(512) << 10;
 constexpr int kMaxMessagesPerProgress = 64;
 constexpr std::size_t kMaxSpareBuffers = 8;
 constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;

@@ -126,9 +126,8 @@ void Communicator::flush() {
             const bool big = o.buf.size() > kMaxSpareBufferBytes && big_spare_.capacity() > 0;
             if (big) {
                 buf = std::move(big_spare_);
-            } else if (!spare_bufs_.empty()) {
-                buf = std::move(spare_bufs_.back());
-                spare_bufs_.pop_back();
+            } else {
+                take_spare(buf);
             }
             std::swap(buf, o.buf);
             if (big) track_big_outbox(d, true);
@@ -163,9 +162,8 @@ void Communicator::flush() {
             ps.bytes = n;
             o.frame_bytes_in_flight.fetch_add(n, std::memory_order_relaxed);
             track_send(std::move(ps));
-        } else if (buf.capacity() && buf.capacity() <= kMaxSpareBufferBytes &&
-                   spare_bufs_.size() < kMaxSpareBuffers) {
-            spare_bufs_.push_back(std::move(buf));
+        } else {
+            keep_spare(buf);
         }
         for (auto& l : larges)
             post_large(d, std::move(l));
@@ -303,12 +301,27 @@ void Communicator::finish_send(PendingSend& finished) {
         keep_big_buffer(finished.dest, finished.buf);
         return;
     }
-    if (finished.buf.capacity() <= kMaxSpareBufferBytes && spare_bufs_.size() < kMaxSpareBuffers) {
-        // Only moderate buffers are kept: a burst's big ones return to the system.
-        finished.buf.clear();
-        finished.announce.clear();
-        spare_bufs_.push_back(std::move(finished.buf));
-    }
+    finished.announce.clear();
+    keep_spare(finished.buf);
+}
+
+// Spare send buffers: only moderate ones are kept (a burst's big ones return to the system),
+// as many as kMaxSpareBuffers and kMaxSpareBytes allow.
+void Communicator::keep_spare(detail::Bytes& b) {
+    const std::size_t cap = b.capacity();
+    if (cap == 0 || cap > kMaxSpareBufferBytes || spare_bufs_.size() >= kMaxSpareBuffers ||
+        spare_bytes_ + cap > kMaxSpareBytes)
+        return;
+    b.clear();
+    spare_bytes_ += cap;
+    spare_bufs_.push_back(std::move(b));
+}
+
+void Communicator::take_spare(detail::Bytes& out) {
+    if (spare_bufs_.empty()) return;
+    out = std::move(spare_bufs_.back());
+    spare_bufs_.pop_back();
+    spare_bytes_ -= out.capacity();
 }
 
 // A big buffer whose frames were sent, whatever their size (a small burst may have been
@@ -333,7 +346,7 @@ void Communicator::keep_big_buffer(int dest, detail::Bytes& b) {
         return;
     }
     track_big_outbox(dest, burst);
-    if (b.capacity() && spare_bufs_.size() < kMaxSpareBuffers) spare_bufs_.push_back(std::move(b));
+    keep_spare(b);
 }
 
 // Outbox d holds a big buffer: release_idle_buffers watches it from now on; `used`: a big
@@ -394,9 +407,7 @@ std::size_t Communicator::bytes_in_flight(int dest) const {
 }
 
 std::size_t Communicator::kept_buffer_bytes() const {
-    std::size_t n = big_spare_.capacity() + recv_buf_.capacity();
-    for (const detail::Bytes& b : spare_bufs_)
-        n += b.capacity();
+    std::size_t n = big_spare_.capacity() + recv_buf_.capacity() + spare_bytes_;
     for (int d = 0; d < size_; ++d) {
         Outbox& o = outbox_[d];
         std::lock_guard<Spinlock> g(o.lock);

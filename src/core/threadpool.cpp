@@ -133,6 +133,8 @@ void Threadpool::stop_workers() noexcept {
 void Threadpool::start() {
     armed_ = true;
     if (running_.exchange(true)) return;
+    for (int i = 0; i < n_; ++i)
+        queues_[i].inbox().started();
     stop_.store(false);
     idle_state_.store(0);
     threads_.reserve(n_);

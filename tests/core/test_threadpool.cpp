@@ -330,6 +330,44 @@ TEST(Threadpool, ASeedingThreadStopsWaitingForWorkersThatWaitForIt) {
     EXPECT_GE(tp.seeding_waits_abandoned(), 1u);
 }
 
+TEST(Threadpool, ARunningPoolsInboxKeepsOnlyTheSeedingBacklogsSegments) {
+    // A backlog far above the seeding wait's (the workers blocked, the waits abandoned) runs
+    // with more segments than the wait allows: a running pool keeps only kKeepRunning of them
+    // for later seedings and frees the rest. Queued before start(), the same backlog keeps
+    // them all (the next graph seeded before start() is as big).
+    using cascade::detail::Inbox;
+    constexpr std::size_t kSeg = Inbox::segment_bytes();
+    constexpr int kSegments = 3 * static_cast<int>(Inbox::kKeepRunning);
+    constexpr int kTasks = kSegments * static_cast<int>(Inbox::kSegment);
+    std::atomic<int> count{0};
+    {
+        std::mutex m;
+        Threadpool tp(1);
+        {
+            std::lock_guard<std::mutex> g(m);
+            for (int i = 0; i < kTasks; ++i)
+                tp.insert(
+                    [&] {
+                        std::lock_guard<std::mutex> inner(m);
+                        count.fetch_add(1, std::memory_order_relaxed);
+                    },
+                    0);
+        }
+        tp.join();
+        EXPECT_GE(tp.seeding_waits_abandoned(), 1u);
+        EXPECT_GT(tp.kept_inbox_bytes(), 0u);
+        EXPECT_LE(tp.kept_inbox_bytes(), Inbox::kKeepRunning * kSeg);
+    }
+    ThreadpoolOptions opts;
+    opts.start = false;
+    Threadpool before(1, opts);
+    for (int i = 0; i < kTasks; ++i)
+        before.insert([&] { count.fetch_add(1, std::memory_order_relaxed); }, 0);
+    before.join();
+    EXPECT_EQ(before.kept_inbox_bytes(), (kSegments - 1) * kSeg);  // all but the one read last
+    EXPECT_EQ(count.load(), 2 * kTasks);
+}
+
 TEST(Threadpool, TasksQueuedBeforeStartNeverMakeTheSeedingThreadWait) {
     // Before start() no worker takes anything: the seeding thread must not wait at all.
     using cascade::detail::Inbox;

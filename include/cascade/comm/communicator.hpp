@@ -433,6 +433,9 @@ class Communicator : public JoinHook {
     std::deque<PendingRecv> large_recvs_;
     std::vector<MPI_Status> statuses_;  // scratch for MPI_Testall
     std::vector<detail::Bytes> spare_bufs_;
+    std::size_t spare_bytes_ = 0;  // their capacities' sum
+    void keep_spare(detail::Bytes& b);
+    void take_spare(detail::Bytes& out);
     // Buffers beyond the spares' limits (a burst of frames bigger than kMaxSpareBufferBytes,
     // a big message received) are kept while the program keeps using them: an iterative code
     // that sends the same burst at every step finds its buffers mapped. Each is released

@@ -5,16 +5,19 @@
 // touches the cache lines the worker uses for its own queue. The worker (or a thief, under
 // the worker's queue lock) moves published tasks into its ready queue in small batches. Lanes are
 // unbounded: segments of tasks linked by the producer, handed back to it for reuse once read.
-// A lane keeps the segments it emptied (up to kKeep of them) for its next pushes, and a
-// destroyed inbox leaves its segments to a process-wide cache (up to kKeep as well) that new
-// lanes draw from: a thread that seeds a big graph at every step, or into a new pool, touches
-// memory already mapped instead of paying a page fault every 64 tasks for segments the
-// allocator gave back to the system meanwhile (32 MiB at most stay mapped that way).
+// A lane keeps the segments it emptied for its next pushes: before its pool starts, as many
+// as its largest backlog (up to kKeep: a graph seeded before start() is read only once it
+// was all queued); once the pool runs, kKeepRunning, the backlog at which a seeding thread
+// waits (see below) plus the one it waits down to. A destroyed inbox leaves its segments to
+// a process-wide cache (up to kKeep) that new lanes draw from: a thread that seeds a big
+// graph at every step, or into a new pool, touches memory already mapped instead of paying
+// a page fault every 64 tasks for segments the allocator gave back to the system meanwhile
+// (32 MiB at most stay mapped that way).
 //
 // A producer learns, once per segment, whether its lane holds kHigh tasks the consumers have
 // not taken yet (push returns busy): the pool then has that thread wait for its workers (see
 // Threadpool::enqueue), so a thread that seeds faster than the workers run keeps a bounded
-// backlog, and the lane's kept segments stay near kHigh's worth. A producer that stopped
+// backlog. A producer that stopped
 // waiting (its workers made no progress) raises its lane's mark (raise_mark); the mark falls
 // back to kHigh once the backlog has come down.
 //
@@ -44,6 +47,7 @@ class Inbox {
     static constexpr std::uint32_t kKeep = 1024;  // emptied segments kept per lane (32 MiB)
     static constexpr std::uint64_t kHigh = 16 * kSegment;  // backlog that makes push busy
     static constexpr std::uint64_t kLow = 4 * kSegment;    // backlog a waiting producer awaits
+    static constexpr std::uint32_t kKeepRunning = (kHigh + kLow) / kSegment;  // segments kept
 
     // What push did.
     enum class Push { queued, busy, failed };  // busy: queued, and the lane's backlog is high
@@ -80,6 +84,12 @@ class Inbox {
                 result = Push::busy;
             else if (backlog < kHigh / 2)
                 l.mark = kHigh;
+            if (keep_backlog_.load(std::memory_order_relaxed)) {  // before start(): see top
+                const auto need = static_cast<std::uint32_t>(
+                    std::min<std::uint64_t>(backlog / kSegment + 2, kKeep));
+                if (need > l.keep.load(std::memory_order_relaxed))
+                    l.keep.store(need, std::memory_order_relaxed);
+            }
             // One the consumers emptied: ours first, else all those handed back since.
             Segment* s = l.reuse;
             if (!s) s = l.freed.exchange(nullptr, std::memory_order_acquire);
@@ -144,6 +154,9 @@ class Inbox {
             n += l.kept.load(std::memory_order_relaxed);
         return n * segment_bytes();
     }
+    // The pool started: lanes keep kKeepRunning segments from now on, or what they keep
+    // already (see top).
+    void started() noexcept { keep_backlog_.store(false, std::memory_order_relaxed); }
     // Bytes of the segments destroyed inboxes left to the process-wide cache (any thread).
     static std::size_t cached_bytes() noexcept;
 
@@ -210,12 +223,13 @@ class Inbox {
         Segment* reuse = nullptr;              // the producer's emptied segments, linked by next
         std::atomic<Segment*> freed{nullptr};  // emptied segments handed back, linked by next
         std::atomic<std::uint32_t> kept{0};    // segments in reuse and freed (approximately)
-        std::uint64_t mark = kHigh;            // the producer's: backlog that makes push busy
-        std::atomic<bool> waiting{false};      // the producer sleeps in wait_for_consumers
+        std::atomic<std::uint32_t> keep{kKeepRunning};  // most kept (written by the producer)
+        std::uint64_t mark = kHigh;        // the producer's: backlog that makes push busy
+        std::atomic<bool> waiting{false};  // the producer sleeps in wait_for_consumers
         std::atomic<std::uint32_t> wake_word{0};
     };
     // Hands an emptied segment back to the lane's producer (consumer side), or frees it when
-    // the lane keeps kKeep already. The producer takes the whole list at once (an exchange),
+    // the lane keeps its `keep` already. The producer takes the whole list at once (an exchange),
     // so no node is popped while this pushes: no ABA.
     static void recycle(Lane& l, Segment* done) noexcept;
     // The process-wide cache of segments (inbox.cpp): a new segment, from the cache or else
@@ -225,10 +239,11 @@ class Inbox {
 
     Lane lanes_[kLanes];
     alignas(64) std::atomic<std::uint64_t> heads_[kLanes] = {};  // written by the consumer
+    std::atomic<bool> keep_backlog_{true};  // the pool has not started: lanes keep their backlog
 };
 
 inline void Inbox::recycle(Lane& l, Segment* done) noexcept {
-    if (l.kept.load(std::memory_order_relaxed) >= kKeep) {
+    if (l.kept.load(std::memory_order_relaxed) >= l.keep.load(std::memory_order_relaxed)) {
         std::free(done);
         return;
     }
