@@ -126,9 +126,10 @@ class Threadpool {
     /// Tasks stolen by all workers (read after join()).
     std::uint64_t tasks_stolen() const noexcept;
     /// Bytes the workers' inboxes keep for reuse: the emptied segments of the tasks that
-    /// threads outside the pool queued. An inbox keeps as many as its largest backlog so far
-    /// (up to 32 MiB per worker and queueing thread), so that seeding a graph again maps no
-    /// new memory. Any thread; a snapshot.
+    /// threads outside the pool queued, so that seeding a graph again maps no new memory.
+    /// Per worker and queueing thread, an inbox keeps as many as the largest backlog queued
+    /// before start() (up to 32 MiB), and otherwise 20 segments of 32 KiB (the backlog at
+    /// which a seeding thread waits, plus the one it waits down to). Any thread; a snapshot.
     std::size_t kept_inbox_bytes() const noexcept;
     /// Times a thread outside the pool waited for the workers to take the tasks it queued
     /// (see push()). Any thread; a snapshot.
