@@ -306,18 +306,13 @@ TEST(Threadpool, AThreadThatSeedsFasterThanTheWorkersRunWaitsForThem) {
               (4 * Inbox::kHigh / Inbox::kSegment + 2) * Inbox::segment_bytes());
 }
 
-TEST(Threadpool, ASeedingThreadStopsWaitingForWorkersThatWaitForIt) {
-    // The tasks need a lock the seeding thread holds until it has queued them all: waiting
-    // for the worker to take them would never end. The seeding thread stops waiting once the
-    // worker makes no progress (and again at each doubled mark), so this returns.
-    using cascade::detail::Inbox;
-    constexpr int kTasks = static_cast<int>(3 * Inbox::kHigh);
+// Queues `tasks` tasks for worker 0 that each need a lock this thread holds until it has
+// queued them all (the worker, blocked in the first, finishes none meanwhile), then joins.
+static void seed_behind_a_lock(Threadpool& tp, int tasks, std::atomic<int>& count) {
     std::mutex m;
-    std::atomic<int> count{0};
-    Threadpool tp(1);
     {
         std::lock_guard<std::mutex> g(m);
-        for (int i = 0; i < kTasks; ++i)
+        for (int i = 0; i < tasks; ++i)
             tp.insert(
                 [&] {
                     std::lock_guard<std::mutex> inner(m);
@@ -326,6 +321,17 @@ TEST(Threadpool, ASeedingThreadStopsWaitingForWorkersThatWaitForIt) {
                 0);
     }
     tp.join();
+}
+
+TEST(Threadpool, ASeedingThreadStopsWaitingForWorkersThatWaitForIt) {
+    // The tasks need a lock the seeding thread holds until it has queued them all: waiting
+    // for the worker to take them would never end. The seeding thread stops waiting once the
+    // worker makes no progress (and again at each doubled mark), so this returns.
+    using cascade::detail::Inbox;
+    constexpr int kTasks = static_cast<int>(3 * Inbox::kHigh);
+    std::atomic<int> count{0};
+    Threadpool tp(1);
+    seed_behind_a_lock(tp, kTasks, count);
     EXPECT_EQ(count.load(), kTasks);
     EXPECT_GE(tp.seeding_waits_abandoned(), 1u);
 }
@@ -341,19 +347,8 @@ TEST(Threadpool, ARunningPoolsInboxKeepsOnlyTheSeedingBacklogsSegments) {
     constexpr int kTasks = kSegments * static_cast<int>(Inbox::kSegment);
     std::atomic<int> count{0};
     {
-        std::mutex m;
         Threadpool tp(1);
-        {
-            std::lock_guard<std::mutex> g(m);
-            for (int i = 0; i < kTasks; ++i)
-                tp.insert(
-                    [&] {
-                        std::lock_guard<std::mutex> inner(m);
-                        count.fetch_add(1, std::memory_order_relaxed);
-                    },
-                    0);
-        }
-        tp.join();
+        seed_behind_a_lock(tp, kTasks, count);
         EXPECT_GE(tp.seeding_waits_abandoned(), 1u);
         EXPECT_GT(tp.kept_inbox_bytes(), 0u);
         EXPECT_LE(tp.kept_inbox_bytes(), Inbox::kKeepRunning * kSeg);
