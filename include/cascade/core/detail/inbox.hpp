@@ -17,9 +17,8 @@
 // A producer learns, once per segment, whether its lane holds kHigh tasks the consumers have
 // not taken yet (push returns busy): the pool then has that thread wait for its workers (see
 // Threadpool::enqueue), so a thread that seeds faster than the workers run keeps a bounded
-// backlog. A producer that stopped
-// waiting (its workers made no progress) raises its lane's mark (raise_mark); the mark falls
-// back to kHigh once the backlog has come down.
+// backlog. A producer that stopped waiting (its workers made no progress) raises its lane's
+// mark (raise_mark); the mark falls back to kHigh once the backlog has come down.
 //
 // Lanes belong to threads, not to inboxes: a thread takes one of kLanes process-wide lane
 // numbers the first time it pushes from outside a pool and gives it back when it exits, so
@@ -229,8 +228,8 @@ class Inbox {
         std::atomic<std::uint32_t> wake_word{0};
     };
     // Hands an emptied segment back to the lane's producer (consumer side), or frees it when
-    // the lane keeps its `keep` already. The producer takes the whole list at once (an exchange),
-    // so no node is popped while this pushes: no ABA.
+    // the lane keeps its `keep` already. The producer takes the whole list at once (an
+    // exchange), so no node is popped while this pushes: no ABA.
     static void recycle(Lane& l, Segment* done) noexcept;
     // The process-wide cache of segments (inbox.cpp): a new segment, from the cache or else
     // allocated (null when no memory could be had); a segment no inbox uses any more.
