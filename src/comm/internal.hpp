@@ -27,8 +27,9 @@ inline int am_tag(std::uint32_t epoch) {
 // from that rank alone, so frames from one rank still run in the order they were queued.
 constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
 // A big message's receive buffer is kept for the next one up to this capacity; a bigger one
-// only until two epochs end without a big message (Communicator::release_idle_buffers).
-constexpr std::size_t kKeptRecvBuffer = std::size_t(4) << 20;
+// only until two epochs end without a big message that fills it (see fills() below;
+// Communicator::release_idle_buffers).
+constexpr std::size_t kKeptRecvBuffer = std::size_t(256) << 10;
 // Spare send buffers kept for reuse: at most kMaxSpareBuffers, each of at most
 // kMaxSpareBufferBytes, together at most kMaxSpareBytes; plus the biggest burst's buffer
 // while bursts keep coming (Communicator::big_spare_).
@@ -36,6 +37,12 @@ constexpr std::size_t kMaxSpareBufferBytes = std::size_t(256) << 10;
 constexpr std::size_t kMaxSpareBytes = std::size_t(512) << 10;
 constexpr int kMaxMessagesPerProgress = 64;
 constexpr std::size_t kMaxSpareBuffers = 8;
+// A burst (or a big message received) uses a buffer kept beyond the spares' limits when it
+// fills at least half of it: one that only much smaller bursts use goes back to the system
+// like an idle one, and the next big burst grows a buffer of its own size.
+inline bool fills(std::size_t bytes, std::size_t capacity) {
+    return 2 * bytes >= capacity;
+}
 constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
 constexpr auto kFirstCountDelay = std::chrono::microseconds(20);
 constexpr auto kMaxCountDelay = std::chrono::microseconds(640);

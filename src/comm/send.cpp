@@ -124,13 +124,14 @@ void Communicator::flush() {
             // The outbox's next buffer: for a burst bigger than a spare, the big spare (an
             // iterative code sends the same burst at every step); else a spare, if any.
             const bool big = o.buf.size() > kMaxSpareBufferBytes && big_spare_.capacity() > 0;
+            const bool used = big && fills(o.buf.size(), big_spare_.capacity());
             if (big) {
                 buf = std::move(big_spare_);
             } else {
                 take_spare(buf);
             }
             std::swap(buf, o.buf);
-            if (big) track_big_outbox(d, true);
+            if (big) track_big_outbox(d, used);
             std::swap(larges, o.larges);
             o.body_bytes_queued = 0;
             o.bodies_queued = 0;
@@ -328,10 +329,10 @@ void Communicator::take_spare(detail::Bytes& out) {
 // written into the outbox's big buffer): back to its outbox if that waits empty with a
 // smaller one, so that the next burst is written straight into mapped memory (a code whose
 // main thread queues a whole burst before join() finds it there); else the big spare if it
-// is bigger than the one kept. Only a big burst counts as using the buffers
-// (release_idle_buffers frees them two epochs after the last one).
+// is bigger than the one kept. Only a big burst that fills it counts as using the buffer
+// (release_idle_buffers frees it two epochs after the last one).
 void Communicator::keep_big_buffer(int dest, detail::Bytes& b) {
-    const bool burst = b.size() > kMaxSpareBufferBytes;
+    const bool burst = b.size() > kMaxSpareBufferBytes && fills(b.size(), b.capacity());
     b.clear();
     Outbox& o = outbox_[dest];
     {

@@ -173,8 +173,8 @@ TEST(Buffers, BurstBuffersAreKeptWhileUsedAndReleasedWhenIdle) {
     for (int step = 0; step < 3; ++step)
         b.tp.join();  // epochs without bursts
     const std::size_t idle = b.comm.kept_buffer_bytes();
-    // 512 KiB of spares, a receive buffer of 4 MiB, one spare per outbox.
-    const std::size_t bound = (std::size_t(512) << 10) + (std::size_t(4) << 20) +
+    // 512 KiB of spares, a receive buffer of 256 KiB, one spare per outbox.
+    const std::size_t bound = (std::size_t(512) << 10) + (std::size_t(256) << 10) +
                               std::size_t(b.n) * (std::size_t(256) << 10);
     EXPECT_LE(idle, bound) << "rank " << b.me << " keeps " << idle << " B after idle epochs";
 }
@@ -201,6 +201,25 @@ TEST(Buffers, ASmallBurstBetweenBigOnesKeepsTheBigBuffers) {
         << "rank " << b.me << ": " << busy << " B kept after big bursts, " << after_big
         << " B after the next one (a buffer more)";
     EXPECT_EQ(b.received, 4 * kMessages + 10);
+}
+
+// Bursts that shrink (here to a twentieth, still past the spares' 256 KiB) do not keep the
+// buffers of the big ones: a burst uses a kept buffer only when it fills half of it, so the
+// big buffers go two epochs later, as idle ones do, and the small bursts grow their own.
+TEST(Buffers, BuffersOfBigBurstsGoWhenOnlyMuchSmallerBurstsFollow) {
+    Bursts b;
+    constexpr long kMessages = Bursts::kMessages;
+    for (int step = 0; step < 3; ++step)
+        b.burst(kMessages);
+    const std::size_t busy = b.comm.kept_buffer_bytes();
+    ASSERT_GE(busy, std::size_t(2) * kMessages * 16)
+        << "rank " << b.me << " keeps " << busy << " B";
+    for (int step = 0; step < 4; ++step)
+        b.burst(kMessages / 20);
+    const std::size_t smaller = b.comm.kept_buffer_bytes();
+    EXPECT_LE(smaller, busy / 4) << "rank " << b.me << ": " << busy << " B kept after big bursts, "
+                                 << smaller << " B after four twenty times smaller";
+    EXPECT_EQ(b.received, 3 * kMessages + 4 * (kMessages / 20));
 }
 
 // Buffers of frames sent while the receiver does not receive stay with MPI until it does,

@@ -161,8 +161,8 @@ class Communicator : public JoinHook {
     /// Bytes of the buffers kept for reuse while nothing is in them: spare send buffers, the
     /// buffer of the biggest recent burst of frames, the receive buffer of big messages, and
     /// the outboxes' empty buffers. Bursts bigger than the spares' limits keep their buffers
-    /// only while two epochs do not end without one. Call it on the communication thread or
-    /// after join().
+    /// only while two epochs do not end without one that fills at least half of them. Call
+    /// it on the communication thread or after join().
     std::size_t kept_buffer_bytes() const;
 
     /// Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
