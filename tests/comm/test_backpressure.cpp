@@ -157,6 +157,12 @@ struct Bursts {
             am->send(next, std::uint64_t(7));
         tp.join();
     }
+    // Three full bursts (three epochs); returns the bytes kept after them.
+    std::size_t kept_after_big_bursts() {
+        for (int step = 0; step < 3; ++step)
+            burst(kMessages);
+        return comm.kept_buffer_bytes();
+    }
 };
 
 // A burst of frames bigger than the spare buffers (here about 10 MB to the next rank at every
@@ -165,10 +171,8 @@ struct Bursts {
 TEST(Buffers, BurstBuffersAreKeptWhileUsedAndReleasedWhenIdle) {
     Bursts b;
     constexpr long kMessages = Bursts::kMessages;
-    for (int step = 0; step < 3; ++step)
-        b.burst(kMessages);
+    const std::size_t busy = b.kept_after_big_bursts();
     EXPECT_EQ(b.received, 3 * kMessages);
-    const std::size_t busy = b.comm.kept_buffer_bytes();
     EXPECT_GE(busy, std::size_t(kMessages) * 16) << "rank " << b.me << " keeps " << busy << " B";
     for (int step = 0; step < 3; ++step)
         b.tp.join();  // epochs without bursts
@@ -185,9 +189,7 @@ TEST(Buffers, BurstBuffersAreKeptWhileUsedAndReleasedWhenIdle) {
 TEST(Buffers, ASmallBurstBetweenBigOnesKeepsTheBigBuffers) {
     Bursts b;
     constexpr long kMessages = Bursts::kMessages;
-    for (int step = 0; step < 3; ++step)
-        b.burst(kMessages);
-    const std::size_t busy = b.comm.kept_buffer_bytes();
+    const std::size_t busy = b.kept_after_big_bursts();
     ASSERT_GE(busy, std::size_t(2) * kMessages * 24)
         << "rank " << b.me << " keeps " << busy << " B";
     b.burst(10);
@@ -209,9 +211,7 @@ TEST(Buffers, ASmallBurstBetweenBigOnesKeepsTheBigBuffers) {
 TEST(Buffers, BuffersOfBigBurstsGoWhenOnlyMuchSmallerBurstsFollow) {
     Bursts b;
     constexpr long kMessages = Bursts::kMessages;
-    for (int step = 0; step < 3; ++step)
-        b.burst(kMessages);
-    const std::size_t busy = b.comm.kept_buffer_bytes();
+    const std::size_t busy = b.kept_after_big_bursts();
     ASSERT_GE(busy, std::size_t(2) * kMessages * 16)
         << "rank " << b.me << " keeps " << busy << " B";
     for (int step = 0; step < 4; ++step)
