@@ -3,6 +3,7 @@
 #include "internal.hpp"
 
 #include <cstring>
+#include <utility>
 
 namespace cascade {
 
@@ -55,13 +56,19 @@ void Objects::execute(Record* r, Invocation* inv) {
     const std::uint64_t waits = detail::waits_on_this_thread();
     const double t0 = now_s();
     t_hops = inv->h.hops;
+    // A migrate of this object from its exclusive handler may be made when the handler ends
+    // (migrate_when_handler_ends); handlers run nested on this thread name their own.
+    detail::Record* const outer = detail::t_running;
+    detail::t_running = excl ? r : nullptr;
     try {
         h->run(*this, r->obj, r->key, *inv);
     } catch (...) {
+        detail::t_running = outer;
         h->stats.record(false);
         finish(r, excl, now_s() - t0);
         throw;
     }
+    detail::t_running = outer;
     counters_.handlers_run.fetch_add(1, std::memory_order_relaxed);
     const double dt = now_s() - t0;
     h->stats.record(dt * 1e9 < static_cast<double>(detail::CallStats::kShortNs) &&
@@ -96,7 +103,7 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
         auto it = s.map.find(k);
         if (it == s.map.end() || !it->second.rec) return false;
         Record& r = *it->second.rec;
-        if (r.pinned || r.rebalancing || r.migrating) return false;
+        if (r.pinned || r.rebalancing || r.migrating || r.migrate_to >= 0) return false;
         // A pin already issued wins over the balancing that would jump ahead of it.
         for (const Invocation* q : r.ready)
             if (q->h.kind == OpKind::pin) return false;
@@ -122,18 +129,28 @@ void Objects::finish(Record* r, bool excl, double seconds) {
     Shard& s = shard(r->key);
     Scratch scratch;
     std::vector<Pending>& out = scratch.out;
+    int migrate_to = -1;
     {
         std::lock_guard<Spinlock> g(s.m);
-        if (excl)
-            r->running_exclusive = false;
-        else
-            --r->running_shared;
         r->busy_s += seconds;
         // Recent handler time: what the next handlers will likely cost (a balancing policy's
         // estimate of the work queued on the object).
         if (seconds > 0) r->recent_s = r->recent_s > 0 ? 0.5 * (r->recent_s + seconds) : seconds;
         ++r->handled;
-        dispatch_locked(*r, out);
+        if (excl && r->migrate_to >= 0) {
+            // The handler moved its object: the migration keeps the access the handler had.
+            migrate_to = std::exchange(r->migrate_to, -1);
+        } else {
+            if (excl)
+                r->running_exclusive = false;
+            else
+                --r->running_shared;
+            dispatch_locked(*r, out);
+        }
+    }
+    if (migrate_to >= 0) {
+        counters_.moved_by_handler.fetch_add(1, std::memory_order_relaxed);
+        return migrate_now(r, migrate_to);
     }
     start(out);
 }

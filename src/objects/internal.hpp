@@ -49,6 +49,8 @@ struct BodiesHead {
 inline constexpr std::size_t kSmallMigration = 64 * 1024;
 
 extern thread_local int t_hops;  // forwards of the request running on this thread
+// The object whose exclusive handler runs on this thread (the innermost one), or null.
+extern thread_local Record* t_running;
 
 inline double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())

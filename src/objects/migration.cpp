@@ -122,13 +122,37 @@ std::uint32_t take_slot(std::deque<Slot>& slots, std::vector<std::uint32_t>& fre
 }  // namespace
 
 void Objects::do_migrate(Record* r, Invocation* inv) {
-    detail::InvocationPtr guard(inv);
     const int dest = inv->h.arg;
+    detail::free_invocation(inv);
     if (dest == rank_) {  // already here
         finish(r, true, 0);
         return;
     }
-    // This request runs alone on the object: nothing else reads or writes it meanwhile.
+    migrate_now(r, dest);
+}
+
+bool Objects::migrate_when_handler_ends(const ObjectKey& k, int dest) {
+    // Only from the exclusive handler running on k, and only when the migration would be the
+    // next request to run on it anyway: nothing is queued on it, and every request this rank
+    // issued to it before has arrived. Queued as a request, it would then run right after
+    // the handler, as here, and the requests issued meanwhile would travel with the object.
+    Record* r = detail::t_running;
+    if (!r || r->key != k) return false;
+    Shard& s = shard(k);
+    std::lock_guard<Spinlock> g(s.m);
+    if (r->migrate_to >= 0 || !r->ready.empty() || !r->held.empty()) return false;
+    const auto it = s.map.find(k);
+    if (it == s.map.end() || it->second.rec.get() != r) return false;
+    std::uint64_t arrived = 0;  // this rank's requests run or queued here so far
+    for (const auto& [sender, next] : r->expected)
+        if (sender == rank_) arrived = next;
+    if (arrived != it->second.next_seq) return false;
+    if (dest != rank_) r->migrate_to = dest;  // to where it is: nothing happens
+    return true;
+}
+
+void Objects::migrate_now(Record* r, int dest) {
+    // This migration runs alone on the object: nothing else reads or writes it meanwhile.
     Shard& s = shard(r->key);
     std::unique_ptr<Record> rec;
     {

@@ -15,6 +15,7 @@ using detail::Record;
 
 namespace detail {
 thread_local int t_hops = 0;
+thread_local Record* t_running = nullptr;
 
 const char* intern(const std::string& s) {
     static std::mutex m;
@@ -315,6 +316,7 @@ ObjectsStats Objects::stats() const {
     s.lazy_updates = counters_.lazy_updates.load();
     s.home_updates = counters_.home_updates.load();
     s.migrations_out = counters_.migrations_out.load();
+    s.moved_by_handler = counters_.moved_by_handler.load();
     s.migrations_in = counters_.migrations_in.load();
     s.parked = counters_.parked.load();
     s.max_hops = counters_.max_hops.load();

@@ -23,6 +23,15 @@ struct Counter {
     long value = 0;
 };
 
+// The ranks its handlers ran on, in order.
+struct Trail {
+    std::vector<int> ranks;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(ranks);
+    }
+};
+
 // Checks the order of the requests it receives from each sender.
 struct Tally {
     std::vector<std::int64_t> last;  // per sender: last sequence number seen
@@ -563,6 +572,44 @@ TEST(ObjectsMpi, MigrationCarriesQueuedRequests) {
     EXPECT_EQ(allreduce_sum(disorder), 0);
     const auto st = objs.stats();
     EXPECT_EQ(allreduce_sum(long(st.migrations_out)), n == 1 ? 0 : n == 2 ? 1 : 2);
+}
+
+// A handler that migrates its own object: with nothing queued on it, the object leaves as
+// the handler ends (no request of its own) and the handler's later requests follow it; with a
+// request queued behind the handler, that request still runs where the object was first.
+TEST(ObjectsMpi, AHandlerMovingItsObjectKeepsTheOrderOfRequests) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size(), far = n - 1;
+    auto mark =
+        objs.make_handler<Trail>([&](Trail& t) { t.ranks.push_back(me); }, {.name = "mark"});
+    auto move = objs.make_handler<Trail>(
+        [&](Trail&, mobile_ptr<Trail>& self, int& dest, int& nap_ms) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(nap_ms));
+            objs.migrate(self, dest);
+            mark->invoke(self);  // runs where the object goes
+        },
+        {.name = "move"});
+    mobile_ptr<Trail> p;
+    if (me == 0) p = objs.create<Trail>();
+    MPI_Bcast(&p, sizeof p, MPI_BYTE, 0, MPI_COMM_WORLD);
+    // Nothing queued: the object leaves as the handler ends.
+    if (me == 0) move->invoke(p, p, far, 0);
+    tp.join();
+    EXPECT_EQ(allreduce_sum(long(objs.stats().moved_by_handler)), n > 1 ? 1 : 0);
+    // A request queued behind the napping handler runs before the migration, where it was.
+    if (me == 0) {
+        move->invoke(p, p, 0, 200);
+        mark->invoke(p);
+    }
+    tp.join();
+    EXPECT_EQ(allreduce_sum(long(objs.stats().moved_by_handler)), n > 1 ? 1 : 0);
+    if (me == 0) {
+        const Trail* t = objs.local(p);
+        ASSERT_NE(t, nullptr);
+        EXPECT_EQ(t->ranks, (std::vector<int>{far, far, 0}));
+    }
 }
 
 // A call whose object migrates while the call waits still gets its answer.

@@ -76,6 +76,8 @@ struct ObjectsStats {
     std::uint64_t lazy_updates = 0;          ///< location updates this rank sent to senders
     std::uint64_t home_updates = 0;          ///< arrivals here this rank told the home of
     std::uint64_t migrations_out = 0;        ///< objects that left this rank
+    std::uint64_t moved_by_handler = 0;      ///< of which moved by their own exclusive handler,
+                                             ///< as it ended (see migrate)
     std::uint64_t migrations_in = 0;         ///< objects that arrived here
     std::uint64_t parked = 0;                ///< requests that arrived before their object
     std::uint64_t max_hops = 0;              ///< most forwards of a request run here
@@ -115,7 +117,10 @@ class Objects {
 
     /// Moves *p to rank dest, with the requests queued on it, after the requests this rank
     /// issued to it before (ordered like an exclusive handler). From any rank; to the rank
-    /// that holds it: nothing happens.
+    /// that holds it: nothing happens. From the exclusive handler running on *p, when no
+    /// request waits on it and every request this rank issued to it before has arrived, the
+    /// object leaves as the handler ends, without a request of its own (the queued one would
+    /// run next anyway); requests the handler issues to it after this follow it.
     template <class T>
     void migrate(mobile_ptr<T> p, int dest);
 
@@ -230,6 +235,8 @@ class Objects {
     void execute(detail::Record* r, detail::Invocation* inv);
     void finish(detail::Record* r, bool exclusive, double seconds);
     void do_migrate(detail::Record* r, detail::Invocation* inv);
+    void migrate_now(detail::Record* r, int dest);
+    bool migrate_when_handler_ends(const ObjectKey& k, int dest);
     void do_destroy(detail::Record* r, detail::Invocation* inv);
     void install(const char* data, std::size_t size);
     void place(std::unique_ptr<detail::Record> rec, int source);
@@ -328,8 +335,8 @@ class Objects {
 
     struct Counters {
         std::atomic<std::uint64_t> handlers_run{0}, on_comm_thread{0}, forwards{0}, lazy_updates{0},
-            home_updates{0}, migrations_out{0}, migrations_in{0}, parked{0}, max_hops{0},
-            max_hops_before_home{0};
+            home_updates{0}, migrations_out{0}, moved_by_handler{0}, migrations_in{0}, parked{0},
+            max_hops{0}, max_hops_before_home{0};
         std::array<std::atomic<std::uint64_t>, 8> by_hops{};
     };
     mutable Counters counters_;
@@ -391,6 +398,7 @@ void Objects::migrate(mobile_ptr<T> p, int dest) {
     if (dest < 0 || dest >= size_)
         throw UsageError("objects: migrate of object " + to_string(p.key()) + " to rank " +
                          std::to_string(dest) + ", outside [0, " + std::to_string(size_) + ")");
+    if (migrate_when_handler_ends(p.key(), dest)) return;
     detail::InvokeHead h;
     h.key = p.key();
     h.kind = detail::OpKind::migrate;

@@ -120,6 +120,8 @@ struct Record {
     bool rebalancing = false;  // a balancing migration is queued or running
     bool deferred = false;     // a request of it waits to run on the communication thread (that
                                // thread's flag: Objects::defer)
+    int migrate_to = -1;       // the rank the exclusive handler running on it moves it to when it
+                               // ends (Objects::migrate_when_handler_ends), or -1
     std::deque<Invocation*> ready;  // in order, waiting for access
     // Arrived ahead of an earlier request from the same sender: (sender, seq) -> request.
     std::map<std::pair<int, std::uint64_t>, Invocation*> held;
@@ -144,6 +146,7 @@ inline void reset(Record& r) noexcept {
     r.version = 0;
     r.running_shared = 0;
     r.running_exclusive = r.migrating = r.pinned = r.rebalancing = r.deferred = false;
+    r.migrate_to = -1;
     r.ready.clear();
     r.held.clear();
     r.expected.clear();
