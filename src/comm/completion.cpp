@@ -257,8 +257,15 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         return PollResult::done;
     }
     // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
+    // While this rank's workers are idle, hot for kHotInFlightPolls quiet polls (a transfer
+    // of a few KiB ends within microseconds, and a yield's system call would sit in its
+    // path), then yielding: that leaves the core to busy workers, or to ranks sharing it.
     const bool in_flight = !large_recvs_.empty() || !big_recvs_.empty() || pending_large_sends_ > 0;
-    if (!active && in_flight) std::this_thread::yield();  // leave the core to workers meanwhile
+    if (!active && in_flight) {
+        if (!tp.idle() || ++quiet_in_flight_ > kHotInFlightPolls) std::this_thread::yield();
+    } else {
+        quiet_in_flight_ = 0;
+    }
     if (active || in_flight) return PollResult::active;
     return locally_idle(tp) ? PollResult::waiting : PollResult::idle;
 }

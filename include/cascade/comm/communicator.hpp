@@ -495,6 +495,9 @@ class Communicator : public JoinHook {
     std::size_t n_after_ = 0;
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
+    // join()'s polls in a row that moved nothing while a transfer was in flight (poll_once).
+    static constexpr int kHotInFlightPolls = 32;
+    int quiet_in_flight_ = 0;
     int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)
     std::function<void()> progress_fault_;  // set_progress_fault_for_test
     // join() runs (from its first poll until it returns): a send from a thread outside the
