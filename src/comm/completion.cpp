@@ -262,7 +262,10 @@ PollResult Communicator::poll_once(Threadpool& tp) {
     // path), then yielding: that leaves the core to busy workers, or to ranks sharing it.
     const bool in_flight = !large_recvs_.empty() || !big_recvs_.empty() || pending_large_sends_ > 0;
     if (!active && in_flight) {
-        if (!tp.idle() || ++quiet_in_flight_ > kHotInFlightPolls) std::this_thread::yield();
+        if (!tp.idle() || quiet_in_flight_ == kHotInFlightPolls)
+            std::this_thread::yield();
+        else
+            ++quiet_in_flight_;
     } else {
         quiet_in_flight_ = 0;
     }

@@ -495,17 +495,17 @@ class Communicator : public JoinHook {
     std::size_t n_after_ = 0;
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
-    // join()'s polls in a row that moved nothing while a transfer was in flight (poll_once).
-    static constexpr int kHotInFlightPolls = 32;
-    int quiet_in_flight_ = 0;
     int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)
     std::function<void()> progress_fault_;  // set_progress_fault_for_test
     // join() runs (from its first poll until it returns): a send from a thread outside the
     // pool then could change the counts after completion was confirmed (checked mode says so).
     std::atomic<bool> joining_{false};
-    bool abandoned_ = false;        // the pool was destroyed by an exception, work unfinished
-    bool trace_written_ = false;    // this rank's events were written on the way to an abort
-    std::uint64_t joins_done_ = 0;  // join()s that completed
+    bool abandoned_ = false;      // the pool was destroyed by an exception, work unfinished
+    bool trace_written_ = false;  // this rank's events were written on the way to an abort
+    // join()'s polls in a row that moved nothing while a transfer was in flight (poll_once).
+    static constexpr std::uint8_t kHotInFlightPolls = 32;
+    std::uint8_t quiet_in_flight_ = 0;
+    std::uint64_t joins_done_ = 0;                 // join()s that completed
     std::uint64_t settled_q_ = 0, settled_p_ = 0;  // counts when the last one completed
     std::uint64_t send_serial_ = 1;                // next frame message's PendingSend::serial
     Threadpool* tp_ = nullptr;
