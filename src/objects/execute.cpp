@@ -3,7 +3,6 @@
 #include "internal.hpp"
 
 #include <cstring>
-#include <utility>
 
 namespace cascade {
 
@@ -138,8 +137,9 @@ void Objects::finish(Record* r, bool excl, double seconds) {
         if (seconds > 0) r->recent_s = r->recent_s > 0 ? 0.5 * (r->recent_s + seconds) : seconds;
         ++r->handled;
         if (excl && r->migrate_to >= 0) {
-            // The handler moved its object: the migration keeps the access the handler had.
-            migrate_to = std::exchange(r->migrate_to, -1);
+            // The handler moved its object: the migration keeps the access the handler had,
+            // and migrate_to stays set (balancing leaves the object alone) until it is gone.
+            migrate_to = r->migrate_to;
         } else {
             if (excl)
                 r->running_exclusive = false;
