@@ -251,7 +251,7 @@ void Objects::deliver_locked(Entry& e, Invocation* inv, std::vector<Pending>& ou
 }
 
 void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
-    while (!r.migrating && !r.ready.empty()) {
+    while (!r.ready.empty()) {
         Invocation* inv = r.ready.front();
         if (exclusive(*inv)) {
             if (r.running_exclusive || r.running_shared > 0) break;

@@ -115,7 +115,6 @@ struct Record {
     std::uint64_t version = 0;  // migrations so far
     int running_shared = 0;
     bool running_exclusive = false;
-    bool migrating = false;    // a migration runs: start nothing more
     bool pinned = false;       // balancing policies leave it where it is (travels with it)
     bool rebalancing = false;  // a balancing migration is queued or running
     bool deferred = false;     // a request of it waits to run on the communication thread (that
@@ -145,7 +144,7 @@ inline void reset(Record& r) noexcept {
     r.obj = nullptr;
     r.version = 0;
     r.running_shared = 0;
-    r.running_exclusive = r.migrating = r.pinned = r.rebalancing = r.deferred = false;
+    r.running_exclusive = r.pinned = r.rebalancing = r.deferred = false;
     r.migrate_to = -1;
     r.ready.clear();
     r.held.clear();
