@@ -44,7 +44,7 @@ inline bool fills(std::size_t bytes, std::size_t capacity) {
     return 2 * bytes >= capacity;
 }
 constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
-constexpr auto kFirstCountDelay = std::chrono::microseconds(20);
+constexpr auto kFirstCountDelay = std::chrono::microseconds(2);
 constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
 
 // The Communicator whose progress this thread drives (set in progress() / poll()).
