@@ -434,9 +434,13 @@ TEST(FuturesMpi, KeptResultsStayWithTheirCallee) {
 TEST(FuturesMpi, OneImportPerRankForAFuturePassedToManyCalls) {
     Env e;
     const std::size_t big = Futures::kLargeArg / sizeof(double) + 9;
+    // The value is made only once every call has been issued, so that each call gets the
+    // future while it is pending (a ready one travels with every call instead).
+    std::atomic<bool> all_issued{false};
     auto make = e.fx.make_async(
-        [big](int& i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        [big, &all_issued](int& i) {
+            while (!all_issued.load())
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
             return std::vector<double>(big, double(i));
         },
         "make_shared_tile");
@@ -455,6 +459,7 @@ TEST(FuturesMpi, OneImportPerRankForAFuturePassedToManyCalls) {
         for (int r = 1; r < e.n; ++r)
             for (int k = 0; k < calls; ++k)
                 out.push_back(async(r, use, f, k));
+        all_issued = true;
         for (std::size_t j = 0; j < out.size(); ++j)
             EXPECT_EQ(out[j].get(), 7.0 + double(j % calls));
     }
