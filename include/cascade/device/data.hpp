@@ -1,0 +1,132 @@
+// Data<T>: one logical array with a copy per memory space (the host, each device with memory
+// of its own) and an MSI state per copy (PREMA's hetero_object). Copies are allocated when
+// first needed and kept for reuse; tasks name the access they need (read(d), write(d),
+// readwrite(d)) and the runtime moves data where the task runs. The host reaches the data
+// through request(access), a future of a span, and gives it back with release(). Handles are
+// shared: the data goes when the last handle and the last task using it are gone.
+//
+//   cascade::Data<double> x(devs, 1000, "x");
+//   auto h = x.request(cascade::Access::write);  // waits for earlier tasks using x
+//   std::ranges::fill(h.get(), 1.0);
+//   x.release();                                   // tasks submitted later may run now
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cascade/device/detail/block.hpp"
+#include "cascade/device/task.hpp"
+
+namespace cascade {
+
+class Devices;
+
+namespace device::detail {
+DataBlock* new_block(Devices& d, std::size_t bytes, std::size_t elem, std::string name,
+                     const void* init);
+DeviceTask request_host(DataBlock* b, Access a);
+void release_host(DataBlock* b);
+void* host_pointer(DataBlock* b) noexcept;
+}  // namespace device::detail
+
+/// A host request's future (Data::request): get() waits and returns the host copy.
+template <class T>
+class HostAccess {
+  public:
+    HostAccess(DeviceTask t, device::detail::DataBlock* b) : t_(std::move(t)), b_(b) {}
+    bool ready() const noexcept { return t_.ready(); }
+    void wait() const { t_.wait(); }
+    /// The host copy, valid until Data::release(); rethrows the error of a task this request
+    /// waited for.
+    std::span<T> get() const {
+        t_.get();
+        return {static_cast<T*>(device::detail::host_pointer(b_)), b_->bytes / sizeof(T)};
+    }
+    const DeviceTask& task() const noexcept { return t_; }
+
+  private:
+    DeviceTask t_;
+    device::detail::DataBlock* b_;
+};
+
+template <class T>
+class Data {
+    static_assert(std::is_trivially_copyable_v<T>, "Data<T> holds trivially copyable elements");
+
+  public:
+    Data() = default;
+    /// `n` elements, zero until written.
+    Data(Devices& d, std::size_t n, std::string name = {})
+        : b_(device::detail::new_block(d, n * sizeof(T), sizeof(T), std::move(name), nullptr)) {}
+    /// A copy of `init`.
+    Data(Devices& d, std::span<const T> init, std::string name = {})
+        : b_(device::detail::new_block(d, init.size_bytes(), sizeof(T), std::move(name),
+                                       init.data())) {}
+    Data(const Data& o) noexcept : b_(o.b_) {
+        if (b_) device::detail::retain(b_);
+    }
+    Data(Data&& o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
+    Data& operator=(Data o) noexcept {
+        std::swap(b_, o.b_);
+        return *this;
+    }
+    ~Data() {
+        if (b_) device::detail::release(b_);
+    }
+
+    std::size_t size() const noexcept { return b_ ? b_->bytes / sizeof(T) : 0; }
+    std::size_t bytes() const noexcept { return b_ ? b_->bytes : 0; }
+    const std::string& name() const noexcept { return b_->name; }
+    bool valid() const noexcept { return b_ != nullptr; }
+
+    /// Host access after every task submitted before it that writes (for read) or uses
+    /// (for write, readwrite) this data; the data stays on the host for the caller until
+    /// release(). One request at a time per Data.
+    HostAccess<T> request(Access a) const { return {device::detail::request_host(b_, a), b_}; }
+    /// Ends the host access of request(); tasks waiting for it may run.
+    void release() const { device::detail::release_host(b_); }
+    /// A copy of the contents (request(read), copy, release()).
+    std::vector<T> to_vector() const {
+        auto h = request(Access::read);
+        std::span<T> s;
+        try {
+            s = h.get();
+        } catch (...) {
+            release();
+            throw;
+        }
+        std::vector<T> v(s.begin(), s.end());
+        release();
+        return v;
+    }
+
+    device::detail::DataBlock* block() const noexcept { return b_; }
+
+  private:
+    device::detail::DataBlock* b_ = nullptr;
+};
+
+/// A Data argument of a task with its access mode.
+template <class T>
+struct DataArg {
+    device::detail::DataBlock* block;
+    Access mode;
+};
+template <class T>
+DataArg<T> read(const Data<T>& d) noexcept {
+    return {d.block(), Access::read};
+}
+template <class T>
+DataArg<T> write(const Data<T>& d) noexcept {
+    return {d.block(), Access::write};
+}
+template <class T>
+DataArg<T> readwrite(const Data<T>& d) noexcept {
+    return {d.block(), Access::readwrite};
+}
+
+}  // namespace cascade

@@ -1,0 +1,59 @@
+// DataBlock: the shared state behind Data<T> handles. A copy per memory space (index 0: the
+// host), their MSI states, and what implicit dependencies need: the last writer and the readers
+// since. Freed (device copies included) when the last handle and the last task are gone.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cascade/core/spinlock.hpp"
+#include "cascade/device/access.hpp"
+
+namespace cascade {
+struct Event;
+}
+
+namespace cascade::device::detail {
+
+class Runtime;
+struct TaskState;
+
+// One copy: its memory (a pointer, or the backend's handle), and the event after which its
+// contents are valid (a transfer into it still in flight).
+struct Copy {
+    void* ptr = nullptr;
+    Event* pending = nullptr;
+    std::uint64_t last_use = 0;
+    int pins = 0;             // tasks or transfers using it: not evictable
+    int resident_index = -1;  // index in its device's resident list
+};
+
+struct DataBlock {
+    std::atomic<long> refs{1};
+    Runtime* rt = nullptr;
+    std::size_t bytes = 0;
+    std::size_t elem_size = 1;
+    std::string name;
+    bool host_zero = false;    // the host copy was never written: zeros when first needed
+    std::vector<Copy> copies;  // per space
+    std::vector<Msi> states;   // per space
+
+    // Implicit dependencies, under `lock`.
+    Spinlock lock;
+    TaskState* last_writer = nullptr;  // holds a reference
+    std::vector<TaskState*> readers;   // since the last writer; hold references
+    TaskState* host_access = nullptr;  // the host request not yet released (a reference)
+
+    std::exception_ptr error;   // a transfer of it failed: tasks using it fail with this
+    DataBlock* next = nullptr;  // the runtime's list of blocks to free
+};
+
+// Reference counting of blocks (a handle or a task holds one).
+void retain(DataBlock* b) noexcept;
+void release(DataBlock* b) noexcept;
+
+}  // namespace cascade::device::detail

@@ -1,0 +1,89 @@
+// DeviceTask: a handle to a submitted device task (or a host continuation of one). It behaves
+// as a future<void>: ready(), wait() (a pool worker runs other tasks meanwhile), get()
+// (rethrows the task's exception), then(f), when_all(...), and fulfil(taskflow, key) feeds a
+// Taskflow promise when it completes. Explicit dependencies: Devices::prepare returns an
+// unsubmitted task; after(u) makes it wait for u; submit() releases it.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cascade/core/taskflow.hpp"
+#include "cascade/device/access.hpp"
+#include "cascade/device/kernel.hpp"
+
+namespace cascade {
+
+namespace device::detail {
+struct TaskState;
+}
+
+/// Where and how a task runs (the options of Devices::submit).
+struct Launch {
+    DeviceKind device = DeviceKind::any;  ///< kind of device (any: the scheduler chooses)
+    int on = -1;                          ///< a device index (Devices::device(i)), or -1
+    Threads threads{};                    ///< work items (global, local)
+    std::size_t scratch_bytes = 0;        ///< scratch memory per work group
+    const char* name = nullptr;           ///< task name in errors and the trace (the kernel's)
+};
+
+class DeviceTask {
+  public:
+    DeviceTask() = default;
+    explicit DeviceTask(device::detail::TaskState* s) noexcept;  // takes a reference
+    DeviceTask(const DeviceTask& o) noexcept;
+    DeviceTask(DeviceTask&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    DeviceTask& operator=(DeviceTask o) noexcept {
+        std::swap(s_, o.s_);
+        return *this;
+    }
+    ~DeviceTask();
+
+    /// Whether it finished (done or failed).
+    bool ready() const noexcept;
+    /// Waits until it finished. On a pool worker, runs other pool tasks meanwhile.
+    void wait() const;
+    /// wait(), then rethrows the task's exception if it failed.
+    void get() const;
+    /// Whether it failed (after ready()).
+    bool failed() const noexcept;
+    /// Its exception, or null.
+    std::exception_ptr error() const noexcept;
+    /// Its name (the kernel's unless Launch::name).
+    const std::string& name() const noexcept;
+    /// The device index it ran on (-1: a host continuation, or not scheduled yet).
+    int device() const noexcept;
+
+    /// Explicit dependency: this task starts only after `u` finished. Only before submit().
+    DeviceTask& after(const DeviceTask& u);
+    /// Submits a task made by Devices::prepare (after its after() calls).
+    DeviceTask& submit();
+
+    /// Runs `f()` on the pool after this task finished; the result finishes after f. If this
+    /// task failed, f does not run and the result fails with the same exception.
+    DeviceTask then(std::function<void()> f) const;
+    /// Fulfils promise `k` of `tf` when this task finished (a device task as a dependency of
+    /// a task graph). A failure reaches the waiter of the returned task, not the graph.
+    template <class K>
+    DeviceTask fulfil(Taskflow<K>& tf, K k) const {
+        return then([&tf, k] { tf.fulfill_promise(k); });
+    }
+
+    bool valid() const noexcept { return s_ != nullptr; }
+    device::detail::TaskState* state() const noexcept { return s_; }
+
+  private:
+    device::detail::TaskState* s_ = nullptr;
+};
+
+/// A task that finishes when all of `tasks` finished (failed if one of them failed).
+DeviceTask when_all(std::span<const DeviceTask> tasks);
+DeviceTask when_all(std::initializer_list<DeviceTask> tasks);
+
+}  // namespace cascade

@@ -1,0 +1,107 @@
+// Data's shared block: creation, references, and host access (request / release). A host
+// request is a task on the host's memory space: it waits for the tasks before it like any
+// other, fetches the data to the host, and then holds it (status `granted`) until release().
+#include "cascade/device/data.hpp"
+
+#include <cstring>
+
+#include "cascade/core/errors.hpp"
+#include "cascade/device/devices.hpp"
+#include "runtime.hpp"
+
+namespace cascade::device::detail {
+
+void drop(TaskState* s) noexcept;
+void register_accesses_of(TaskState* t);
+
+DataBlock* new_block(Devices& d, std::size_t bytes, std::size_t elem, std::string name,
+                     const void* init) {
+    Runtime& rt = d.runtime();
+    auto* b = new DataBlock;
+    b->rt = &rt;
+    b->bytes = bytes;
+    b->elem_size = elem;
+    static std::atomic<unsigned> counter{0};
+    b->name = name.empty() ? "data" + std::to_string(counter.fetch_add(1)) : std::move(name);
+    b->copies.resize(static_cast<std::size_t>(rt.n_spaces));
+    b->states.assign(static_cast<std::size_t>(rt.n_spaces), Msi::invalid);
+    b->states[0] = Msi::modified;  // the host copy is the only one (zeros until written)
+    if (init) {
+        b->copies[0].ptr = rt.host_allocate(bytes, false);
+        if (bytes) std::memcpy(b->copies[0].ptr, init, bytes);
+    } else {
+        b->host_zero = true;
+    }
+    return b;
+}
+
+void retain(DataBlock* b) noexcept {
+    b->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void release(DataBlock* b) noexcept {
+    if (b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) b->rt->free_block(b);
+}
+
+void* host_pointer(DataBlock* b) noexcept {
+    return b->copies[0].ptr;
+}
+
+DeviceTask request_host(DataBlock* b, Access a) {
+    if (!b) throw UsageError("Data::request() on an empty Data");
+    Runtime& rt = *b->rt;
+    b->lock.lock();
+    const bool held = b->host_access != nullptr;
+    b->lock.unlock();
+    if (held)
+        throw UsageError("Data '" + b->name + "': request(" + to_string(a) +
+                         ") while an earlier host request is not released (call release() "
+                         "first)");
+    TaskState* s = rt.acquire();
+    s->kind = TaskKind::host_access;
+    s->name = "request(" + b->name + ", " + to_string(a) + ")";
+    ArgSlot& arg = s->args.emplace_back();
+    arg.block = b;
+    arg.mode = a;
+    retain(b);
+    DeviceTask t(s);
+    b->lock.lock();
+    if (b->host_access) {  // another thread was quicker
+        b->lock.unlock();
+        release(b);
+        s->args.clear();
+        throw UsageError("Data '" + b->name + "': two host requests at once");
+    }
+    s->refs.fetch_add(1, std::memory_order_relaxed);
+    b->host_access = s;
+    b->lock.unlock();
+    register_accesses_of(s);
+    t.submit();
+    return t;
+}
+
+void release_host(DataBlock* b) {
+    if (!b) throw UsageError("Data::release() on an empty Data");
+    b->lock.lock();
+    TaskState* s = b->host_access;
+    if (!s) {
+        b->lock.unlock();
+        throw UsageError("Data '" + b->name + "': release() without a request()");
+    }
+    const int st = s->status.load(std::memory_order_acquire);
+    if (st == TaskState::pending) {
+        b->lock.unlock();
+        throw UsageError("Data '" + b->name +
+                         "': release() before its request was granted "
+                         "(wait for the request's future first)");
+    }
+    b->host_access = nullptr;
+    b->lock.unlock();
+    if (st == TaskState::granted) {
+        b->rt->held_accesses.fetch_sub(1, std::memory_order_relaxed);
+        b->rt->complete(s, nullptr);
+    }
+    drop(s);
+}
+
+}  // namespace cascade::device::detail

@@ -1,0 +1,359 @@
+// Where data lives: device memory (allocation through a per-device pool, a cap, eviction of
+// the least recently used unpinned copies with write-back of Modified ones), and coherence
+// (each argument's copy arranged on the task's device by the MSI protocol, transfers issued
+// and followed, staging through the host between two devices).
+//
+// A task is admitted to a device in submission order (a FIFO per device): the head gets all
+// its copies allocated, evicting what it must, or waits while tasks or transfers in flight on
+// that device will free memory, or fails with the sizes when even an idle device cannot hold
+// its data. No task is ever retried against another's progress, so nothing livelocks.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "cascade/device/msi.hpp"
+#include "runtime.hpp"
+
+namespace cascade::device::detail {
+
+namespace {
+// The first argument naming the same Data as args[i], or i.
+std::size_t first_of(const TaskState* t, std::size_t i) {
+    for (std::size_t j = 0; j < i; ++j)
+        if (t->args[j].block == t->args[i].block) return j;
+    return i;
+}
+// The combined access of all the task's arguments naming args[i]'s Data.
+Access merged(const TaskState* t, std::size_t i) {
+    int m = 0;
+    for (const ArgSlot& a : t->args)
+        if (a.block == t->args[i].block) m |= static_cast<int>(a.mode);
+    return static_cast<Access>(m);
+}
+std::string mib(std::size_t b) {
+    char s[64];
+    std::snprintf(s, sizeof s, "%zu bytes (%.1f MiB)", b, static_cast<double>(b) / 1048576.0);
+    return s;
+}
+}  // namespace
+
+void* Runtime::device_allocate(int d, std::size_t bytes) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    if (opts.memory_pool) {
+        auto it = s.pool.find(bytes);
+        if (it != s.pool.end() && !it->second.empty()) {
+            void* p = it->second.back();
+            it->second.pop_back();
+            s.pooled_bytes -= bytes;
+            return p;
+        }
+    }
+    auto drain_pool = [&] {
+        for (auto& [size, ptrs] : s.pool) {
+            for (void* p : ptrs) {
+                s.dev->deallocate(p, size);
+                s.used -= size;
+            }
+            ptrs.clear();
+        }
+        s.pooled_bytes = 0;
+    };
+    if (s.used + bytes > s.capacity) {
+        drain_pool();
+        if (s.used + bytes > s.capacity) return nullptr;
+    }
+    void* p = s.dev->allocate(bytes);
+    if (!p && s.pooled_bytes) {
+        drain_pool();
+        p = s.dev->allocate(bytes);
+    }
+    if (!p) return nullptr;
+    s.used += bytes;
+    ++s.stats.allocations;
+    return p;
+}
+
+void Runtime::device_free(int d, void* p, std::size_t bytes) noexcept {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    if (opts.memory_pool) {
+        s.pool[bytes].push_back(p);
+        s.pooled_bytes += bytes;
+    } else {
+        s.dev->deallocate(p, bytes);
+        s.used -= bytes;
+    }
+}
+
+void Runtime::ensure_host(DataBlock* b) {
+    Copy& h = b->copies[0];
+    if (!h.ptr) {
+        h.ptr = host_allocate(b->bytes, b->host_zero);
+        b->host_zero = false;
+    }
+}
+
+// Removes a block's copy at `space` from its device: the memory goes back to the pool.
+void Runtime::drop_copy(DataBlock* b, int space) noexcept {
+    Copy& c = b->copies[static_cast<std::size_t>(space)];
+    if (!c.ptr) return;
+    const int d = space_device[static_cast<std::size_t>(space)];
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    auto& res = s.resident;
+    const auto i = static_cast<std::size_t>(c.resident_index);
+    res[i] = res.back();
+    res[i]->copies[static_cast<std::size_t>(space)].resident_index = static_cast<int>(i);
+    res.pop_back();
+    c.resident_index = -1;
+    device_free(d, c.ptr, b->bytes);
+    c.ptr = nullptr;
+    b->states[static_cast<std::size_t>(space)] = Msi::invalid;
+    s.stats.memory_used = s.used - s.pooled_bytes;
+}
+
+DataBlock* Runtime::lru_victim(int d, const TaskState* t) const {
+    const DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    const auto sp = static_cast<std::size_t>(s.dev->space);
+    DataBlock* best = nullptr;
+    bool best_invalid = false;
+    for (DataBlock* b : s.resident) {
+        const Copy& c = b->copies[sp];
+        if (c.pins > 0 || c.pending) continue;
+        bool mine = false;
+        for (const ArgSlot& a : t->args)
+            mine |= a.block == b;
+        if (mine) continue;
+        const bool inv = b->states[sp] == Msi::invalid;
+        // Invalid copies cost nothing to drop: they go first, then the least recently used.
+        if (!best || (inv && !best_invalid) ||
+            (inv == best_invalid && c.last_use < best->copies[sp].last_use)) {
+            best = b;
+            best_invalid = inv;
+        }
+    }
+    return best;
+}
+
+void Runtime::evict(int d, DataBlock* b) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    const int sp = s.dev->space;
+    Copy& c = b->copies[static_cast<std::size_t>(sp)];
+    ++s.stats.evictions;
+    const MsiPlan plan = msi_evict(b->states, sp);
+    if (!plan.write_back) {
+        drop_copy(b, sp);
+        return;
+    }
+    // Write back, then free the memory when the copy is done.
+    ++s.stats.write_backs;
+    ensure_host(b);
+    void* ptr = c.ptr;
+    auto& res = s.resident;
+    const auto i = static_cast<std::size_t>(c.resident_index);
+    res[i] = res.back();
+    res[i]->copies[static_cast<std::size_t>(sp)].resident_index = static_cast<int>(i);
+    res.pop_back();
+    c.resident_index = -1;
+    c.ptr = nullptr;
+    Event* e = new_event();
+    Copy& h = b->copies[0];
+    if (h.pending) unref(h.pending);
+    h.pending = e;
+    ++e->refs;
+    retain(b);
+    transfers.push_back(Transfer{e, b, d, -1, -1, ptr, b->bytes, true});
+    ++s.transfers;
+    s.stats.bytes_out += b->bytes;
+    s.dev->copy_out(h.ptr, ptr, b->bytes, *e);
+}
+
+bool Runtime::admit(int d, TaskState* t) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    const int sp = s.dev->space;
+    if (sp == 0) return true;  // the host's memory
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < t->args.size(); ++i)
+        if (t->args[i].block && first_of(t, i) == i) total += t->args[i].block->bytes;
+    if (total > s.capacity) {
+        fail_task(t, std::make_exception_ptr(std::runtime_error(
+                         "task '" + t->name + "' needs " + mib(total) + " of data on device " +
+                         s.dev->name() + ", which may hold " + mib(s.capacity) +
+                         " (DevicesOptions::memory or CASCADE_DEVICE_MEMORY)")));
+        return true;
+    }
+    for (std::size_t i = 0; i < t->args.size(); ++i) {
+        DataBlock* b = t->args[i].block;
+        if (!b || first_of(t, i) != i) continue;
+        Copy& c = b->copies[static_cast<std::size_t>(sp)];
+        if (c.ptr) continue;
+        void* p = device_allocate(d, b->bytes);
+        while (!p) {
+            DataBlock* v = lru_victim(d, t);
+            if (!v) break;
+            evict(d, v);
+            p = device_allocate(d, b->bytes);
+        }
+        if (!p) {
+            // Tasks or write-backs in flight here will free memory: wait for them.
+            if (s.in_flight > 0 || s.transfers > 0) return false;
+            fail_task(t, std::make_exception_ptr(std::runtime_error(
+                             "task '" + t->name + "' cannot get " + mib(b->bytes) + " for Data '" +
+                             b->name + "' on device " + s.dev->name() + " (it needs " + mib(total) +
+                             " in all; the device may hold " + mib(s.capacity) + ", " +
+                             mib(s.used) + " allocated and nothing left to evict)")));
+            return true;
+        }
+        c.ptr = p;
+        c.resident_index = static_cast<int>(s.resident.size());
+        s.resident.push_back(b);
+        s.stats.memory_used = s.used - s.pooled_bytes;
+        s.stats.memory_peak = std::max(s.stats.memory_peak, s.stats.memory_used);
+    }
+    for (std::size_t i = 0; i < t->args.size(); ++i) {
+        DataBlock* b = t->args[i].block;
+        if (b && first_of(t, i) == i) ++b->copies[static_cast<std::size_t>(sp)].pins;
+    }
+    return true;
+}
+
+void Runtime::issue_copy(int d, DataBlock* b, int from, int to, int then_space) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    ensure_host(b);
+    Copy& dst = b->copies[static_cast<std::size_t>(to)];
+    Copy& src = b->copies[static_cast<std::size_t>(from)];
+    Event* e = new_event();
+    if (dst.pending) unref(dst.pending);
+    dst.pending = e;
+    ++e->refs;
+    if (then_space >= 0) {  // the final destination waits for this stage too
+        Copy& fin = b->copies[static_cast<std::size_t>(then_space)];
+        if (fin.pending) unref(fin.pending);
+        fin.pending = e;
+        ++e->refs;
+    }
+    if (from != 0) ++src.pins;
+    retain(b);
+    transfers.push_back(Transfer{e, b, d, from, then_space, nullptr, b->bytes, to == 0});
+    ++s.transfers;
+    if (to == 0) {
+        s.stats.bytes_out += b->bytes;
+        s.dev->copy_out(dst.ptr, src.ptr, b->bytes, *e);
+    } else {
+        s.stats.bytes_in += b->bytes;
+        s.dev->copy_in(dst.ptr, src.ptr, b->bytes, *e);
+    }
+}
+
+bool Runtime::progress_transfers() {
+    bool moved = false;
+    for (std::size_t i = 0; i < transfers.size();) {
+        Transfer tr = transfers[i];
+        DeviceSlot& s = slots[static_cast<std::size_t>(tr.device)];
+        if (!s.dev->poll(*tr.ev)) {
+            ++i;
+            continue;
+        }
+        moved = true;
+        transfers[i] = transfers.back();
+        transfers.pop_back();
+        --s.transfers;
+        trace_op(tr.device, tr.out ? 2 : 1, tr.block->name, *tr.ev);
+        s.dev->release(*tr.ev);
+        tr.ev->processed = true;
+        DataBlock* b = tr.block;
+        if (tr.src_space > 0) --b->copies[static_cast<std::size_t>(tr.src_space)].pins;
+        if (tr.free_ptr) device_free(tr.device, tr.free_ptr, tr.bytes);
+        if (tr.ev->state.load(std::memory_order_acquire) == Event::failed && !b->error)
+            b->error = tr.ev->error;
+        // Clear the pending marks that point to this event.
+        for (Copy& c : b->copies)
+            if (c.pending == tr.ev) {
+                c.pending = nullptr;
+                unref(tr.ev);
+            }
+        if (tr.then_space >= 0 && !b->error)
+            issue_copy(space_device[static_cast<std::size_t>(tr.then_space)], b, 0, tr.then_space,
+                       -1);
+        unref(tr.ev);
+        release(b);
+    }
+    return moved;
+}
+
+bool Runtime::prepare(TaskState* t) {
+    const int sp = t->device >= 0 ? slots[static_cast<std::size_t>(t->device)].dev->space : 0;
+    const auto usp = static_cast<std::size_t>(sp);
+    Msi scratch_states[64];
+    for (std::size_t i = 0; i < t->args.size(); ++i) {
+        ArgSlot& a = t->args[i];
+        if (!a.block || a.prepared) continue;
+        DataBlock* b = a.block;
+        if (first_of(t, i) != i) {
+            a.duplicate = true;
+            a.prepared = true;
+            continue;
+        }
+        if (b->error) std::rethrow_exception(b->error);
+        Copy& tgt = b->copies[usp];
+        if (tgt.pending) return false;
+        const Access mode = merged(t, i);
+        if (reads(mode) && b->states[usp] == Msi::invalid) {
+            // The source must not be still arriving either.
+            std::copy(b->states.begin(), b->states.end(), scratch_states);
+            const MsiPlan peek =
+                msi_access(std::span<Msi>(scratch_states, b->states.size()), sp, mode);
+            if (peek.source >= 0 && b->copies[static_cast<std::size_t>(peek.source)].pending)
+                return false;
+        }
+        if (sp == 0) ensure_host(b);
+        const MsiPlan plan = msi_access(b->states, sp, mode);
+        if (plan.source >= 0) {
+            if (!plan.via_host) {
+                const int dev_space = sp == 0 ? plan.source : sp;
+                issue_copy(space_device[static_cast<std::size_t>(dev_space)], b, plan.source, sp,
+                           -1);
+            } else {
+                issue_copy(space_device[static_cast<std::size_t>(plan.source)], b, plan.source, 0,
+                           sp);
+            }
+        }
+        tgt.last_use = ++use_clock;
+        a.prepared = true;
+    }
+    for (const ArgSlot& a : t->args) {
+        if (!a.block) continue;
+        if (a.block->error) std::rethrow_exception(a.block->error);
+        if (a.block->copies[usp].pending) return false;
+    }
+    return true;
+}
+
+void Runtime::release_blocks() {
+    DataBlock* b = freed_.exchange(nullptr, std::memory_order_acquire);
+    while (b) {
+        DataBlock* next = b->next;
+        // A block goes only when no task or transfer holds it, so nothing is pinned here.
+        for (int sp = 1; sp < n_spaces; ++sp)
+            drop_copy(b, sp);
+        b->lock.lock();
+        if (b->last_writer) drop(b->last_writer);
+        for (TaskState* r : b->readers)
+            drop(r);
+        b->readers.clear();
+        b->last_writer = nullptr;
+        b->lock.unlock();
+        if (b->copies[0].ptr) host_deallocate(b->copies[0].ptr, b->bytes);
+        delete b;
+        b = next;
+    }
+}
+
+void Runtime::free_block(DataBlock* b) noexcept {
+    DataBlock* head = freed_.load(std::memory_order_relaxed);
+    do {
+        b->next = head;
+    } while (!freed_.compare_exchange_weak(head, b, std::memory_order_release,
+                                           std::memory_order_relaxed));
+    wake();
+}
+
+}  // namespace cascade::device::detail

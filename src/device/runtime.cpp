@@ -1,0 +1,446 @@
+// The runtime thread: it takes ready tasks, has the scheduler place them, admits them to their
+// device's memory, arranges their data, launches their kernels, follows transfers and kernels
+// to completion and releases the tasks that waited for them. It sleeps in the kernel when
+// nothing is in flight and is woken by submissions and by backends finishing work; while a
+// backend with native events (OpenCL, CUDA) has work in flight it polls them, backing off.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "cascade/core/errors.hpp"
+#include "cascade/core/spinlock.hpp"
+#include "runtime.hpp"
+
+namespace cascade::device::detail {
+
+double now_seconds() noexcept {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+namespace {
+std::atomic<std::uint64_t> g_next_id{1};
+
+std::size_t memory_from_env() {
+    const char* v = std::getenv("CASCADE_DEVICE_MEMORY");
+    if (!v || !*v) return 0;
+    char* end = nullptr;
+    double x = std::strtod(v, &end);
+    std::string unit = end ? end : "";
+    double mult = 1;
+    if (unit == "K" || unit == "KiB" || unit == "k")
+        mult = 1024;
+    else if (unit == "M" || unit == "MiB")
+        mult = 1024.0 * 1024;
+    else if (unit == "G" || unit == "GiB")
+        mult = 1024.0 * 1024 * 1024;
+    else if (!unit.empty() || x <= 0)
+        throw UsageError(std::string("CASCADE_DEVICE_MEMORY='") + v +
+                         "': expected bytes, optionally with K, M or G (e.g. 512M)");
+    return static_cast<std::size_t>(x * mult);
+}
+
+void wake_runtime(void* rt) {
+    static_cast<Runtime*>(rt)->wake();
+}
+}  // namespace
+
+Runtime::Runtime(Devices& o, Threadpool& pool, const DevicesOptions& op)
+    : owner(o), tp(pool), opts(op), id(g_next_id.fetch_add(1)) {
+    std::vector<std::unique_ptr<Device>> devs;
+    if (opts.cpu) devs.push_back(make_cpu_device(tp));
+    for (int i = 0; i < opts.sim; ++i)
+        devs.push_back(
+            make_sim_device(i, opts.sim_options, opts.separate_queues, opts.pinned_host));
+    std::string why;
+    if (opts.opencl) {
+        auto cl = make_opencl_devices(opts.opencl, opts.separate_queues, why);
+        if (cl.empty()) throw UsageError("DevicesOptions::opencl: no OpenCL device: " + why);
+        for (auto& d : cl)
+            devs.push_back(std::move(d));
+    }
+    if (opts.cuda) {
+        auto cu = make_cuda_devices(opts.cuda, opts.separate_queues, opts.pinned_host, why);
+        if (cu.empty()) throw UsageError("DevicesOptions::cuda: no CUDA device: " + why);
+        for (auto& d : cu)
+            devs.push_back(std::move(d));
+    }
+    if (devs.empty()) throw UsageError("Devices: no device (DevicesOptions enables none)");
+    const std::size_t env_cap = memory_from_env();
+    space_device.push_back(-1);
+    for (auto& d : devs) {
+        DeviceSlot s;
+        s.dev = std::move(d);
+        s.dev->index = static_cast<int>(slots.size());
+        if (s.dev->kind() == DeviceKind::cpu) {
+            s.dev->space = 0;
+            s.capacity = ~std::size_t(0);
+        } else {
+            s.dev->space = n_spaces++;
+            space_device.push_back(s.dev->index);
+            std::size_t cap = s.dev->capacity();
+            const std::size_t want = opts.memory ? opts.memory : env_cap;
+            if (want && (cap == 0 || want < cap)) cap = want;
+            s.capacity = cap ? cap : ~std::size_t(0);
+            polled_events |= s.dev->needs_polling();
+        }
+        slots.push_back(std::move(s));
+    }
+    if (n_spaces > 64) throw UsageError("Devices: at most 63 devices with memory of their own");
+    trace_setup();
+}
+
+Runtime::~Runtime() {
+    stop();
+}
+
+void Runtime::start() {
+    thread_ = std::thread([this] { loop(); });
+}
+
+void Runtime::stop() {
+    if (!thread_.joinable()) return;
+    stop_.store(true, std::memory_order_seq_cst);
+    wake();
+    thread_.join();
+}
+
+void Runtime::wake() noexcept {
+    wake_word_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_seq_cst))
+        syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word_), FUTEX_WAKE_PRIVATE, 1,
+                nullptr, nullptr, 0);
+}
+
+void* Runtime::host_allocate(std::size_t bytes, bool zero) {
+    const std::size_t n = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, n);
+    if (!p) throw std::bad_alloc();
+    if (zero) std::memset(p, 0, bytes);
+    return p;
+}
+void Runtime::host_deallocate(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+
+Event* Runtime::new_event() {
+    Event* e = free_events;
+    if (e) {
+        free_events = e->next_free;
+    } else {
+        all_events.push_back(std::make_unique<Event>());
+        e = all_events.back().get();
+    }
+    e->state.store(Event::pending, std::memory_order_relaxed);
+    e->error = nullptr;
+    e->native = nullptr;
+    e->t_start = e->t_end = 0;
+    e->refs = 1;
+    e->processed = false;
+    e->on_finish = &wake_runtime;
+    e->on_finish_arg = this;
+    return e;
+}
+
+void Runtime::unref(Event* e) noexcept {
+    if (--e->refs == 0) {
+        e->error = nullptr;
+        e->next_free = free_events;
+        free_events = e;
+    }
+}
+
+void Runtime::fail_task(TaskState* t, std::exception_ptr e) {
+    if (t->phase >= 1 && t->device >= 0) {  // admitted: give back its pins
+        DeviceSlot& s = slots[static_cast<std::size_t>(t->device)];
+        if (s.dev->space != 0)
+            for (std::size_t i = 0; i < t->args.size(); ++i)
+                if (t->args[i].block && !t->args[i].duplicate) {
+                    bool first = true;
+                    for (std::size_t j = 0; j < i; ++j)
+                        first &= t->args[j].block != t->args[i].block;
+                    if (first)
+                        --t->args[i].block->copies[static_cast<std::size_t>(s.dev->space)].pins;
+                }
+        --s.in_flight;
+        s.backlog = std::max(0.0, s.backlog - t->expected);
+    } else if (t->device >= 0) {
+        DeviceSlot& s = slots[static_cast<std::size_t>(t->device)];
+        s.backlog = std::max(0.0, s.backlog - t->expected);
+    }
+    t->phase = 9;
+    complete(t, e);
+}
+
+void Runtime::launch(TaskState* t) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(t->device)];
+    const auto sp = static_cast<std::size_t>(s.dev->space);
+    const std::size_t n = t->args.size();
+    t->slots.resize(n);
+    t->sizes.resize(n);
+    t->is_data.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        ArgSlot& a = t->args[i];
+        if (a.block) {
+            a.block->copies[sp].last_use = ++use_clock;
+            t->slots[i] = a.block->copies[sp].ptr;
+            t->sizes[i] = a.block->bytes;
+            t->is_data[i] = 1;
+        } else {
+            t->slots[i] = a.value;
+            t->sizes[i] = a.size;
+            t->is_data[i] = 0;
+        }
+    }
+    LaunchRecord& r = t->launch;
+    r.kernel = t->kernel;
+    r.task_name = &t->name;
+    r.threads = t->threads;
+    r.scratch_bytes = t->scratch_bytes;
+    r.slots = t->slots.data();
+    r.sizes = t->sizes.data();
+    r.is_data = reinterpret_cast<const bool*>(t->is_data.data());
+    r.n = static_cast<int>(n);
+    Event* e = new_event();
+    t->kernel_event = e;
+    t->t_launch = static_cast<std::int64_t>(now_seconds() * 1e9);
+    t->phase = 2;
+    try {
+        s.dev->launch(r, *e);
+    } catch (...) {
+        e->fail(std::current_exception());
+    }
+}
+
+void Runtime::finish_kernel(TaskState* t) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(t->device)];
+    Event* e = t->kernel_event;
+    const double secs = now_seconds() - static_cast<double>(t->t_launch) * 1e-9;
+    trace_op(t->device, 0, t->name, *e);
+    std::exception_ptr err;
+    if (e->state.load(std::memory_order_acquire) == Event::failed) err = e->error;
+    s.dev->release(*e);
+    unref(e);
+    t->kernel_event = nullptr;
+    if (!err) record_seconds(*t->kernel, t->device, secs);
+    ++s.stats.tasks;
+    s.stats.busy_seconds += secs;
+    fail_task(t, err);  // gives back pins and the device's slot; completes
+}
+
+bool Runtime::step() {
+    bool moved = false;
+    // Ready tasks, in the order they became ready.
+    if (TaskState* r = ready_.exchange(nullptr, std::memory_order_acquire)) {
+        const std::size_t first = incoming.size();
+        for (; r; r = r->next)
+            incoming.push_back(r);
+        std::reverse(incoming.begin() + static_cast<std::ptrdiff_t>(first), incoming.end());
+        moved = true;
+    }
+    if (freed_.load(std::memory_order_relaxed)) {
+        release_blocks();
+        moved = true;
+    }
+    moved |= progress_transfers();
+    for (TaskState* t : incoming) {
+        if (t->kind == TaskKind::host_access) {
+            t->device = -1;
+            t->phase = 1;
+            active.push_back(t);
+        } else {
+            schedule(t);
+        }
+    }
+    incoming.clear();
+    // Admission: each device takes tasks in order while its queue has room.
+    constexpr int kDepth = 8;
+    for (std::size_t d = 0; d < slots.size(); ++d) {
+        DeviceSlot& s = slots[d];
+        while (!s.admit.empty() && s.in_flight < kDepth) {
+            TaskState* t = s.admit.front();
+            bool ok;
+            try {
+                ok = admit(static_cast<int>(d), t);
+            } catch (...) {
+                s.admit.pop_front();
+                fail_task(t, std::current_exception());
+                moved = true;
+                continue;
+            }
+            if (!ok) break;
+            s.admit.pop_front();
+            moved = true;
+            if (t->phase == 9) continue;  // failed in admission
+            t->phase = 1;
+            ++s.in_flight;
+            active.push_back(t);
+        }
+    }
+    for (std::size_t i = 0; i < active.size();) {
+        TaskState* t = active[i];
+        bool gone = false;
+        try {
+            if (t->phase == 1) {
+                if (prepare(t)) {
+                    moved = true;
+                    if (t->kind == TaskKind::host_access) {
+                        held_accesses.fetch_add(1, std::memory_order_relaxed);
+                        t->status.store(TaskState::granted, std::memory_order_release);
+                        t->status.notify_all();
+                        gone = true;  // release() completes it
+                    } else {
+                        launch(t);
+                    }
+                }
+            } else if (t->phase == 2) {
+                DeviceSlot& s = slots[static_cast<std::size_t>(t->device)];
+                if (s.dev->poll(*t->kernel_event)) {
+                    finish_kernel(t);
+                    gone = true;
+                    moved = true;
+                }
+            }
+        } catch (...) {
+            if (t->kind == TaskKind::host_access) {
+                t->phase = 0;
+                complete(t, std::current_exception());
+            } else {
+                fail_task(t, std::current_exception());
+            }
+            gone = true;
+            moved = true;
+        }
+        if (gone) {
+            active[i] = active.back();
+            active.pop_back();
+        } else {
+            ++i;
+        }
+    }
+    return moved;
+}
+
+void Runtime::loop() {
+    int quiet = 0;
+    for (;;) {
+        const std::uint32_t word = wake_word_.load(std::memory_order_seq_cst);
+        const bool moved = step();
+        if (stop_.load(std::memory_order_acquire) && active.empty() && transfers.empty() &&
+            incoming.empty() && !ready_.load() && (outstanding.load() == 0 || abandon)) {
+            release_blocks();
+            break;
+        }
+        if (moved) {
+            quiet = 0;
+            continue;
+        }
+        const bool polling = polled_events && (!active.empty() || !transfers.empty());
+        if (polling) {
+            // Native events: poll, spinning briefly, then backing off to 200 us.
+            ++quiet;
+            if (quiet < 16) {
+                std::this_thread::yield();
+            } else {
+                const long us = std::min<long>(200, 2L << std::min(quiet - 16, 6));
+                timespec ts{0, us * 1000};
+                sleeping_.store(true, std::memory_order_seq_cst);
+                if (wake_word_.load(std::memory_order_seq_cst) == word)
+                    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word_),
+                            FUTEX_WAIT_PRIVATE, word, &ts, nullptr, 0);
+                sleeping_.store(false, std::memory_order_relaxed);
+            }
+            continue;
+        }
+        // Nothing to poll: sleep until woken (a 100 ms guard against a lost wake-up).
+        sleeping_.store(true, std::memory_order_seq_cst);
+        if (wake_word_.load(std::memory_order_seq_cst) == word) {
+            timespec ts{0, 100 * 1000 * 1000};
+            syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word_), FUTEX_WAIT_PRIVATE,
+                    word, &ts, nullptr, 0);
+        }
+        sleeping_.store(false, std::memory_order_relaxed);
+    }
+}
+
+}  // namespace cascade::device::detail
+
+// ---- Devices -------------------------------------------------------------------------------
+namespace cascade {
+
+Devices::Devices(Threadpool& tp, DevicesOptions opts)
+    : tp_(tp),
+      opts_(std::move(opts)),
+      rt_(std::make_unique<device::detail::Runtime>(*this, tp_, opts_)) {
+    rt_->start();
+}
+
+Devices::~Devices() {
+    try {
+        wait_all();
+    } catch (const std::exception& e) {
+        // Tasks behind a host request never released cannot run: they are abandoned.
+        std::fprintf(stderr, "cascade: Devices '%s' destroyed: %s\n", opts_.name.c_str(), e.what());
+        rt_->abandon = true;
+    }
+    rt_->trace_counters();
+    rt_->stop();
+}
+
+void Devices::wait_all() {
+    auto& rt = *rt_;
+    const bool worker = tp_.current_thread() >= 0;
+    for (long v = rt.outstanding.load(std::memory_order_acquire); v != 0;
+         v = rt.outstanding.load(std::memory_order_acquire)) {
+        if (const int held = rt.held_accesses.load(std::memory_order_acquire); held > 0)
+            throw UsageError("Devices::wait_all(): " + std::to_string(held) +
+                             " host request(s) granted and not released (tasks after them "
+                             "could never run): call Data::release() first");
+        if (worker) {
+            if (!tp_.run_one_task()) std::this_thread::yield();
+        } else {
+            // Woken by the last completion; re-checks the holds every 10 ms.
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+            while (rt.outstanding.load(std::memory_order_acquire) == v &&
+                   rt.held_accesses.load(std::memory_order_acquire) == 0 &&
+                   std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    }
+}
+
+int Devices::size() const noexcept {
+    return static_cast<int>(rt_->slots.size());
+}
+Device& Devices::device(int i) const {
+    if (i < 0 || i >= size())
+        throw UsageError("Devices::device(" + std::to_string(i) + "): there are " +
+                         std::to_string(size()) + " devices");
+    return *rt_->slots[static_cast<std::size_t>(i)].dev;
+}
+int Devices::find(DeviceKind kind) const noexcept {
+    for (int i = 0; i < size(); ++i)
+        if (rt_->slots[static_cast<std::size_t>(i)].dev->kind() == kind) return i;
+    return -1;
+}
+
+DevicesStats Devices::stats() const {
+    // Read while the runtime runs: figures are a snapshot (exact after wait_all()).
+    DevicesStats st;
+    st.tasks = rt_->tasks_total.load();
+    for (const auto& s : rt_->slots) {
+        st.devices.push_back(s.stats);
+        st.bytes_in += s.stats.bytes_in;
+        st.bytes_out += s.stats.bytes_out;
+    }
+    return st;
+}
+
+}  // namespace cascade

@@ -1,0 +1,148 @@
+// The device runtime's internals: the task-state pool, the ready stack, the runtime thread's
+// tables (devices, residency, transfers in flight, per-kernel timings). Everything below
+// "runtime thread only" is touched by that thread alone, so it needs no lock.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cascade/device/detail/block.hpp"
+#include "cascade/device/detail/task_state.hpp"
+#include "cascade/device/devices.hpp"
+
+namespace cascade::device::detail {
+
+// A transfer in flight: after `ev`, chain a copy in (staging through the host), unpin the
+// source, free evicted memory.
+struct Transfer {
+    Event* ev = nullptr;
+    DataBlock* block = nullptr;
+    int device = -1;           // the device that runs it
+    int src_space = -1;        // pinned while it runs
+    int then_space = -1;       // stage 2: copy host -> this space when done
+    void* free_ptr = nullptr;  // eviction: device memory to free when done
+    std::size_t bytes = 0;
+    bool out = false;  // device -> host
+};
+
+// Per-device bookkeeping of the runtime thread.
+struct DeviceSlot {
+    std::unique_ptr<Device> dev;
+    std::deque<TaskState*> admit;      // scheduled, waiting for memory (FIFO)
+    std::vector<DataBlock*> resident;  // blocks with a copy here
+    std::unordered_map<std::size_t, std::vector<void*>> pool;  // freed memory by size
+    std::size_t pooled_bytes = 0;
+    std::size_t capacity = 0;  // data bytes allowed (the cap)
+    std::size_t used = 0;      // bytes allocated from the backend (incl. pool)
+    int in_flight = 0;         // tasks admitted, not finished
+    int transfers = 0;         // transfers in flight
+    double backlog = 0;        // expected seconds of the admitted tasks
+    DeviceStats stats;
+    void* trace_kernel = nullptr;  // trace buffers (trace.cpp)
+    void* trace_in = nullptr;
+    void* trace_out = nullptr;
+};
+
+class Runtime {
+  public:
+    Runtime(Devices& owner, Threadpool& tp, const DevicesOptions& opts);
+    ~Runtime();
+    void start();
+    void stop();
+
+    // ---- any thread -----------------------------------------------------------------
+    TaskState* acquire();
+    void recycle(TaskState* t) noexcept;
+    void make_ready(TaskState* t);                      // deps reached zero
+    void complete(TaskState* t, std::exception_ptr e);  // finished (any thread)
+    void free_block(DataBlock* b) noexcept;             // last reference gone
+    void wake() noexcept;
+    void* host_allocate(std::size_t bytes, bool zero);
+    void host_deallocate(void* p, std::size_t bytes) noexcept;
+
+    Devices& owner;
+    Threadpool& tp;
+    DevicesOptions opts;
+    std::uint64_t id;
+    int n_spaces = 1;
+    std::vector<int> space_device;     // per space: the device that holds it (-1: the host)
+    std::vector<DeviceSlot> slots;     // fixed after construction
+    std::atomic<long> outstanding{0};  // submitted, not finished
+    std::atomic<int> held_accesses{0};
+    std::atomic<std::uint64_t> tasks_total{0};
+    bool abandon = false;  // destroyed with tasks that can never run
+
+    // ---- runtime thread only ----------------------------------------------------------
+    void loop();
+    bool step();
+    Event* new_event();
+    void unref(Event* e) noexcept;
+    void schedule(TaskState* t);      // scheduler.cpp
+    bool admit(int d, TaskState* t);  // memory.cpp: allocate (evicting) or wait
+    bool prepare(TaskState* t);       // memory.cpp: arrange each argument's copy
+    bool fetch_host(TaskState* t);    // memory.cpp: host requests
+    void launch(TaskState* t);
+    void finish_kernel(TaskState* t);
+    void fail_task(TaskState* t, std::exception_ptr e);
+    bool progress_transfers();  // memory.cpp
+    void issue_copy(int d, DataBlock* b, int from, int to, int then_space);
+    void* device_allocate(int d, std::size_t bytes);
+    void device_free(int d, void* p, std::size_t bytes) noexcept;
+    void drop_copy(DataBlock* b, int space) noexcept;
+    void release_blocks();
+    void ensure_host(DataBlock* b);
+    void evict(int d, DataBlock* b);
+    DataBlock* lru_victim(int d, const TaskState* t) const;
+    double expected_seconds(const Kernel& k, int d) const;
+    void record_seconds(const Kernel& k, int d, double s);
+    void trace_op(int d, int queue, const std::string& what, Event& e);  // trace.cpp
+    void trace_setup();
+    void trace_counters();
+
+    std::vector<TaskState*> incoming;      // drained from the ready stack, FIFO
+    std::vector<TaskState*> active;        // fetching or running
+    std::vector<TaskState*> host_waiting;  // host requests fetching
+    std::vector<Transfer> transfers;
+    std::vector<double> kernel_seconds;  // [kernel id * devices + device], <0: unknown
+    std::uint64_t use_clock = 0;
+    Event* free_events = nullptr;
+    std::vector<std::unique_ptr<Event>> all_events;
+    bool polled_events = false;  // some device needs polling
+
+  private:
+    std::atomic<TaskState*> ready_{nullptr};
+    std::atomic<TaskState*> returned_{nullptr};
+    std::atomic<DataBlock*> freed_{nullptr};
+    std::mutex all_mutex_;
+    std::vector<std::unique_ptr<TaskState>> all_;
+    std::atomic<std::uint32_t> wake_word_{0};
+    std::atomic<bool> sleeping_{false};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+void drop(TaskState* s) noexcept;  // a reference to a task state
+bool add_successor(TaskState* p, TaskState* s);
+
+// Backends (each in its own file).
+std::unique_ptr<Device> make_cpu_device(Threadpool& tp);
+std::unique_ptr<Device> make_sim_device(int number, const SimOptions& o, bool separate_queues,
+                                        bool pinned);
+// OpenCL / CUDA devices found (up to `count`, -1: all); empty when the backend is not built
+// or finds none (then `why` says why).
+std::vector<std::unique_ptr<Device>> make_opencl_devices(int count, bool separate_queues,
+                                                         std::string& why);
+std::vector<std::unique_ptr<Device>> make_cuda_devices(int count, bool separate_queues, bool pinned,
+                                                       std::string& why);
+
+double now_seconds() noexcept;
+
+}  // namespace cascade::device::detail

@@ -1,0 +1,195 @@
+// The sim device: a simulated accelerator for tests and models of GPU nodes. Its memory is an
+// arena of its own (reserved address space of SimOptions::memory bytes, first-fit with
+// coalescing); copies and kernels run on its own engine threads, one per queue (copies in,
+// copies out, kernels) or a single one when separate queues are off. A copy takes the
+// modelled latency + bytes / bandwidth (half the bandwidth from pageable host memory, when
+// page-locked host copies are off); a kernel runs the CPU variant (or sleeps its modelled time)
+// after the modelled launch latency.
+#include <sys/mman.h>
+#include <sys/prctl.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "runtime.hpp"
+
+namespace cascade::device::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Op {
+    enum Type { in, out, kernel } type;
+    void* dst;
+    const void* src;
+    std::size_t bytes;
+    const LaunchRecord* r;
+    Event* e;
+};
+
+class Engine {
+  public:
+    Engine(std::string name, const SimOptions& o, bool pinned) : o_(o), pinned_(pinned) {
+        thread_ = std::thread([this, n = std::move(name)] { run(n); });
+    }
+    ~Engine() {
+        {
+            std::lock_guard<std::mutex> g(m_);
+            stop_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+    }
+    void push(const Op& op) {
+        {
+            std::lock_guard<std::mutex> g(m_);
+            q_.push_back(op);
+        }
+        cv_.notify_one();
+    }
+
+  private:
+    void run(const std::string& name) {
+        prctl(PR_SET_TIMERSLACK, 1UL);  // modelled waits of microseconds
+        prctl(PR_SET_NAME, name.substr(0, 15).c_str());
+        std::vector<unsigned char> scratch;
+        for (;;) {
+            Op op;
+            {
+                std::unique_lock<std::mutex> lk(m_);
+                cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
+                if (q_.empty()) return;
+                op = q_.front();
+                q_.pop_front();
+            }
+            const auto start = Clock::now();
+            try {
+                double model;
+                if (op.type == Op::kernel) {
+                    model = o_.launch_latency;
+                    const LaunchRecord& r = *op.r;
+                    std::this_thread::sleep_until(start + std::chrono::duration<double>(model));
+                    if (o_.run_kernels || !r.kernel->model_fn()) {
+                        if (scratch.size() < r.scratch_bytes) scratch.resize(r.scratch_bytes);
+                        r.kernel->run_cpu(
+                            r.slots, r.sizes, r.n, r.threads,
+                            r.scratch_bytes ? scratch.data() : nullptr, 0,
+                            r.kernel->single_source() ? Kernel::cpu_groups(r.threads) : 1);
+                    } else {
+                        model += r.kernel->model_fn()(r.threads);
+                    }
+                } else {
+                    const double bw = pinned_ ? o_.bandwidth : o_.bandwidth / 2;
+                    model = o_.latency + static_cast<double>(op.bytes) / bw;
+                    std::memcpy(op.dst, op.src, op.bytes);
+                }
+                std::this_thread::sleep_until(start + std::chrono::duration<double>(model));
+                op.e->finish();
+            } catch (...) {
+                op.e->fail(std::current_exception());
+            }
+        }
+    }
+    SimOptions o_;
+    bool pinned_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<Op> q_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+class SimDevice final : public Device {
+  public:
+    SimDevice(int number, const SimOptions& o, bool separate, bool pinned)
+        : name_("sim" + std::to_string(number)), o_(o) {
+        kernels_ = std::make_unique<Engine>(name_ + " kernels", o, pinned);
+        if (separate) {
+            in_ = std::make_unique<Engine>(name_ + " in", o, pinned);
+            out_ = std::make_unique<Engine>(name_ + " out", o, pinned);
+        }
+    }
+    ~SimDevice() override {
+        kernels_.reset();
+        in_.reset();
+        out_.reset();
+        if (arena_) munmap(arena_, o_.memory);
+    }
+    DeviceKind kind() const noexcept override { return DeviceKind::sim; }
+    std::string name() const override { return name_; }
+    std::size_t capacity() const noexcept override { return o_.memory; }
+    double bandwidth() const noexcept override { return o_.bandwidth; }
+    double latency() const noexcept override { return o_.latency; }
+
+    void* allocate(std::size_t bytes) override {
+        if (!arena_) {
+            void* p = mmap(nullptr, o_.memory, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p == MAP_FAILED) throw std::bad_alloc();
+            arena_ = static_cast<unsigned char*>(p);
+            free_[0] = o_.memory;
+        }
+        const std::size_t n = round(bytes);
+        for (auto it = free_.begin(); it != free_.end(); ++it) {
+            if (it->second < n) continue;
+            const std::size_t off = it->first, size = it->second;
+            free_.erase(it);
+            if (size > n) free_[off + n] = size - n;
+            return arena_ + off;
+        }
+        return nullptr;
+    }
+    void deallocate(void* p, std::size_t bytes) noexcept override {
+        std::size_t off = static_cast<std::size_t>(static_cast<unsigned char*>(p) - arena_);
+        std::size_t n = round(bytes);
+        auto next = free_.lower_bound(off);
+        if (next != free_.end() && off + n == next->first) {
+            n += next->second;
+            next = free_.erase(next);
+        }
+        if (next != free_.begin()) {
+            auto prev = std::prev(next);
+            if (prev->first + prev->second == off) {
+                prev->second += n;
+                return;
+            }
+        }
+        free_[off] = n;
+    }
+    void copy_in(void* dst, const void* src, std::size_t n, Event& e) override {
+        (in_ ? *in_ : *kernels_).push(Op{Op::in, dst, src, n, nullptr, &e});
+    }
+    void copy_out(void* dst, const void* src, std::size_t n, Event& e) override {
+        (out_ ? *out_ : *kernels_).push(Op{Op::out, dst, src, n, nullptr, &e});
+    }
+    void launch(const LaunchRecord& r, Event& e) override {
+        kernels_->push(Op{Op::kernel, nullptr, nullptr, 0, &r, &e});
+    }
+
+  private:
+    static std::size_t round(std::size_t b) {
+        return (std::max<std::size_t>(b, 1) + 255) / 256 * 256;
+    }
+    std::string name_;
+    SimOptions o_;
+    unsigned char* arena_ = nullptr;
+    std::map<std::size_t, std::size_t> free_;  // offset -> bytes
+    std::unique_ptr<Engine> kernels_, in_, out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_sim_device(int number, const SimOptions& o, bool separate_queues,
+                                        bool pinned) {
+    return std::make_unique<SimDevice>(number, o, separate_queues, pinned);
+}
+
+}  // namespace cascade::device::detail

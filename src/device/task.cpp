@@ -1,0 +1,267 @@
+// DeviceTask and the life of a task state: references, waiting, completion (successors
+// released, waiters woken), continuations and when_all.
+#include "cascade/device/task.hpp"
+
+#include <thread>
+
+#include "cascade/core/errors.hpp"
+#include "runtime.hpp"
+
+namespace cascade {
+
+using device::detail::ArgSlot;
+using device::detail::Runtime;
+using device::detail::TaskKind;
+using device::detail::TaskState;
+
+namespace device::detail {
+
+void TaskState::reset() noexcept {
+    deps.store(1, std::memory_order_relaxed);
+    status.store(pending, std::memory_order_relaxed);
+    submitted = false;
+    kernel = nullptr;
+    name.clear();
+    want = DeviceKind::any;
+    on = -1;
+    threads = Threads{};
+    scratch_bytes = 0;
+    args.clear();
+    fn = nullptr;
+    error = nullptr;
+    inherited.store(false, std::memory_order_relaxed);
+    closed = false;
+    successors.clear();
+    next = nullptr;
+    device = -1;
+    phase = 0;
+    expected = 0;
+    t_launch = 0;
+    wait_on = nullptr;
+    kernel_event = nullptr;
+}
+
+void drop(TaskState* s) noexcept {
+    if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) s->rt->recycle(s);
+}
+
+// Adds s as a successor of p (p must finish before s starts). False if p already finished
+// (then s inherits p's failure, if any).
+bool add_successor(TaskState* p, TaskState* s) {
+    p->succ_lock.lock();
+    if (!p->closed) {
+        s->deps.fetch_add(1, std::memory_order_relaxed);
+        p->successors.push_back(s);
+        p->succ_lock.unlock();
+        return true;
+    }
+    p->succ_lock.unlock();
+    if (p->status.load(std::memory_order_acquire) == TaskState::failed &&
+        !s->inherited.exchange(true, std::memory_order_acq_rel))
+        s->error = p->error;
+    return false;
+}
+
+void Runtime::complete(TaskState* t, std::exception_ptr e) {
+    if (e) t->error = e;
+    const bool failed = t->error != nullptr;
+    t->succ_lock.lock();
+    t->closed = true;
+    t->succ_lock.unlock();
+    for (TaskState* s : t->successors) {
+        if (failed && !s->inherited.exchange(true, std::memory_order_acq_rel)) s->error = t->error;
+        if (s->deps.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(s);
+    }
+    t->successors.clear();
+    for (ArgSlot& a : t->args)
+        if (a.block) release(a.block);
+    t->args.clear();
+    t->status.store(failed ? TaskState::failed : TaskState::done, std::memory_order_release);
+    t->status.notify_all();
+    if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) outstanding.notify_all();
+    drop(t);  // the runtime's reference
+}
+
+void Runtime::make_ready(TaskState* t) {
+    if (t->inherited.load(std::memory_order_acquire)) {
+        // A predecessor failed: do not run, fail with its exception.
+        complete(t, nullptr);
+        return;
+    }
+    switch (t->kind) {
+        case TaskKind::join:
+            complete(t, nullptr);
+            return;
+        case TaskKind::host_fn:
+            tp.insert([this, t] {
+                std::exception_ptr err;
+                try {
+                    t->fn();
+                } catch (...) {
+                    err = std::current_exception();
+                }
+                complete(t, err);
+            });
+            return;
+        default:
+            break;
+    }
+    TaskState* head = ready_.load(std::memory_order_relaxed);
+    do {
+        t->next = head;
+    } while (!ready_.compare_exchange_weak(head, t, std::memory_order_release,
+                                           std::memory_order_relaxed));
+    wake();
+}
+
+TaskState* Runtime::acquire() {
+    // A thread-local chain taken whole from the returned stack (exchange: no ABA).
+    struct Cache {
+        std::uint64_t rt = 0;
+        TaskState* chain = nullptr;
+    };
+    thread_local Cache cache;
+    if (cache.rt != id) cache = Cache{id, nullptr};
+    if (!cache.chain) cache.chain = returned_.exchange(nullptr, std::memory_order_acquire);
+    TaskState* s = cache.chain;
+    if (s) {
+        cache.chain = s->next;
+    } else {
+        auto owned = std::make_unique<TaskState>();
+        s = owned.get();
+        s->rt = this;
+        std::lock_guard<std::mutex> g(all_mutex_);
+        all_.push_back(std::move(owned));
+    }
+    s->reset();
+    s->refs.store(1, std::memory_order_relaxed);
+    return s;
+}
+
+void Runtime::recycle(TaskState* t) noexcept {
+    t->fn = nullptr;  // what a continuation captured goes now
+    t->error = nullptr;
+    TaskState* head = returned_.load(std::memory_order_relaxed);
+    do {
+        t->next = head;
+    } while (!returned_.compare_exchange_weak(head, t, std::memory_order_release,
+                                              std::memory_order_relaxed));
+}
+
+}  // namespace device::detail
+
+DeviceTask::DeviceTask(TaskState* s) noexcept : s_(s) {}
+DeviceTask::DeviceTask(const DeviceTask& o) noexcept : s_(o.s_) {
+    if (s_) s_->refs.fetch_add(1, std::memory_order_relaxed);
+}
+DeviceTask::~DeviceTask() {
+    if (s_) device::detail::drop(s_);
+}
+
+bool DeviceTask::ready() const noexcept {
+    return s_ && s_->status.load(std::memory_order_acquire) != TaskState::pending;
+}
+
+void DeviceTask::wait() const {
+    if (!s_) throw UsageError("DeviceTask::wait() on an empty task");
+    if (!s_->submitted)
+        throw UsageError("DeviceTask::wait(): task '" + s_->name +
+                         "' was prepared but never submitted");
+    Threadpool& tp = s_->rt->tp;
+    if (tp.current_thread() >= 0) {
+        int idle = 0;
+        while (!ready()) {
+            if (tp.run_one_task()) {
+                idle = 0;
+            } else if (++idle < 64) {
+                cpu_relax();
+            } else {
+                std::this_thread::yield();
+            }
+        }
+        return;
+    }
+    for (int v = s_->status.load(std::memory_order_acquire); v == TaskState::pending;
+         v = s_->status.load(std::memory_order_acquire))
+        s_->status.wait(v, std::memory_order_acquire);
+}
+
+void DeviceTask::get() const {
+    wait();
+    if (s_->status.load(std::memory_order_acquire) == TaskState::failed)
+        std::rethrow_exception(s_->error);
+}
+
+bool DeviceTask::failed() const noexcept {
+    return s_ && s_->status.load(std::memory_order_acquire) == TaskState::failed;
+}
+std::exception_ptr DeviceTask::error() const noexcept {
+    return failed() ? s_->error : nullptr;
+}
+const std::string& DeviceTask::name() const noexcept {
+    return s_->name;
+}
+int DeviceTask::device() const noexcept {
+    return s_ ? s_->device : -1;
+}
+
+DeviceTask& DeviceTask::after(const DeviceTask& u) {
+    if (!s_ || !u.s_) throw UsageError("DeviceTask::after() with an empty task");
+    if (s_->submitted)
+        throw UsageError("DeviceTask::after(): task '" + s_->name +
+                         "' is already submitted; make it with Devices::prepare, call after(), "
+                         "then submit()");
+    if (s_->rt != u.s_->rt)
+        throw UsageError("DeviceTask::after(): tasks '" + s_->name + "' and '" + u.s_->name +
+                         "' belong to different Devices");
+    if (u.s_ == s_) throw UsageError("DeviceTask::after(): task '" + s_->name + "' after itself");
+    if (!u.s_->submitted)
+        throw UsageError("DeviceTask::after(): task '" + u.s_->name +
+                         "' is not submitted yet (submit it first)");
+    device::detail::add_successor(u.s_, s_);
+    return *this;
+}
+
+DeviceTask& DeviceTask::submit() {
+    if (!s_) throw UsageError("DeviceTask::submit() on an empty task");
+    if (s_->submitted) throw UsageError("task '" + s_->name + "' submitted twice");
+    s_->submitted = true;
+    Runtime* rt = s_->rt;
+    rt->outstanding.fetch_add(1, std::memory_order_relaxed);
+    rt->tasks_total.fetch_add(1, std::memory_order_relaxed);
+    s_->refs.fetch_add(1, std::memory_order_relaxed);  // the runtime's, until complete()
+    if (s_->deps.fetch_sub(1, std::memory_order_acq_rel) == 1) rt->make_ready(s_);
+    return *this;
+}
+
+namespace {
+DeviceTask host_task(Runtime* rt, TaskKind kind, std::string name, std::function<void()> f) {
+    TaskState* s = rt->acquire();
+    s->kind = kind;
+    s->name = std::move(name);
+    s->fn = std::move(f);
+    return DeviceTask(s);
+}
+}  // namespace
+
+DeviceTask DeviceTask::then(std::function<void()> f) const {
+    if (!s_) throw UsageError("DeviceTask::then() on an empty task");
+    DeviceTask c = host_task(s_->rt, TaskKind::host_fn, s_->name + ".then", std::move(f));
+    c.after(*this);
+    c.submit();
+    return c;
+}
+
+DeviceTask when_all(std::span<const DeviceTask> tasks) {
+    if (tasks.empty() || !tasks[0].valid()) throw UsageError("when_all() needs at least one task");
+    DeviceTask c = host_task(tasks[0].state()->rt, TaskKind::join, "when_all", nullptr);
+    for (const DeviceTask& t : tasks)
+        c.after(t);
+    c.submit();
+    return c;
+}
+DeviceTask when_all(std::initializer_list<DeviceTask> tasks) {
+    return when_all(std::span<const DeviceTask>(tasks.begin(), tasks.size()));
+}
+
+}  // namespace cascade
