@@ -66,6 +66,7 @@ struct Graph {
     std::vector<char> store;         // timesteps x n_slots outputs
     std::vector<Intervals> deps;     // [dset * width + point]
     std::vector<Intervals> rdeps;    // [dset * width + point]
+    std::vector<char> sends;         // [dset * width + point]: has consumers on other ranks
     std::vector<long> offset, span;  // per timestep: offset_at_timestep, width_at_timestep
     std::vector<long> dset_at;       // per timestep
     std::unique_ptr<cascade::Taskflow<Key>> tf;
@@ -101,6 +102,7 @@ struct Graph {
 struct Options {
     int workers = 1;
     bool corrupt = false;
+    int priority = 1;
 };
 
 Options parse_options(int argc, char** argv) {
@@ -115,6 +117,8 @@ Options parse_options(int argc, char** argv) {
             }
         } else if (a == "-cascade-corrupt") {
             o.corrupt = true;
+        } else if (a == "-cascade-priority" && i + 1 < argc) {
+            o.priority = std::atoi(argv[++i]);
         }
     }
     return o;
@@ -166,6 +170,14 @@ int main(int argc, char** argv) {
                 G.deps[static_cast<std::size_t>(d * W + p)] = G.g.dependencies(d, p);
                 G.rdeps[static_cast<std::size_t>(d * W + p)] = G.g.reverse_dependencies(d, p);
             }
+        G.sends.assign(static_cast<std::size_t>(sets * W), 0);
+        for (long d = 0; d < sets; ++d)
+            for (long p = 0; p < W; ++p)
+                for (auto iv : G.rdeps[static_cast<std::size_t>(d * W + p)])
+                    for (long q = iv.first; q <= iv.second; ++q)
+                        if (G.owner[static_cast<std::size_t>(q)] !=
+                            G.owner[static_cast<std::size_t>(p)])
+                            G.sends[static_cast<std::size_t>(d * W + p)] = 1;
         for (long t = 0; t < T; ++t) {
             G.offset.push_back(G.g.offset_at_timestep(t));
             G.span.push_back(G.g.width_at_timestep(t));
@@ -219,6 +231,18 @@ int main(int argc, char** argv) {
     auto make_taskflow = [&](Graph& G) {
         G.tf = std::make_unique<cascade::Taskflow<Key>>(&tp, "taskbench");
         const long n_local = G.last - G.first + 1;
+        // Tasks whose output other ranks wait for run first among a worker's ready tasks:
+        // their messages leave early and the other tasks overlap the transfer.
+        if (n_ranks > 1 && opt.priority)
+            G.tf->set_priority([&G](Key k) {
+                const long t = timestep_of(k);
+                if (t + 1 >= G.g.timesteps) return 0.0;
+                const auto d = static_cast<std::size_t>(G.dset_at[static_cast<std::size_t>(t + 1)]);
+                return G.sends[d * static_cast<std::size_t>(G.width) +
+                               static_cast<std::size_t>(point_of(k))]
+                           ? 1.0
+                           : 0.0;
+            });
         G.tf->set_indegree([&G](Key k) {
                 const long n = G.n_inputs(timestep_of(k), point_of(k));
                 return n > 0 ? static_cast<int>(n) : 1;
