@@ -18,7 +18,7 @@ using device::detail::TaskKind;
 using device::detail::TaskState;
 
 namespace device::detail {
-bool add_successor(TaskState* p, TaskState* s);
+bool add_successor(TaskState* p, TaskState* s, bool propagate);
 void drop(TaskState* s) noexcept;
 
 namespace {
@@ -79,10 +79,12 @@ void register_accesses(TaskState* t) {
         for (const ArgSlot& a : t->args)
             if (a.block == b)
                 mode = static_cast<Access>(static_cast<int>(mode) | static_cast<int>(a.mode));
-        if (b->last_writer) add_successor(b->last_writer, t);
+        // Only a reader uses what the last writer produced: its failure fails the reader; a
+        // task that overwrites the data just runs after it.
+        if (b->last_writer) add_successor(b->last_writer, t, reads(mode));
         if (writes(mode)) {
             for (TaskState* r : b->readers) {
-                add_successor(r, t);
+                add_successor(r, t, false);
                 drop(r);
             }
             b->readers.clear();

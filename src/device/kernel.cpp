@@ -95,17 +95,6 @@ void item_barrier() {
 
 using device::detail::ItemContext;
 
-Threads::Threads(std::initializer_list<std::size_t> g, std::initializer_list<std::size_t> l) {
-    global[0] = 1;
-    global[1] = global[2] = 0;
-    int i = 0;
-    for (std::size_t v : g)
-        if (i < 3) global[i++] = v;
-    i = 0;
-    for (std::size_t v : l)
-        if (i < 3) local[i++] = v;
-}
-
 namespace {
 std::atomic<int> g_kernel_ids{0};
 

@@ -130,7 +130,7 @@ class Runtime {
 };
 
 void drop(TaskState* s) noexcept;  // a reference to a task state
-bool add_successor(TaskState* p, TaskState* s);
+bool add_successor(TaskState* p, TaskState* s, bool propagate);
 
 // Backends (each in its own file).
 std::unique_ptr<Device> make_cpu_device(Threadpool& tp);

@@ -45,18 +45,20 @@ void drop(TaskState* s) noexcept {
     if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) s->rt->recycle(s);
 }
 
-// Adds s as a successor of p (p must finish before s starts). False if p already finished
-// (then s inherits p's failure, if any).
-bool add_successor(TaskState* p, TaskState* s) {
+// Adds s as a successor of p (p must finish before s starts). With `propagate` (s uses what
+// p produced: it reads p's output, or waits for p explicitly), a failure of p fails s too.
+// False if p already finished.
+bool add_successor(TaskState* p, TaskState* s, bool propagate) {
     p->succ_lock.lock();
     if (!p->closed) {
         s->deps.fetch_add(1, std::memory_order_relaxed);
-        p->successors.push_back(s);
+        p->successors.push_back(reinterpret_cast<TaskState*>(
+            reinterpret_cast<std::uintptr_t>(s) | static_cast<std::uintptr_t>(propagate)));
         p->succ_lock.unlock();
         return true;
     }
     p->succ_lock.unlock();
-    if (p->status.load(std::memory_order_acquire) == TaskState::failed &&
+    if (propagate && p->status.load(std::memory_order_acquire) == TaskState::failed &&
         !s->inherited.exchange(true, std::memory_order_acq_rel))
         s->error = p->error;
     return false;
@@ -68,8 +70,11 @@ void Runtime::complete(TaskState* t, std::exception_ptr e) {
     t->succ_lock.lock();
     t->closed = true;
     t->succ_lock.unlock();
-    for (TaskState* s : t->successors) {
-        if (failed && !s->inherited.exchange(true, std::memory_order_acq_rel)) s->error = t->error;
+    for (TaskState* tagged : t->successors) {
+        const auto bits = reinterpret_cast<std::uintptr_t>(tagged);
+        TaskState* s = reinterpret_cast<TaskState*>(bits & ~std::uintptr_t(1));
+        if (failed && (bits & 1) && !s->inherited.exchange(true, std::memory_order_acq_rel))
+            s->error = t->error;
         if (s->deps.fetch_sub(1, std::memory_order_acq_rel) == 1) make_ready(s);
     }
     t->successors.clear();
@@ -218,7 +223,7 @@ DeviceTask& DeviceTask::after(const DeviceTask& u) {
     if (!u.s_->submitted)
         throw UsageError("DeviceTask::after(): task '" + u.s_->name +
                          "' is not submitted yet (submit it first)");
-    device::detail::add_successor(u.s_, s_);
+    device::detail::add_successor(u.s_, s_, true);
     return *this;
 }
 

@@ -1,28 +1,264 @@
+// Device tasks on cpu and sim devices: the three kinds of dependencies, host requests,
+// continuations and task graphs, errors reaching the waiter, and misuse.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <numeric>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "cascade/device/devices.hpp"
+
+using cascade::Access;
+using cascade::Data;
+using cascade::DeviceKind;
+using cascade::Devices;
+using cascade::Launch;
+using cascade::Threadpool;
+using cascade::UsageError;
+
+namespace {
 
 CASCADE_KERNEL(axpy, (double a, kernel_global const double* x, kernel_global double* y, int n), {
     int i = kernel_global_id_x;
     if (i < n) y[i] += a * x[i];
 });
 
-TEST(DeviceTasks, AxpyOnCpuAndSim) {
-    cascade::Threadpool tp(2);
-    cascade::Devices devs(tp, {.sim = 2});
+CASCADE_KERNEL(fill, (kernel_global double* y, double v, int n), {
+    int i = kernel_global_id_x;
+    if (i < n) y[i] = v;
+});
+
+// Order of the CPU variants' runs, for the dependency tests.
+std::atomic<int> g_clock{0};
+cascade::Kernel& stamp_kernel() {
+    static cascade::Kernel k("stamp");
+    static bool once = [] {
+        k.cpu([](cascade::KernelArgs& a) {
+            const int delay = a.scalar<int>(1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+            a.data<int>(0)[0] = g_clock.fetch_add(1);
+        });
+        return true;
+    }();
+    (void)once;
+    return k;
+}
+
+cascade::Kernel& throwing_kernel() {
+    static cascade::Kernel k("thrower");
+    static bool once = [] {
+        k.cpu([](cascade::KernelArgs&) { throw std::domain_error("bad input in thrower"); });
+        return true;
+    }();
+    (void)once;
+    return k;
+}
+
+std::vector<double> iota(int n, double from = 0) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    std::iota(v.begin(), v.end(), from);
+    return v;
+}
+
+}  // namespace
+
+TEST(DeviceTasks, AxpyGivesTheSameAnswerOnEveryDevice) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 2});
     const int n = 1000;
-    std::vector<double> xs(n), ys(n, 1.0);
-    std::iota(xs.begin(), xs.end(), 0.0);
-    cascade::Data<double> x(devs, std::span<const double>(xs), "x");
-    cascade::Data<double> y(devs, std::span<const double>(ys), "y");
+    auto xs = iota(n);
+    std::vector<double> ys(n, 1.0);
+    Data<double> x(devs, std::span<const double>(xs), "x");
+    Data<double> y(devs, std::span<const double>(ys), "y");
     for (int d = 0; d < devs.size(); ++d)
         devs.submit(axpy, 2.0, cascade::read(x), cascade::readwrite(y), n,
-                    cascade::Launch{.on = d, .threads = {std::size_t(n)}});
+                    Launch{.on = d, .threads = {std::size_t(n)}});
     auto v = y.to_vector();
     for (int i = 0; i < n; ++i)
         ASSERT_DOUBLE_EQ(v[static_cast<std::size_t>(i)], 1.0 + 3 * 2.0 * i);
+}
+
+TEST(DeviceTasks, ImplicitDependenciesFollowSubmissionOrderAcrossDevices) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 3});
+    const int n = 256;
+    Data<double> x(devs, n, "x"), y(devs, n, "y");
+    // fill x on one device, then accumulate into y on others: each step reads what the one
+    // before wrote, wherever it ran.
+    devs.submit(fill, cascade::write(x), 1.5, n, Launch{.on = 1, .threads = {std::size_t(n)}});
+    for (int k = 0; k < 12; ++k)
+        devs.submit(axpy, 1.0, cascade::read(x), cascade::readwrite(y), n,
+                    Launch{.on = k % devs.size(), .threads = {std::size_t(n)}});
+    devs.submit(fill, cascade::write(x), 0.0, n, Launch{.on = 2, .threads = {std::size_t(n)}});
+    auto v = y.to_vector();
+    for (double e : v)
+        ASSERT_DOUBLE_EQ(e, 18.0);
+    auto w = x.to_vector();
+    for (double e : w)
+        ASSERT_DOUBLE_EQ(e, 0.0);
+}
+
+TEST(DeviceTasks, ReadersShareAndAWriterWaitsForThem) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 2});
+    Data<int> shared(devs, 1, "shared"), r1(devs, 1, "r1"), r2(devs, 1, "r2"), w(devs, 1, "w");
+    auto& k = stamp_kernel();
+    g_clock = 0;
+    // Two slow readers of `shared` on two devices, then a writer of `shared`.
+    cascade::Kernel& rk = k;
+    auto a = devs.submit(rk, cascade::write(r1), 30, cascade::read(shared), Launch{.on = 1});
+    auto b = devs.submit(rk, cascade::write(r2), 30, cascade::read(shared), Launch{.on = 2});
+    auto c = devs.submit(rk, cascade::write(w), 0, cascade::readwrite(shared), Launch{.on = 0});
+    c.get();
+    EXPECT_TRUE(a.ready());
+    EXPECT_TRUE(b.ready());
+    EXPECT_EQ(w.to_vector()[0], 2);  // ran after both readers
+}
+
+TEST(DeviceTasks, ExplicitDependencyOrdersTasksWithoutSharedData) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 1});
+    Data<int> p(devs, 1, "p"), q(devs, 1, "q");
+    g_clock = 0;
+    auto first = devs.submit(stamp_kernel(), cascade::write(p), 40, Launch{.on = 1});
+    auto second = devs.prepare(stamp_kernel(), cascade::write(q), 0, Launch{.on = 0});
+    second.after(first).submit();
+    second.get();
+    EXPECT_TRUE(first.ready());
+    EXPECT_EQ(p.to_vector()[0], 0);
+    EXPECT_EQ(q.to_vector()[0], 1);
+    EXPECT_THROW(second.after(first), UsageError);  // already submitted
+}
+
+TEST(DeviceTasks, ForkJoinWaitAll) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 2});
+    std::vector<Data<double>> ds;
+    for (int i = 0; i < 20; ++i) {
+        ds.emplace_back(devs, 64, std::to_string(i));
+        devs.submit(fill, cascade::write(ds.back()), double(i), 64, Launch{.threads = {64}});
+    }
+    devs.wait_all();
+    for (int i = 0; i < 20; ++i)
+        EXPECT_EQ(ds[static_cast<std::size_t>(i)].to_vector()[5], double(i));
+}
+
+TEST(DeviceTasks, HostRequestHoldsLaterTasksUntilRelease) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 1});
+    const int n = 32;
+    Data<double> x(devs, n, "x");
+    auto h = x.request(Access::write);
+    auto s = h.get();
+    for (auto& e : s)
+        e = 2.0;
+    auto t = devs.submit(axpy, 1.0, cascade::read(x), cascade::readwrite(x), n,
+                         Launch{.on = 1, .threads = {std::size_t(n)}});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(t.ready());                            // waits for release()
+    EXPECT_THROW(x.request(Access::read), UsageError);  // not released yet
+    EXPECT_THROW(devs.wait_all(), UsageError);          // would never end
+    x.release();
+    t.get();
+    for (double e : x.to_vector())
+        EXPECT_EQ(e, 4.0);
+    EXPECT_THROW(x.release(), UsageError);  // nothing to release
+}
+
+TEST(DeviceTasks, ThenWhenAllAndATaskflowPromise) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 2});
+    Data<double> a(devs, 16, "a"), b(devs, 16, "b");
+    auto ta = devs.submit(fill, cascade::write(a), 1.0, 16, Launch{.threads = {16}});
+    auto tb = devs.submit(fill, cascade::write(b), 2.0, 16, Launch{.threads = {16}});
+    std::atomic<int> after{0};
+    auto both = cascade::when_all({ta, tb});
+    auto c = both.then([&] { after = 1; });
+    std::atomic<int> ran{0};
+    cascade::Taskflow<int> tf(&tp, "graph");
+    tf.set_task([&](int) { ran = after.load() + 10; }).set_indegree([](int) { return 1; });
+    both.fulfil(tf, 0);
+    c.get();
     tp.join();
+    EXPECT_EQ(after.load(), 1);
+    EXPECT_GE(ran.load(), 10);
+}
+
+TEST(DeviceTasks, ExceptionsReachTheWaiterAndTheTasksAfter) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 1});
+    Data<double> x(devs, 8, "x");
+    for (int d = 0; d < devs.size(); ++d) {
+        auto t = devs.submit(throwing_kernel(), cascade::readwrite(x), Launch{.on = d});
+        EXPECT_THROW(t.get(), std::domain_error);
+        EXPECT_TRUE(t.failed());
+    }
+    // A task that reads what a failed task wrote fails with its exception, and so does a
+    // continuation; a task that overwrites the data runs.
+    Data<double> y(devs, 8, "y");
+    auto bad = devs.submit(throwing_kernel(), cascade::readwrite(x), Launch{.on = 1});
+    auto reader =
+        devs.submit(axpy, 1.0, cascade::read(x), cascade::readwrite(y), 8, Launch{.threads = {8}});
+    auto cont = bad.then([] {});
+    EXPECT_THROW(reader.get(), std::domain_error);
+    EXPECT_THROW(cont.get(), std::domain_error);
+    EXPECT_THROW(x.to_vector(), std::domain_error);  // a host request reads it too
+    devs.submit(fill, cascade::write(x), 3.0, 8, Launch{.threads = {8}}).get();
+    EXPECT_EQ(x.to_vector()[0], 3.0);
+}
+
+TEST(DeviceTasks, MisuseGivesClearErrors) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 1});
+    Devices other(tp, {.name = "other"});
+    Data<double> x(devs, 8, "x");
+    Data<double> y(other, 8, "y");
+    Data<float> f(devs, 8, "f");
+    auto expect_error = [](auto&& fn, const std::string& part) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error; expected one containing: " << part;
+        } catch (const UsageError& e) {
+            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+        }
+    };
+    expect_error([&] { devs.submit(fill, cascade::write(y), 1.0, 8); },
+                 "belongs to another Devices");
+    expect_error([&] { devs.submit(fill, cascade::write(f), 1.0, 8); }, "4 bytes");
+    expect_error([&] { devs.submit(fill, cascade::write(x), 1.0); },
+                 "2 arguments given, the kernel has 3");
+    expect_error([&] { devs.submit(fill, 1.0, cascade::write(x), 8); }, "expects a pointer");
+    expect_error([&] { devs.submit(axpy, 1.0, cascade::write(x), cascade::readwrite(x), 8); },
+                 "pointer-to-const");
+    expect_error(
+        [&] { devs.submit(fill, cascade::write(x), 1.0, 8, Launch{.device = DeviceKind::opencl}); },
+        "no opencl device");
+    cascade::Kernel only_cl("only_opencl");
+    only_cl.opencl_source("__kernel void k() {}", "k");
+    expect_error([&] { devs.submit(only_cl, Launch{.device = DeviceKind::sim}); },
+                 "has no variant for sim");
+    expect_error(
+        [&] {
+            devs.submit(fill, cascade::write(x), 1.0, 8, Launch{.threads = {{8}, {3}}});
+        },
+        "not a multiple");
+    expect_error([&] { devs.submit(fill, cascade::write(x), 1.0, 8, Launch{.on = 7}); },
+                 "device 7");
+    expect_error([&] { Data<double>().request(Access::read); }, "empty Data");
+    // The Devices are still fine after all that.
+    devs.submit(fill, cascade::write(x), 5.0, 8, Launch{.threads = {8}}).get();
+    EXPECT_EQ(x.to_vector()[7], 5.0);
+}
+
+TEST(DeviceTasks, ScalarsAreConvertedToTheParameterTypes) {
+    Threadpool tp(1);
+    Devices devs(tp, {.sim = 1});
+    Data<double> x(devs, 10, "x");
+    devs.submit(fill, cascade::write(x), 7, std::size_t(10),
+                Launch{.threads = {10}});  // int, size_t
+    for (double e : x.to_vector())
+        EXPECT_EQ(e, 7.0);
 }

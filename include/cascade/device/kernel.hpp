@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -64,14 +65,24 @@ class KernelArgs {
     void* scratch_;
 };
 
+/// Sizes in up to 3 dimensions (0: the dimension is unused).
+struct Dims {
+    std::size_t v[3] = {0, 0, 0};
+    Dims() = default;
+    template <std::integral X, std::integral Y = int, std::integral Z = int>
+    Dims(X x, Y y = 0, Z z = 0)
+        : v{static_cast<std::size_t>(x), static_cast<std::size_t>(y), static_cast<std::size_t>(z)} {
+    }
+};
+
 /// Work-item geometry of a launch: `global` items in up to 3 dimensions (0 = unused
 /// dimension), in groups of `local` (0: the device chooses; the CPU loop uses groups of 1).
+/// `{n}`: n items; `{n, l}`: n items in groups of l; `{{nx, ny}, {lx, ly}}`: 2-D.
 struct Threads {
     std::size_t global[3] = {1, 0, 0};
     std::size_t local[3] = {0, 0, 0};
     Threads() = default;
-    Threads(std::size_t gx, std::size_t lx = 0) : global{gx, 0, 0}, local{lx, 0, 0} {}
-    Threads(std::initializer_list<std::size_t> g, std::initializer_list<std::size_t> l = {});
+    Threads(Dims g, Dims l = {}) : global{g.v[0], g.v[1], g.v[2]}, local{l.v[0], l.v[1], l.v[2]} {}
     /// Number of dimensions used (1..3).
     int dims() const noexcept { return global[2] ? 3 : global[1] ? 2 : 1; }
 };
