@@ -32,7 +32,10 @@ Access merged(const TaskState* t, std::size_t i) {
 }
 std::string mib(std::size_t b) {
     char s[64];
-    std::snprintf(s, sizeof s, "%zu bytes (%.1f MiB)", b, static_cast<double>(b) / 1048576.0);
+    if (b >= (std::size_t(1) << 20))
+        std::snprintf(s, sizeof s, "%zu bytes (%.1f MiB)", b, static_cast<double>(b) / 1048576.0);
+    else
+        std::snprintf(s, sizeof s, "%zu bytes", b);
     return s;
 }
 }  // namespace
@@ -166,13 +169,19 @@ void Runtime::evict(int d, DataBlock* b) {
     s.dev->copy_out(h.ptr, ptr, b->bytes, *e);
 }
 
-bool Runtime::admit(int d, TaskState* t) {
+bool Runtime::admit(int d, TaskState* t, bool evicting) {
     DeviceSlot& s = slots[static_cast<std::size_t>(d)];
     const int sp = s.dev->space;
     if (sp == 0) return true;  // the host's memory
-    std::size_t total = 0;
+    std::size_t total = 0, missing = 0;
     for (std::size_t i = 0; i < t->args.size(); ++i)
-        if (t->args[i].block && first_of(t, i) == i) total += t->args[i].block->bytes;
+        if (t->args[i].block && first_of(t, i) == i) {
+            total += t->args[i].block->bytes;
+            if (!t->args[i].block->copies[static_cast<std::size_t>(sp)].ptr)
+                missing += t->args[i].block->bytes;
+        }
+    // Without evicting: only if the missing copies fit in the free room (pool included).
+    if (!evicting && s.used - s.pooled_bytes + missing > s.capacity) return false;
     if (total > s.capacity) {
         fail_task(t, std::make_exception_ptr(std::runtime_error(
                          "task '" + t->name + "' needs " + mib(total) + " of data on device " +

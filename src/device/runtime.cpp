@@ -260,23 +260,38 @@ bool Runtime::step() {
         }
     }
     incoming.clear();
-    // Admission: each device takes tasks in order while its queue has room.
+    // Admission: each device takes tasks in order while its queue has room. When the first
+    // one would have to evict, a later one whose data fits without evicting goes first (data
+    // already there is used before it is pushed out), up to 64 times per task.
     constexpr int kDepth = 8;
+    constexpr std::size_t kLookahead = 32;
     for (std::size_t d = 0; d < slots.size(); ++d) {
         DeviceSlot& s = slots[d];
         while (!s.admit.empty() && s.in_flight < kDepth) {
-            TaskState* t = s.admit.front();
-            bool ok;
+            std::size_t pick = 0;
+            bool ok = false;
             try {
-                ok = admit(static_cast<int>(d), t);
+                ok = admit(static_cast<int>(d), s.admit.front(), false);
+                if (!ok && s.admit.front()->bypassed < 64) {
+                    for (std::size_t j = 1; j < std::min(s.admit.size(), kLookahead); ++j)
+                        if (admit(static_cast<int>(d), s.admit[j], false)) {
+                            pick = j;
+                            ok = true;
+                            ++s.admit.front()->bypassed;
+                            break;
+                        }
+                }
+                if (!ok) ok = admit(static_cast<int>(d), s.admit.front(), true);
             } catch (...) {
+                TaskState* t = s.admit.front();
                 s.admit.pop_front();
                 fail_task(t, std::current_exception());
                 moved = true;
                 continue;
             }
             if (!ok) break;
-            s.admit.pop_front();
+            TaskState* t = s.admit[pick];
+            s.admit.erase(s.admit.begin() + static_cast<std::ptrdiff_t>(pick));
             moved = true;
             if (t->phase == 9) continue;  // failed in admission
             t->phase = 1;

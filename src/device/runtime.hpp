@@ -85,10 +85,11 @@ class Runtime {
     bool step();
     Event* new_event();
     void unref(Event* e) noexcept;
-    void schedule(TaskState* t);      // scheduler.cpp
-    bool admit(int d, TaskState* t);  // memory.cpp: allocate (evicting) or wait
-    bool prepare(TaskState* t);       // memory.cpp: arrange each argument's copy
-    bool fetch_host(TaskState* t);    // memory.cpp: host requests
+    void schedule(TaskState* t);  // scheduler.cpp
+    // memory.cpp: allocates t's copies on device d (evicting only if `evicting`); false: wait.
+    bool admit(int d, TaskState* t, bool evicting);
+    bool prepare(TaskState* t);     // memory.cpp: arrange each argument's copy
+    bool fetch_host(TaskState* t);  // memory.cpp: host requests
     void launch(TaskState* t);
     void finish_kernel(TaskState* t);
     void fail_task(TaskState* t, std::exception_ptr e);

@@ -35,6 +35,7 @@ void TaskState::reset() noexcept {
     next = nullptr;
     device = -1;
     phase = 0;
+    bypassed = 0;
     expected = 0;
     t_launch = 0;
     wait_on = nullptr;

@@ -63,6 +63,7 @@ struct TaskState {
     // ---- the runtime thread's --------------------------------------------------------
     int device = -1;
     int phase = 0;
+    int bypassed = 0;     // times later tasks were admitted before it
     double expected = 0;  // seconds the scheduler expects the kernel to take
     std::int64_t t_launch = 0;
     Event* wait_on = nullptr;  // an event it waits for (not owned)
