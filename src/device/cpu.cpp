@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cascade/trace/event.hpp"
 #include "runtime.hpp"
 
 namespace cascade::device::detail {
@@ -51,6 +52,7 @@ class CpuDevice final : public Device {
         // The launch record lives in the task state until the event is handled.
         std::atomic<int>* left = &e.parts;
         std::atomic<bool>* failed = &e.part_failed;
+        e.t_start = trace::stamp();
         left->store(static_cast<int>(pieces), std::memory_order_relaxed);
         failed->store(false, std::memory_order_relaxed);
         for (std::size_t p = 0; p < pieces; ++p) {
@@ -68,6 +70,7 @@ class CpuDevice final : public Device {
             if (!pc.failed->exchange(true)) pc.e->error = std::current_exception();
         }
         if (pc.left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            pc.e->t_end = trace::stamp();
             if (pc.failed->load(std::memory_order_acquire))
                 pc.e->fail(pc.e->error);
             else

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "cascade/device/msi.hpp"
+#include "cascade/trace/event.hpp"
 #include "runtime.hpp"
 
 namespace cascade::device::detail {
@@ -166,6 +167,7 @@ void Runtime::evict(int d, DataBlock* b) {
     transfers.push_back(Transfer{e, b, d, -1, -1, ptr, b->bytes, true});
     ++s.transfers;
     s.stats.bytes_out += b->bytes;
+    e->t_start = trace::stamp();
     s.dev->copy_out(h.ptr, ptr, b->bytes, *e);
 }
 
@@ -243,6 +245,7 @@ void Runtime::issue_copy(int d, DataBlock* b, int from, int to, int then_space) 
     retain(b);
     transfers.push_back(Transfer{e, b, d, from, then_space, nullptr, b->bytes, to == 0});
     ++s.transfers;
+    e->t_start = trace::stamp();
     if (to == 0) {
         s.stats.bytes_out += b->bytes;
         s.dev->copy_out(dst.ptr, src.ptr, b->bytes, *e);

@@ -16,6 +16,7 @@
 
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
+#include "cascade/trace/event.hpp"
 #include "runtime.hpp"
 
 namespace cascade::device::detail {
@@ -59,16 +60,21 @@ Runtime::Runtime(Devices& o, Threadpool& pool, const DevicesOptions& op)
     for (int i = 0; i < opts.sim; ++i)
         devs.push_back(
             make_sim_device(i, opts.sim_options, opts.separate_queues, opts.pinned_host));
+    // N > 0 devices asked for must be there; -1 takes whatever is found, none included.
     std::string why;
     if (opts.opencl) {
         auto cl = make_opencl_devices(opts.opencl, opts.separate_queues, why);
-        if (cl.empty()) throw UsageError("DevicesOptions::opencl: no OpenCL device: " + why);
+        if (opts.opencl > 0 && static_cast<int>(cl.size()) < opts.opencl)
+            throw UsageError("DevicesOptions::opencl = " + std::to_string(opts.opencl) + ": " +
+                             (cl.empty() ? why : "only " + std::to_string(cl.size()) + " found"));
         for (auto& d : cl)
             devs.push_back(std::move(d));
     }
     if (opts.cuda) {
         auto cu = make_cuda_devices(opts.cuda, opts.separate_queues, opts.pinned_host, why);
-        if (cu.empty()) throw UsageError("DevicesOptions::cuda: no CUDA device: " + why);
+        if (opts.cuda > 0 && static_cast<int>(cu.size()) < opts.cuda)
+            throw UsageError("DevicesOptions::cuda = " + std::to_string(opts.cuda) + ": " +
+                             (cu.empty() ? why : "only " + std::to_string(cu.size()) + " found"));
         for (auto& d : cu)
             devs.push_back(std::move(d));
     }
@@ -212,6 +218,7 @@ void Runtime::launch(TaskState* t) {
     t->kernel_event = e;
     t->t_launch = static_cast<std::int64_t>(now_seconds() * 1e9);
     t->phase = 2;
+    e->t_start = trace::stamp();
     try {
         s.dev->launch(r, *e);
     } catch (...) {

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "cascade/trace/event.hpp"
 #include "runtime.hpp"
 
 namespace cascade::device::detail {
@@ -71,6 +72,7 @@ class Engine {
                 q_.pop_front();
             }
             const auto start = Clock::now();
+            op.e->t_start = trace::stamp();
             try {
                 double model;
                 if (op.type == Op::kernel) {
@@ -92,6 +94,7 @@ class Engine {
                     std::memcpy(op.dst, op.src, op.bytes);
                 }
                 std::this_thread::sleep_until(start + std::chrono::duration<double>(model));
+                op.e->t_end = trace::stamp();
                 op.e->finish();
             } catch (...) {
                 op.e->fail(std::current_exception());
