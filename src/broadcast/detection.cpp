@@ -42,14 +42,20 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         // A task streaming to one rank: once its held sends fill an aggregation buffer, they
         // leave now (in order), so that sending overlaps the rest of the task. Only sends
         // that all name one rank so far leave early: a loop over destinations still merges.
-        if (one_dest_ >= 0 && buf_.size() >= kEarlyRelease) run_epilogue();
+        if (one_dest_ >= 0 && buf_.size() >= kEarlyRelease) {
+            run_epilogue();
+            return;
+        }
+        over_window(h.engine);
     }
     void add_large(Engine* e, ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
                    std::vector<char>& args) {
         note_dest(dest);
         held_.push_back(Held{e, &am, dest, 0, 0, body, bytes, std::move(args)});
         held_.back().large = true;
+        held_body_bytes_ += bytes;
         cascade::detail::tls_task_epilogue = this;
+        over_window(e);
     }
 
     // What is held leaves now, in order (a send that is not held follows).
@@ -66,6 +72,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
             const std::string what = cascade::detail::describe_error(std::current_exception());
             held_.clear();
             buf_.clear();
+            held_body_bytes_ = 0;
             if (failed_on)
                 failed_on->comm().abort_job("rank " +
                                             std::to_string(failed_on->comm().comm_rank()) +
@@ -74,6 +81,15 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     }
 
   private:
+    // Held bytes count toward the back-pressure window (CommunicatorOptions::
+    // max_bytes_in_flight): past it, what is held leaves now, in order, and the sends wait
+    // for room as unheld ones do. A task sending millions of distinct messages holds at most
+    // a window of them.
+    void over_window(Engine* e) {
+        const std::size_t cap = e->comm().max_bytes_in_flight();
+        if (cap != 0 && buf_.size() + held_body_bytes_ > cap) run_epilogue();
+    }
+
     static constexpr std::size_t kEarlyRelease = std::size_t(64) << 10;  // bytes of arguments
 
     struct Held {
@@ -158,6 +174,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
             send_run();
             held_.clear();
             buf_.clear();
+            held_body_bytes_ = 0;
             return;
         }
         constexpr std::size_t none = ~std::size_t(0);
@@ -231,6 +248,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         }
         held_.clear();
         buf_.clear();
+        held_body_bytes_ = 0;
     }
 
     std::vector<Held> held_;
@@ -240,6 +258,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     std::vector<Communicator::HeldArgs> run_;  // scratch of flush(): sends to one rank
     std::vector<char> first_;                  // 1: the first send of a class, 2: a plain send
     int one_dest_ = -1;                        // the rank every held send names, or -1
+    std::size_t held_body_bytes_ = 0;          // bodies of the held large sends
 };
 
 }  // namespace
@@ -252,7 +271,7 @@ bool Engine::holding_here() const noexcept {
 
 char* Engine::defer_begin(ActiveMsgBase& am, int dest, std::size_t max_bytes) {
     if (!holding_here()) return nullptr;
-    if (dest < 0 || dest >= size_ || max_bytes > (std::size_t(1) << 30))
+    if (dest < 0 || dest >= size_ || max_bytes > cascade::detail::kMaxArgumentBytes)
         return nullptr;  // the plain send reports it
     // Big arguments are not held: copying them aside, then into the outbox, costs more than
     // a tree saves them (bodies of large active messages, compared by address, are how big

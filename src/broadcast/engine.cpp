@@ -160,6 +160,9 @@ Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(c
                                   "broadcast.large");
     small_->set_broadcast_detection(false);
     ack_ = comm.make_active_msg([this](std::uint64_t& token) { on_ack(token); }, "broadcast.ack");
+    delivered_ =
+        comm.make_active_msg([this](int& rank) { on_delivered(rank); }, "broadcast.delivered");
+    delivered_->set_broadcast_detection(false);
     large_->set_broadcast_detection(false);
     ack_->set_broadcast_detection(false);
     sink_ = std::make_unique<Sink>(*this, large_->id());
@@ -188,9 +191,27 @@ BroadcastCounters Engine::counters() const {
     return c;
 }
 
-Engine::Split& Engine::split(const ActiveMsgBase& am, std::span<const int> dests,
-                             std::span<const double> priorities) {
-    thread_local Split sp;
+// This thread's Split for the current nesting level of broadcast sends (see Split): taken
+// in the constructor, given back in the destructor; allocated once per level and thread.
+class Engine::Scratch {
+  public:
+    Scratch() {
+        if (depth_ == levels_.size()) levels_.push_back(std::make_unique<Split>());
+        sp_ = levels_[depth_++].get();
+    }
+    ~Scratch() { --depth_; }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    Split& operator*() const noexcept { return *sp_; }
+
+  private:
+    static inline thread_local std::vector<std::unique_ptr<Split>> levels_;
+    static inline thread_local std::size_t depth_ = 0;
+    Split* sp_;
+};
+
+void Engine::split(Split& sp, const ActiveMsgBase& am, std::span<const int> dests,
+                   std::span<const double> priorities) {
     thread_local std::vector<std::uint32_t> mark;
     thread_local std::uint32_t generation = 0;
     if (!priorities.empty() && priorities.size() != dests.size())
@@ -225,7 +246,6 @@ Engine::Split& Engine::split(const ActiveMsgBase& am, std::span<const int> dests
         sp.others.push_back(d);
         if (!priorities.empty()) sp.priorities.push_back(priorities[i]);
     }
-    return sp;
 }
 
 Shape Engine::choose(std::size_t bytes, std::size_t recipients) const noexcept {
@@ -242,9 +262,11 @@ Shape Engine::choose(std::size_t bytes, std::size_t recipients) const noexcept {
 }
 
 std::size_t Engine::piece_for(std::size_t bytes) const noexcept {
+    // Never more than kMaxBroadcastPieces pieces (receivers refuse more), whatever is forced.
+    const std::size_t floor = bytes / kMaxBroadcastPieces + (bytes % kMaxBroadcastPieces != 0);
     const std::size_t forced = piece_.load(std::memory_order_relaxed);
-    if (forced > 0) return forced;
-    return std::clamp(bytes / 32, kMinPiece, kMaxPiece);
+    const std::size_t piece = forced > 0 ? forced : std::clamp(bytes / 32, kMinPiece, kMaxPiece);
+    return std::max({piece, floor, std::size_t(1)});
 }
 
 std::size_t Engine::window_pieces(std::size_t piece) const noexcept {
@@ -253,12 +275,77 @@ std::size_t Engine::window_pieces(std::size_t piece) const noexcept {
     return std::max<std::size_t>(1, w / std::max<std::size_t>(piece, 1));
 }
 
+// ---- per-sender order across routes -----------------------------------------------------------
+// A rank's messages to one rank keep the order they were sent in, also when one of them is a
+// broadcast that reaches it through an inner node. The root fences every rank its tree reaches
+// through another rank: what it queues for that rank afterwards waits until the rank says the
+// broadcast arrived (on_delivered). A rank that is fenced already, or has messages of this rank
+// queued, is reached through no other rank: the root sends it the broadcast itself.
+
+void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>& kids) {
+    // A recipient the tree would reach through another rank but that must be sent to directly
+    // moves to the end of the list, a child of the root; the tree is made again over the ones
+    // before it (each round takes one out, and usually there is no second round).
+    std::size_t tree = list.size();
+    for (;;) {
+        children(shape, tree, kids);
+        std::size_t moved = tree;
+        for (const Child& c : kids) {
+            for (std::size_t i = c.at + 1; i < c.at + 1 + c.count && moved == tree; ++i)
+                if (comm_.must_send_directly(list[i].rank)) moved = i;
+            if (moved != tree) break;
+        }
+        if (moved == tree) break;
+        std::rotate(list.begin() + static_cast<std::ptrdiff_t>(moved),
+                    list.begin() + static_cast<std::ptrdiff_t>(moved) + 1, list.end());
+        --tree;
+    }
+    for (std::size_t i = tree; i < list.size(); ++i)
+        kids.push_back(Child{i, 0});
+    for (const Child& c : kids)
+        for (std::size_t i = c.at + 1; i < c.at + 1 + c.count; ++i)
+            comm_.raise_fence(list[i].rank);
+}
+
+template <class... Ps>
+void Engine::send_protocol(int dest, ActiveMsg<Ps...>& am, const Ps&... ps) {
+    const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
+    comm_.enqueue_past_fence(dest, am, bytes, [&](char* out) {
+        wire::Writer w(out);
+        (w.put(ps), ...);
+        return w.position();
+    });
+}
+
+void Engine::on_delivered(int rank) {
+    if (rank != cascade::detail::tls_frame_source)
+        throw WireError("broadcast: rank " + std::to_string(cascade::detail::tls_frame_source) +
+                        " acknowledged a delivery for rank " + std::to_string(rank));
+    comm_.lower_fence(rank);
+}
+
+// Sends the root the acknowledgement route() waits for, when this rank got a broadcast
+// through an inner node (also when the handler threw: the root must not wait forever).
+struct Engine::Delivered {
+    Engine& e;
+    const Header& h;
+    ~Delivered() {
+        if (h.from == h.root) return;
+        try {
+            e.send_protocol(h.root, *e.delivered_, e.me_);
+        } catch (...) {  // the rank is going down with the error that is propagating
+        }
+    }
+};
+
 // ---- small active messages -------------------------------------------------------------------
 
 void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
                         std::span<const double> priorities, const char* payload, std::size_t size,
                         std::size_t detected) {
-    Split& sp = split(am, dests, priorities);
+    const Scratch scratch;
+    Split& sp = *scratch;
+    split(sp, am, dests, priorities);
     auto plain = [&](int dest) {
         comm_.enqueue(dest, am, size, [&](char* out) {
             if (size) std::memcpy(out, payload, size);
@@ -275,10 +362,10 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
         plain(sp.others[0]);
         n_.root_messages.fetch_add(1, std::memory_order_relaxed);
     } else if (!sp.others.empty()) {
-        thread_local std::vector<Recipient> list;
-        thread_local std::vector<Child> kids;
+        std::vector<Recipient>& list = sp.list;
+        std::vector<Child>& kids = sp.kids;
         arrange(Shape::binomial, sp.others, sp.priorities, rotation_.fetch_add(1), list);
-        children(Shape::binomial, list.size(), kids);
+        route(Shape::binomial, list, kids);
         const Header h{am.id(),
                        am.signature(),
                        me_,
@@ -310,17 +397,47 @@ ActiveMsgBase& Engine::user_am(const Header& h, bool large) {
     return *am;
 }
 
+// A broadcast header from the wire, checked before anything is done with it: ranks inside
+// the job, `from` the rank it really came from, each recipient once and never the root or
+// this rank; for a body, its size, pieces and tag as a sender computes them.
+void Engine::check(const Header& h, view<const Recipient>& sub, bool large) const {
+    const int source = cascade::detail::tls_frame_source;
+    auto bad = [&](const std::string& what) {
+        throw WireError("broadcast header from " + rank_str(source) + ": " + what);
+    };
+    // A root delivers to itself through its own outbox (large bodies), with an empty list.
+    if (h.root < 0 || h.root >= size_ || (h.root == me_ && (source != me_ || !sub.empty())))
+        bad("root " + std::to_string(h.root));
+    if (h.from != source)
+        bad("says it comes from " + std::to_string(h.from) + ", not " + std::to_string(source));
+    if (h.shape > static_cast<std::uint32_t>(Shape::chain)) bad("shape " + std::to_string(h.shape));
+    if (sub.size() >= static_cast<std::size_t>(size_))
+        bad(std::to_string(sub.size()) + " recipients");
+    for (const Recipient& r : sub)
+        if (r.rank < 0 || r.rank >= size_ || r.rank == me_ || r.rank == h.root)
+            bad("recipient " + std::to_string(r.rank));
+    if (!large) return;
+    if (h.bytes > cascade::detail::kMaxBody) bad("body of " + std::to_string(h.bytes) + " bytes");
+    if (h.piece == 0 || pieces(h.bytes, h.piece) > kMaxBroadcastPieces)
+        bad("piece of " + std::to_string(h.piece) + " bytes for a body of " +
+            std::to_string(h.bytes));
+    if (!Communicator::is_body_tag(h.tag)) bad("body tag " + std::to_string(h.tag));
+}
+
 void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& payload) {
+    check(h, sub, false);
     ActiveMsgBase& am = user_am(h, false);
+    const Delivered delivered{*this, h};
     // Forward first: the sub-tree's messages are queued inside this handler, so this rank's
     // queued count covers them before its processed count covers this message.
-    thread_local std::vector<Child> kids;
+    const Scratch scratch;
+    std::vector<Child>& kids = (*scratch).kids;
     children(static_cast<Shape>(h.shape), sub.size(), kids);
     Header f = h;
     f.from = me_;
     for (const Child& c : kids)
-        small_->send_now(sub[c.at].rank, f, view<const Recipient>(sub.data() + c.at + 1, c.count),
-                         payload);
+        send_protocol(sub[c.at].rank, *small_, f,
+                      view<const Recipient>(sub.data() + c.at + 1, c.count), payload);
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
     try {
         am.on_frame(h.root, payload.data(), payload.size());
@@ -348,7 +465,11 @@ void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
         w.put(a);
         return w.position();
     };
-    if (!root || attach == 0) {
+    if (!root) {  // forwarded by an inner node
+        comm_.enqueue_past_fence(dest, *large_, bytes, write);
+        return;
+    }
+    if (attach == 0) {
         comm_.enqueue(dest, *large_, bytes, write);
         return;
     }
@@ -368,7 +489,9 @@ void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
 void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
                         std::span<const double> priorities, const void* body, std::size_t bytes,
                         std::vector<char> args, std::size_t times, std::size_t detected) {
-    Split& sp = split(am, dests, priorities);
+    const Scratch scratch;
+    Split& sp = *scratch;
+    split(sp, am, dests, priorities);
     n_.broadcasts.fetch_add(1, std::memory_order_relaxed);
     n_.recipients.fetch_add(sp.others.size() + (sp.self ? 1 : 0), std::memory_order_relaxed);
     if (detected) {
@@ -389,10 +512,10 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     const std::size_t piece =
         shape == Shape::chain ? piece_for(bytes) : std::max<std::size_t>(bytes, 1);
     const std::size_t n = pieces(bytes, piece);
-    thread_local std::vector<Recipient> list;
-    thread_local std::vector<Child> kids;
+    std::vector<Recipient>& list = sp.list;
+    std::vector<Child>& kids = sp.kids;
     arrange(shape, sp.others, sp.priorities, rotation_.fetch_add(1), list);
-    children(shape, list.size(), kids);
+    route(shape, list, kids);
     auto* st = new RootState;
     st->am = &am;
     st->args = std::move(args);
@@ -411,7 +534,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     const std::size_t window = window_pieces(piece);
     const bool chain = kids.size() == 1 && n > window;
     // Everything the communication thread may read once the first body is out is set first.
-    thread_local std::vector<int> tags;
+    std::vector<int>& tags = sp.tags;
     tags.clear();
     for (std::size_t i = 0; i < kids.size(); ++i)
         tags.push_back(comm_.new_body_tag());
@@ -449,7 +572,9 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
 }
 
 void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& args) {
+    check(h, sub, true);
     ActiveMsgBase& am = user_am(h, true);
+    const Delivered delivered{*this, h};
     auto st = std::make_unique<RecvState>();
     st->am = &am;
     st->h = h;
@@ -464,7 +589,8 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
     st->arrived.assign(st->npieces, false);
     // The children's headers leave now, from inside this handler (so they are counted before
     // this message is); their pieces follow as ours arrive.
-    thread_local std::vector<Child> kids;
+    const Scratch scratch;
+    std::vector<Child>& kids = (*scratch).kids;
     children(static_cast<Shape>(h.shape), sub.size(), kids);
     st->serial = serial_bodies(st->npieces, kids, h.bytes);
     if (st->serial) st->token = new_ack_token(nullptr, st.get());
@@ -506,7 +632,7 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
     if (st->next == st->npieces && !st->delivered) {
         st->delivered = true;
         // The sender waits for this before it sends to its next child (serial bodies).
-        if (st->h.ack != 0) ack_->send(st->h.from, st->h.ack);
+        if (st->h.ack != 0) send_protocol(st->h.from, *ack_, st->h.ack);
         n_.bodies_received.fetch_add(1, std::memory_order_relaxed);
         try {
             st->am->on_tree_body_arrived(st->args.data(), st->args.size());

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cascade/comm/detail/frames.hpp"
+
 namespace cascade {
 class Communicator;
 namespace comm_detail {
@@ -43,7 +45,7 @@ constexpr std::size_t kMaxSpareBuffers = 8;
 inline bool fills(std::size_t bytes, std::size_t capacity) {
     return 2 * bytes >= capacity;
 }
-constexpr std::size_t kMpiMessageLimit = std::size_t(1) << 30;
+constexpr std::size_t kMpiMessageLimit = detail::kMaxMessageBytes;
 constexpr auto kFirstCountDelay = std::chrono::microseconds(2);
 constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
 

@@ -35,6 +35,13 @@ void Communicator::enqueue_large(int dest, ActiveMsgBase& am, const void* body, 
         wait_for_room(dest);
 }
 
+void Communicator::too_many_argument_bytes(const ActiveMsgBase& am, std::size_t bytes) {
+    throw UsageError("active message '" + am.name() + "': " + std::to_string(bytes) +
+                     " bytes of arguments, more than the " +
+                     std::to_string(detail::kMaxArgumentBytes) +
+                     " one message carries; send big data as the body of a large active message");
+}
+
 void Communicator::enqueue_many(int dest, std::span<const HeldArgs> msgs) {
     if (msgs.empty()) return;
     if (trace::recording() || dest < 0 || dest >= size_) [[unlikely]] {
@@ -48,9 +55,7 @@ void Communicator::enqueue_many(int dest, std::span<const HeldArgs> msgs) {
     }
     std::size_t total = 0;
     for (const HeldArgs& m : msgs) {
-        if (m.len > (std::size_t(1) << 30))
-            throw UsageError("active message '" + m.am->name() + "': " + std::to_string(m.len) +
-                             " bytes of arguments; use a large active message for big payloads");
+        if (m.len > detail::kMaxArgumentBytes) too_many_argument_bytes(*m.am, m.len);
         total += sizeof(Frame) + detail::round8(m.len);
     }
     Outbox& o = outbox_[dest];
@@ -103,6 +108,51 @@ void Communicator::send_body_now(int dest, ActiveMsgBase& am, const void* body, 
                                chunk == 0 ? kDefaultChunk : chunk, tag});
 }
 
+void Communicator::raise_fence(int dest) {
+    Outbox& o = outbox_[dest];
+    std::lock_guard<Spinlock> g(o.lock);
+    if (o.fences.fetch_add(1, std::memory_order_acq_rel) == 0) {
+        o.fence_bytes = o.buf.size();
+        o.fence_larges = o.larges.size();
+    }
+}
+
+void Communicator::lower_fence(int dest) {
+    if (dest < 0 || dest >= size_) throw WireError("fence of rank " + std::to_string(dest));
+    Outbox& o = outbox_[dest];
+    std::lock_guard<Spinlock> g(o.lock);
+    if (o.fences.load(std::memory_order_relaxed) <= 0)
+        throw WireError("rank " + std::to_string(dest) +
+                        " acknowledged a delivery through another rank that this rank never made");
+    if (o.fences.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        o.fence_bytes = 0;
+        o.fence_larges = 0;
+    }
+}
+
+bool Communicator::must_send_directly(int dest) const {
+    const Outbox& o = outbox_[dest];
+    return o.fences.load(std::memory_order_acquire) > 0 ||
+           o.nonempty.load(std::memory_order_acquire);
+}
+
+// Outbox d is fenced (under its lock): moves what was queued after the fence out of it, into
+// `rest` and `rest_larges`, so that what was queued before leaves alone.
+void Communicator::split_at_fence(Outbox& o, detail::Bytes& rest,
+                                  std::vector<LargeSend>& rest_larges) {
+    take_spare(rest);
+    rest.assign(o.buf.begin() + static_cast<std::ptrdiff_t>(o.fence_bytes), o.buf.end());
+    o.buf.resize(o.fence_bytes);
+    for (std::size_t i = o.fence_larges; i < o.larges.size(); ++i) {
+        o.body_bytes_queued -= o.larges[i].bytes;
+        --o.bodies_queued;
+        rest_larges.push_back(std::move(o.larges[i]));
+    }
+    o.larges.resize(o.fence_larges);
+    o.fence_bytes = 0;
+    o.fence_larges = 0;
+}
+
 void Communicator::flush() {
     if (outbox_pending_.load(std::memory_order_acquire) == 0) return;
     held_ = 0;
@@ -119,6 +169,23 @@ void Communicator::flush() {
         }
         detail::Bytes buf;
         std::vector<LargeSend> larges;
+        bool fenced = false;
+        {
+            std::lock_guard<Spinlock> g(o.lock);
+            // Under the lock, which raise_fence takes: nothing queued after a fence leaves
+            // with what was queued before it.
+            if (o.fences.load(std::memory_order_relaxed) > 0) [[unlikely]] {
+                fenced = true;
+                take_before_fence(o, buf, larges);
+            }
+        }
+        if (fenced) [[unlikely]] {
+            ++held_;
+            send_frames(d, std::move(buf));
+            for (auto& l : larges)
+                post_large(d, std::move(l));
+            continue;
+        }
         {
             std::lock_guard<Spinlock> g(o.lock);
             // The outbox's next buffer: for a burst bigger than a spare, the big spare (an
@@ -138,36 +205,70 @@ void Communicator::flush() {
             o.nonempty.store(false, std::memory_order_release);
             outbox_pending_.fetch_sub(1, std::memory_order_acq_rel);
         }
-        if (!buf.empty()) {
-            PendingSend ps;
-            ps.buf = std::move(buf);
-            // Group whole frames into MPI messages: all of them when aggregating (up to
-            // kMpiMessageLimit bytes), one per frame otherwise. send_segment announces a
-            // message bigger than kSmallMessage.
-            const std::size_t limit = opts_.aggregate ? kMpiMessageLimit : 0;
-            std::size_t start = 0, off = 0;
-            const std::size_t n = ps.buf.size();
-            while (off < n) {
-                Frame fr;
-                std::memcpy(&fr, ps.buf.data() + off, sizeof fr);
-                const std::size_t next = off + sizeof(Frame) + round8(fr.len);
-                if (next - start > limit && off > start) {
-                    send_segment(ps, d, start, off);
-                    start = off;
-                }
-                off = next;
-            }
-            if (n > start) send_segment(ps, d, start, n);
-            ps.serial = send_serial_++;
-            ps.dest = d;
-            ps.bytes = n;
-            o.frame_bytes_in_flight.fetch_add(n, std::memory_order_relaxed);
-            track_send(std::move(ps));
-        } else {
-            keep_spare(buf);
-        }
+        send_frames(d, std::move(buf));
         for (auto& l : larges)
             post_large(d, std::move(l));
+    }
+}
+
+// Hands the frames taken from outbox d to MPI: grouped into MPI messages, all of them when
+// aggregating (up to kMpiMessageLimit bytes), one per frame otherwise; send_segment
+// announces a message bigger than kSmallMessage. An empty buffer becomes a spare.
+void Communicator::send_frames(int d, detail::Bytes buf) {
+    if (buf.empty()) {
+        keep_spare(buf);
+        return;
+    }
+    PendingSend ps;
+    ps.buf = std::move(buf);
+    const std::size_t limit = opts_.aggregate ? kMpiMessageLimit : 0;
+    std::size_t start = 0, off = 0;
+    const std::size_t n = ps.buf.size();
+    while (off < n) {
+        Frame fr;
+        std::memcpy(&fr, ps.buf.data() + off, sizeof fr);
+        const std::size_t next = off + sizeof(Frame) + round8(fr.len);
+        if (next - start > limit && off > start) {
+            send_segment(ps, d, start, off);
+            start = off;
+        }
+        off = next;
+    }
+    if (n > start) send_segment(ps, d, start, n);
+    ps.serial = send_serial_++;
+    ps.dest = d;
+    ps.bytes = n;
+    outbox_[d].frame_bytes_in_flight.fetch_add(n, std::memory_order_relaxed);
+    track_send(std::move(ps));
+}
+
+// Outbox o is fenced (under its lock): the frame written last, at frame_at, goes right before
+// the fence (it leaves with what was queued before it).
+void Communicator::move_before_fence(Outbox& o, std::size_t frame_at) {
+    if (frame_at == o.fence_bytes) {
+        o.fence_bytes = o.buf.size();
+        return;
+    }
+    std::rotate(o.buf.begin() + static_cast<std::ptrdiff_t>(o.fence_bytes),
+                o.buf.begin() + static_cast<std::ptrdiff_t>(frame_at), o.buf.end());
+    o.fence_bytes += o.buf.size() - frame_at;
+}
+
+// Outbox o is fenced (under its lock): takes what was queued before the fence into `buf` and
+// `larges`, leaving what was queued after it.
+void Communicator::take_before_fence(Outbox& o, detail::Bytes& buf,
+                                     std::vector<LargeSend>& larges) {
+    if (o.fence_bytes == 0 && o.fence_larges == 0) return;
+    detail::Bytes rest;
+    std::vector<LargeSend> rest_larges;
+    split_at_fence(o, rest, rest_larges);
+    buf = std::move(o.buf);
+    o.buf = std::move(rest);
+    larges = std::move(o.larges);
+    o.larges = std::move(rest_larges);
+    if (o.buf.empty() && o.larges.empty()) {
+        o.nonempty.store(false, std::memory_order_release);
+        outbox_pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
 

@@ -311,12 +311,13 @@ bool Threadpool::find_task(int me, Task& out) {
 bool Threadpool::run_one_task() {
     const int me = current_thread();
     if (me < 0) return false;
+    // What the waiting task held back must not wait with it, even when it runs nothing else.
+    detail::run_task_epilogue();
     // Tasks run here are nested on the waiting task's stack: not when it is nearly full.
     const char* sp = static_cast<const char*>(__builtin_frame_address(0));
     if (tls_worker.stack_low &&
         sp - tls_worker.stack_low < static_cast<std::ptrdiff_t>(kNestReserve))
         return false;
-    detail::run_task_epilogue();  // what the waiting task held back must not wait with it
     Task t;
     if (!find_task(me, t)) return false;
     execute(t, me);

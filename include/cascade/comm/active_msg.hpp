@@ -98,6 +98,19 @@ struct HandlerScope {
     HandlerScope(const HandlerScope&) = delete;
     HandlerScope& operator=(const HandlerScope&) = delete;
 };
+// The rank whose message the innermost handler running on this thread received (the MPI
+// source, not a rank named in the arguments); -1 outside handlers. Layers whose messages name
+// a rank check it against this one.
+inline thread_local int tls_frame_source = -1;
+struct FrameSourceScope {
+    int outer;
+    explicit FrameSourceScope(int source) noexcept : outer(tls_frame_source) {
+        tls_frame_source = source;
+    }
+    ~FrameSourceScope() { tls_frame_source = outer; }
+    FrameSourceScope(const FrameSourceScope&) = delete;
+    FrameSourceScope& operator=(const FrameSourceScope&) = delete;
+};
 
 }  // namespace detail
 
@@ -142,9 +155,10 @@ class ActiveMsg : public ActiveMsgBase {
 
     std::string_view types() const override { return wire::type_names<Ps...>(); }
     /// Decodes the arguments and runs the handler (communication thread).
-    void on_frame(int, const char* data, std::size_t size) override {
+    void on_frame(int source, const char* data, std::size_t size) override {
         wire::Reader r(data, size);
         auto args = wire::decode_all<Ps...>(r);
+        const detail::FrameSourceScope from(source);
         detail::HandlerScope scope;
         std::apply(f_, args);
     }

@@ -152,6 +152,8 @@ class Communicator : public JoinHook {
     /// MPI messages this rank sent so far (several active messages may share one). Read it on
     /// the communication thread or after join().
     std::uint64_t mpi_messages_sent() const noexcept { return mpi_sends_; }
+    /// The back-pressure window (CommunicatorOptions::max_bytes_in_flight; 0: none).
+    std::size_t max_bytes_in_flight() const noexcept { return opts_.max_bytes_in_flight; }
     /// Bytes of small messages queued for `dest` or handed to MPI and not yet delivered: what
     /// CommunicatorOptions::max_bytes_in_flight bounds (any thread; a snapshot).
     std::size_t bytes_in_flight(int dest) const;
@@ -252,12 +254,34 @@ class Communicator : public JoinHook {
     /// matched by tag (broadcasts).
     static void attach_body(Outbox& o, ActiveMsgBase& am, const void* body, std::size_t bytes,
                             std::size_t chunk, std::vector<char> args, int tag);
+    /// Per-sender order across routes: a message of this rank reaches `dest` through other
+    /// ranks (a broadcast's inner node), so what this rank queues for `dest` from now on waits
+    /// until `dest` acknowledges that delivery (lower_fence, any thread); what was queued
+    /// before leaves as usual. Fences add up.
+    void raise_fence(int dest);
+    /// `dest` acknowledged one delivery that raise_fence announced.
+    void lower_fence(int dest);
+    /// enqueue() for a message that is not this rank's own but part of a protocol (a
+    /// broadcast forwarded by an inner node, an acknowledgement): it goes ahead of the
+    /// fences of its destination, so that fences never wait for each other.
+    template <class Write>
+    void enqueue_past_fence(int dest, const ActiveMsgBase& am, std::size_t max_bytes,
+                            Write&& write);
+    /// Whether a message of this rank for `dest` must go to it directly rather than through
+    /// other ranks: earlier messages to it are fenced or still queued here, and a message by
+    /// another route could overtake them (any thread; a snapshot).
+    bool must_send_directly(int dest) const;
     /// Posts a body send at once (communication thread), on a tag from new_body_tag().
     void send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
                        std::size_t chunk, std::vector<char> args, int tag);
     /// A fresh MPI tag for one body stream matched by tag (broadcasts); tags are reused
     /// after many streams. Thread-safe.
     int new_body_tag() noexcept;
+    /// Whether `tag` is one new_body_tag() hands out (a tag read from the wire is checked).
+    static constexpr bool is_body_tag(std::int64_t tag) noexcept {
+        return tag >= kFirstBodyTag && tag < kFirstBodyTag + kBodyTags;
+    }
+
     /// A large message to one rank (what LargeActiveMsg::send_large queues).
     void enqueue_large(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
                        std::vector<char> args);
@@ -305,6 +329,12 @@ class Communicator : public JoinHook {
         /// Epochs since the big buffer it holds (the big spare, see flush) was last filled;
         /// -1: it holds none. Communication thread only.
         int big_idle_epochs = -1;
+        /// Fences (raise_fence): messages routed to this rank through other ranks and not yet
+        /// acknowledged. While there are any, what was queued after the first one waits:
+        /// frames from byte fence_bytes of buf on, bodies from fence_larges of larges on.
+        std::atomic<int> fences{0};
+        std::size_t fence_bytes = 0;
+        std::size_t fence_larges = 0;
     };
 
     /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
@@ -364,6 +394,8 @@ class Communicator : public JoinHook {
     };
 
     ActiveMsgBase* register_am(std::unique_ptr<ActiveMsgBase> am, std::string name);
+    [[noreturn, gnu::cold]] static void too_many_argument_bytes(const ActiveMsgBase& am,
+                                                                std::size_t bytes);
     void post_receives();
     void post_am_slot(int parity, int slot);
     void post_ctrl_slot(int slot);
@@ -378,6 +410,10 @@ class Communicator : public JoinHook {
     void sent_from_outside(const ActiveMsgBase& am);
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
+    void take_before_fence(Outbox& o, detail::Bytes& buf, std::vector<LargeSend>& larges);
+    static void move_before_fence(Outbox& o, std::size_t frame_at);
+    void split_at_fence(Outbox& o, detail::Bytes& rest, std::vector<LargeSend>& rest_larges);
+    void send_frames(int d, detail::Bytes buf);
     bool run_after_progress();  // the after-progress functions, outside handlers
     void test_sends();
     void track_send(PendingSend ps);

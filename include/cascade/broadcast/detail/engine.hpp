@@ -13,6 +13,7 @@
 
 #include "cascade/broadcast/tree.hpp"
 #include "cascade/comm/communicator.hpp"
+#include "cascade/core/detail/task_epilogue.hpp"
 
 namespace cascade::broadcast::detail {
 
@@ -34,6 +35,8 @@ class Engine final : public Broadcasts {
   public:
     /// Detection holds sends whose arguments take at most this many bytes (detection.cpp).
     static constexpr std::size_t kHoldMax = std::size_t(16) << 10;
+    /// A body travels in at most this many pieces (a smaller piece size is raised).
+    static constexpr std::size_t kMaxBroadcastPieces = std::size_t(1) << 16;
 
     explicit Engine(Communicator& comm);
     ~Engine() override;
@@ -47,11 +50,13 @@ class Engine final : public Broadcasts {
 
     void send(ActiveMsgBase& am, std::span<const int> dests, std::span<const double> priorities,
               const char* payload, std::size_t size) override {
+        cascade::detail::run_task_epilogue();  // what this thread held leaves first, in order
         tree_small(am, dests, priorities, payload, size, 0);
     }
     void send_large(ActiveMsgBase& am, std::span<const int> dests,
                     std::span<const double> priorities, const void* body, std::size_t bytes,
                     std::vector<char> args) override {
+        cascade::detail::run_task_epilogue();
         tree_large(am, dests, priorities, body, bytes, std::move(args), 1, 0);
     }
     char* defer_begin(ActiveMsgBase& am, int dest, std::size_t max_bytes) override;
@@ -73,18 +78,32 @@ class Engine final : public Broadcasts {
     struct BodyDest;
     struct RootState;
     struct RecvState;
+    // The scratch of one call that sends a broadcast (the destinations other than this rank,
+    // their list and the root's children): one per nesting level of such calls on a thread,
+    // since a send may run progress() (back-pressure), whose handlers broadcast again.
     struct Split {
         std::vector<int> others;
         std::vector<double> priorities;
         bool self = false;
+        std::vector<Recipient> list;
+        std::vector<Child> kids;
+        std::vector<int> tags;
     };
-    Split& split(const ActiveMsgBase& am, std::span<const int> dests,
-                 std::span<const double> priorities);
+    class Scratch;
+    void split(Split& sp, const ActiveMsgBase& am, std::span<const int> dests,
+               std::span<const double> priorities);
     Shape choose(std::size_t bytes, std::size_t recipients) const noexcept;
     std::size_t piece_for(std::size_t bytes) const noexcept;
     std::size_t window_pieces(std::size_t piece) const noexcept;
     bool holding_here() const noexcept;
     ActiveMsgBase& user_am(const Header& h, bool large);
+    void check(const Header& h, view<const Recipient>& sub, bool large) const;
+    struct Delivered;
+    void route(Shape shape, std::vector<Recipient>& list, std::vector<Child>& kids);
+    void on_delivered(int rank);
+    // A message of the broadcast protocol (a forward, an acknowledgement): past fences.
+    template <class... Ps>
+    void send_protocol(int dest, ActiveMsg<Ps...>& am, const Ps&... ps);
     void post(int dest, const Header& h, std::span<const Recipient> sub, std::span<const char> args,
               RootState* root, const void* body, std::size_t attach, std::uint64_t mark);
     void on_small(Header& h, view<const Recipient>& sub, view<const char>& payload);
@@ -110,6 +129,7 @@ class Engine final : public Broadcasts {
     ActiveMsg<Header, view<const Recipient>, view<const char>>* small_ = nullptr;
     ActiveMsg<Header, view<const Recipient>, view<const char>>* large_ = nullptr;
     ActiveMsg<std::uint64_t>* ack_ = nullptr;
+    ActiveMsg<int>* delivered_ = nullptr;  // a broadcast arrived through an inner node
     // Bodies sent one child after the other wait for the previous child's acknowledgement:
     // the senders waiting for one, by token.
     struct AckTarget {

@@ -60,12 +60,14 @@ auto Communicator::make_large_active_msg(FArrival&& on_arrival, FWhere&& where_t
 template <class Write, class Extra>
 void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
                            Extra&& extra) {
+    // Per-sender order: what this thread holds back for broadcast detection was sent before
+    // this message, so it leaves first (a thread-local load when nothing is held).
+    detail::run_task_epilogue();
     if (dest < 0 || dest >= size_)
         throw UsageError("active message '" + am.name() + "': destination rank " +
                          std::to_string(dest) + " outside [0, " + std::to_string(size_) + ")");
-    if (max_bytes > (std::size_t(1) << 30))
-        throw UsageError("active message '" + am.name() + "': " + std::to_string(max_bytes) +
-                         " bytes of arguments; use a large active message for big payloads");
+    if (max_bytes > detail::kMaxArgumentBytes) [[unlikely]]
+        too_many_argument_bytes(am, max_bytes);
     if (joining_.load(std::memory_order_relaxed)) [[unlikely]]
         if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0)
             sent_from_outside(am);
@@ -111,6 +113,23 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         wait_for_room(dest);
 }
 
+template <class Write>
+void Communicator::enqueue_past_fence(int dest, const ActiveMsgBase& am, std::size_t max_bytes,
+                                      Write&& write) {
+    const char* payload = nullptr;
+    enqueue(
+        dest, am, max_bytes,
+        [&](char* out) {
+            payload = out;
+            return write(out);
+        },
+        [&](Outbox& o) {
+            if (o.fences.load(std::memory_order_relaxed) > 0) [[unlikely]]
+                move_before_fence(
+                    o, static_cast<std::size_t>(payload - o.buf.data()) - sizeof(detail::Frame));
+        });
+}
+
 template <class... Ps>
 void ActiveMsg<Ps...>::send_now(int dest, const Ps&... ps) {
     const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
@@ -134,16 +153,33 @@ void ActiveMsg<Ps...>::send(int dest, const Ps&... ps) {
 }
 
 namespace detail {
-// The serialized arguments of a broadcast, in a buffer of this thread (8-byte aligned).
-template <class... Ps>
-std::vector<char>& serialize_args(const Ps&... ps) {
-    thread_local std::vector<char> buf;
-    buf.resize((std::size_t(0) + ... + wire::size_of(ps)) + 8);
-    wire::Writer w(buf.data());
-    (w.put(ps), ...);
-    buf.resize(static_cast<std::size_t>(w.position() - buf.data()));
-    return buf;
-}
+// The serialized arguments of a broadcast, in a buffer taken from this thread's spare (8-byte
+// aligned) and given back when done: a broadcast sent while another one is being sent on the
+// same thread (a handler run by back-pressure's progress) takes a buffer of its own.
+class ArgsBuffer {
+  public:
+    template <class... Ps>
+    explicit ArgsBuffer(const Ps&... ps) : buf_(std::move(spare())) {
+        buf_.resize((std::size_t(0) + ... + wire::size_of(ps)) + 8);
+        wire::Writer w(buf_.data());
+        (w.put(ps), ...);
+        buf_.resize(static_cast<std::size_t>(w.position() - buf_.data()));
+    }
+    ~ArgsBuffer() {
+        if (buf_.capacity() > spare().capacity()) spare() = std::move(buf_);
+    }
+    ArgsBuffer(const ArgsBuffer&) = delete;
+    ArgsBuffer& operator=(const ArgsBuffer&) = delete;
+    const char* data() const noexcept { return buf_.data(); }
+    std::size_t size() const noexcept { return buf_.size(); }
+
+  private:
+    static std::vector<char>& spare() {
+        thread_local std::vector<char> s;
+        return s;
+    }
+    std::vector<char> buf_;
+};
 }  // namespace detail
 
 template <class... Ps>
@@ -154,7 +190,7 @@ void ActiveMsg<Ps...>::send(std::span<const int> dests, const Ps&... ps) {
 template <class... Ps>
 void ActiveMsg<Ps...>::send(std::span<const int> dests, std::span<const double> priorities,
                             const Ps&... ps) {
-    const std::vector<char>& payload = detail::serialize_args(ps...);
+    const detail::ArgsBuffer payload(ps...);
     comm_->broadcasts().send(*this, dests, priorities, payload.data(), payload.size());
 }
 

@@ -26,6 +26,12 @@ static_assert(sizeof(Frame) == 16);
 
 inline constexpr std::uint32_t kAnnounce = 0xffffffffu;
 
+// The largest MPI message of frames (MPI counts are ints): a receiver refuses a bigger one.
+inline constexpr std::size_t kMaxMessageBytes = std::size_t(1) << 30;
+// The most argument bytes one active message may carry: its frame alone fills a message.
+// Senders check against this, so nothing they accept is refused on arrival.
+inline constexpr std::size_t kMaxArgumentBytes = kMaxMessageBytes - sizeof(Frame);
+
 inline constexpr std::size_t round8(std::size_t n) noexcept {
     return (n + 7) & ~std::size_t(7);
 }

@@ -1,0 +1,259 @@
+// Per-sender order and the sends held for broadcast detection, under mpiexec: what a thread
+// holds leaves before what it sends unheld; a tree that reaches a rank through an inner node
+// is not overtaken by a later direct send; held bytes count toward the back-pressure window;
+// a task waiting near its stack's end releases what it holds; broadcasts sent while another
+// is being sent on the same thread (back-pressure's progress runs handlers) reach everyone
+// once; arguments a receiver would refuse are refused by the sender.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <pthread.h>
+
+#include <alloca.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "cascade/cascade.hpp"
+#include "mpi_test_util.hpp"
+
+using cascade::Communicator;
+using cascade::CommunicatorOptions;
+using cascade::Threadpool;
+using cascade_test::allreduce_sum;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int size_of_world() {
+    int n = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    return n;
+}
+
+// Whether the values recorded are 0, 1, 2, ... in that order.
+bool in_order(const std::vector<int>& v) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i] != static_cast<int>(i)) return false;
+    return true;
+}
+
+}  // namespace
+
+// A task alternates held sends (detection on) with sends that are never held: an AM with
+// detection off, and send_now. The receiver sees them in the order they were made.
+TEST(Order, HeldSendsLeaveBeforeTheSameThreadsUnheldOnes) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::mutex m;
+    std::vector<int> seen;
+    auto record = [&](int& x) {
+        std::lock_guard g(m);
+        seen.push_back(x);
+    };
+    auto held = comm.make_active_msg(record, "held");
+    auto unheld = comm.make_active_msg(record, "unheld");
+    unheld->set_broadcast_detection(false);
+    constexpr int kRounds = 200;
+    const int to = (me + 1) % n;
+    tp.insert([&] {
+        int k = 0;
+        for (int i = 0; i < kRounds; ++i) {
+            held->send(to, k++);
+            unheld->send(to, k++);
+            held->send(to, k++);
+            held->send_now(to, k++);
+        }
+    });
+    tp.join();
+    EXPECT_EQ(seen.size(), std::size_t(4 * kRounds));
+    EXPECT_TRUE(in_order(seen)) << "rank " << me << " received out of order";
+}
+
+// Rank 0 sends x to ranks 2, 3 and 1 (merged into one tree: 3 forwards to 1), then y to
+// rank 1 alone, while ranks 2 and 3 are busy: rank 1 still runs x before y.
+TEST(Order, ATreeThroughASlowInnerNodeIsNotOvertakenByALaterDirectSend) {
+    if (size_of_world() < 4) GTEST_SKIP() << "needs 4 ranks";
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank();
+    std::mutex m;
+    std::vector<int> seen;
+    auto stall = comm.make_active_msg(
+        [](int& ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }, "stall");
+    stall->set_broadcast_detection(false);
+    auto msg = comm.make_active_msg(
+        [&](int& v) {
+            std::lock_guard g(m);
+            seen.push_back(v);
+        },
+        "msg");
+    if (me == 0) {
+        tp.insert([&] {
+            stall->send(2, 300);
+            stall->send(3, 300);
+            for (int d : {2, 3, 1})
+                msg->send(d, 0);  // x: one class of three sends, a tree
+            msg->send(1, 1);      // y
+        });
+    }
+    tp.join();
+    const auto c = comm.broadcasts().counters();
+    if (me == 0) {
+        EXPECT_EQ(c.detected, 1u) << "x was not merged into a tree";
+    }
+    if (me == 3) {
+        EXPECT_EQ(c.forwarded, 1u) << "rank 3 was not the inner node reaching rank 1";
+    }
+    if (me == 1) {
+        ASSERT_EQ(seen.size(), 2u);
+        EXPECT_EQ(seen[0], 0) << "y overtook x, which came through rank 3";
+        EXPECT_EQ(seen[1], 1);
+    }
+}
+
+// A task sends many distinct messages round-robin to two ranks (none merges), then waits for
+// the first receiver to say it got some: held sends past the back-pressure window leave
+// while the task runs, so the wait ends.
+TEST(Order, HeldSendsPastTheWindowLeaveWhileTheTaskRuns) {
+    if (size_of_world() < 2) GTEST_SKIP() << "needs 2 ranks";
+    CommunicatorOptions o;
+    o.max_bytes_in_flight = 64 << 10;
+    Communicator comm(MPI_COMM_WORLD, o);
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::atomic<bool> heard{false};
+    std::atomic<long> got{0};
+    auto ack = comm.make_active_msg([&](int&) { heard = true; }, "ack");
+    auto data = comm.make_active_msg(
+        [&](int& k) {
+            if (got.fetch_add(1) + 1 == 1000) ack->send_now(0, k);
+        },
+        "data");
+    constexpr int kSends = 100000;
+    bool waited_out = false;
+    if (me == 0) {
+        tp.insert([&] {
+            for (int i = 0; i < kSends; ++i)
+                data->send(i % 2 == 0 ? 1 : (n > 2 ? 2 : 0), i);  // two ranks in turn
+            const auto until = Clock::now() + std::chrono::seconds(20);
+            while (!heard && Clock::now() < until)
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            waited_out = !heard;
+        });
+    }
+    tp.join();
+    EXPECT_FALSE(waited_out) << "the held sends did not leave before the task ended";
+    EXPECT_EQ(allreduce_sum(got.load()), kSends);
+}
+
+// A task that has used its stack down to the last few hundred KiB waits for a reply to a
+// message it held: the wait releases the held message although no other task may nest there.
+TEST(Order, ATaskWaitingAtTheEndOfItsStackReleasesWhatItHeld) {
+    if (size_of_world() < 2) GTEST_SKIP() << "needs 2 ranks";
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank();
+    std::atomic<bool> replied{false};
+    auto pong = comm.make_active_msg([&](int&) { replied = true; }, "pong");
+    auto ping = comm.make_active_msg([&](int& v) { pong->send(0, v); }, "ping");
+    bool waited_out = false;
+    if (me == 0) {
+        tp.insert([&] {
+            pthread_attr_t attr;
+            ASSERT_EQ(pthread_getattr_np(pthread_self(), &attr), 0);
+            void* low = nullptr;
+            std::size_t size = 0;
+            pthread_attr_getstack(&attr, &low, &size);
+            pthread_attr_destroy(&attr);
+            const char* sp = static_cast<const char*>(__builtin_frame_address(0));
+            const std::size_t left = static_cast<std::size_t>(sp - static_cast<const char*>(low));
+            const std::size_t keep = 256 << 10;
+            ASSERT_GT(left, keep + (64 << 10));
+            volatile char* eat = static_cast<char*>(alloca(left - keep));
+            eat[0] = 1;
+            ping->send(1, 7);  // held: detection is on
+            const auto until = Clock::now() + std::chrono::seconds(20);
+            while (!replied && Clock::now() < until)
+                tp.run_one_task();  // how a waiting task lets the pool go on
+            waited_out = !replied;
+        });
+    }
+    tp.join();
+    EXPECT_FALSE(waited_out) << "the held ping never left";
+}
+
+// Every rank's main thread broadcasts to all others with a tiny back-pressure window, so its
+// sends run progress(), whose handlers broadcast too, on the same thread, in the middle of
+// the outer broadcast. Every broadcast reaches every other rank exactly once.
+TEST(Order, BroadcastsFromHandlersRunByBackPressureReachEveryoneOnce) {
+    CommunicatorOptions o;
+    o.max_bytes_in_flight = 256;
+    Communicator comm(MPI_COMM_WORLD, o);
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::vector<int> others;
+    for (int r = 0; r < n; ++r)
+        if (r != me) others.push_back(r);
+    constexpr int kMain = 300;
+    std::vector<std::atomic<int>> from_main(static_cast<std::size_t>(n) * kMain);
+    std::vector<std::atomic<int>> echoes(static_cast<std::size_t>(n) * kMain);
+    auto echo = comm.make_active_msg(
+        [&](int& root, int& k, std::vector<char>&) {
+            echoes[static_cast<std::size_t>(root) * kMain + static_cast<std::size_t>(k)]++;
+        },
+        "echo");
+    auto main_am = comm.make_active_msg(
+        [&](int& root, int& k, std::vector<char>& pad) {
+            from_main[static_cast<std::size_t>(root) * kMain + static_cast<std::size_t>(k)]++;
+            // Every third one is echoed by its receiver to everyone but itself, with a list
+            // of another length than the outer broadcast's.
+            if (k % 3 == 0 && root == (me + n - 1) % n) echo->send(others, me, k, pad);
+        },
+        "main");
+    std::vector<char> pad(600, 'p');
+    for (int k = 0; k < kMain; ++k) {
+        pad.resize(600 + static_cast<std::size_t>(k % 7) * 40);
+        main_am->send(others, me, k, pad);
+    }
+    tp.join();
+    long bad = 0;
+    for (int r = 0; r < n; ++r)
+        for (int k = 0; k < kMain; ++k) {
+            const std::size_t i = static_cast<std::size_t>(r) * kMain + static_cast<std::size_t>(k);
+            const int want_main = r == me ? 0 : 1;
+            // Rank r's message k is echoed by rank r+1, to everyone but r+1.
+            const int echoer = (r + 1) % n;
+            const int want_echo = (n > 1 && k % 3 == 0 && echoer != me) ? 1 : 0;
+            bad += from_main[i] != want_main;
+            bad += echoes[static_cast<std::size_t>(echoer) * kMain + static_cast<std::size_t>(k)] !=
+                   want_echo;
+        }
+    EXPECT_EQ(bad, 0) << "rank " << me << ": broadcasts lost or delivered twice";
+}
+
+// An active message whose arguments fill a message but for its frame header: the sender
+// refuses it with a clear error (the receiver would refuse the frame as malformed).
+TEST(Order, ArgumentsTooBigForOneMessageAreRefusedWhenSent) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    auto big = comm.make_active_msg([](std::vector<char>&) {}, "big");
+    if (comm.comm_rank() == 0) {
+        // A vector travels as its 8-byte length and its bytes: 2^30 - 8 bytes in all.
+        std::vector<char> v((std::size_t(1) << 30) - 16);
+        try {
+            big->send(0, v);
+            ADD_FAILURE() << "a " << v.size() << "-byte argument was accepted";
+        } catch (const cascade::UsageError& e) {
+            EXPECT_NE(std::string(e.what()).find("large active message"), std::string::npos)
+                << e.what();
+        }
+    }
+    tp.join();
+}
