@@ -88,12 +88,14 @@ void register_accesses(TaskState* t) {
                 drop(r);
             }
             b->readers.clear();
+            b->readers_kept = 0;
             if (b->last_writer) drop(b->last_writer);
             t->refs.fetch_add(1, std::memory_order_relaxed);
             b->last_writer = t;
         } else {
-            // Finished readers need no edge any more: drop them before the list grows.
-            if (b->readers.size() >= 32) {
+            // Finished readers need no edge any more: drop them when the list has doubled
+            // since the last look (amortized constant time per reader).
+            if (b->readers.size() >= 32 && b->readers.size() >= 2 * b->readers_kept) {
                 auto keep = b->readers.begin();
                 for (TaskState* r : b->readers) {
                     if (r->status.load(std::memory_order_acquire) == TaskState::pending)
@@ -102,6 +104,7 @@ void register_accesses(TaskState* t) {
                         drop(r);
                 }
                 b->readers.erase(keep, b->readers.end());
+                b->readers_kept = b->readers.size();
             }
             t->refs.fetch_add(1, std::memory_order_relaxed);
             b->readers.push_back(t);

@@ -270,7 +270,7 @@ bool Runtime::step() {
     // Admission: each device takes tasks in order while its queue has room. When the first
     // one would have to evict, a later one whose data fits without evicting goes first (data
     // already there is used before it is pushed out), up to 64 times per task.
-    constexpr int kDepth = 8;
+    constexpr int kDepth = 32;
     constexpr std::size_t kLookahead = 32;
     for (std::size_t d = 0; d < slots.size(); ++d) {
         DeviceSlot& s = slots[d];

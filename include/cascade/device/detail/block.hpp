@@ -46,6 +46,7 @@ struct DataBlock {
     Spinlock lock;
     TaskState* last_writer = nullptr;  // holds a reference
     std::vector<TaskState*> readers;   // since the last writer; hold references
+    std::size_t readers_kept = 0;      // readers left by the last pruning
     TaskState* host_access = nullptr;  // the host request not yet released (a reference)
 
     std::exception_ptr error;   // a transfer of it failed: tasks using it fail with this
