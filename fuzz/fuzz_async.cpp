@@ -20,9 +20,9 @@
 namespace cascade::detail {
 
 struct FuzzFutures {
-    static void request(Futures& fx, const char* p, std::size_t n) { fx.on_request(p, n); }
-    static void reply(Futures& fx, const char* p, std::size_t n) { fx.on_reply(p, n); }
-    static void fetch(Futures& fx, const char* p, std::size_t n) { fx.on_fetch(p, n); }
+    static void request(Futures& fx, const char* p, std::size_t n) { fx.on_request(0, p, n); }
+    static void reply(Futures& fx, const char* p, std::size_t n) { fx.on_reply(0, p, n); }
+    static void fetch(Futures& fx, const char* p, std::size_t n) { fx.on_fetch(0, p, n); }
     static ReplyTokens<StateBase>& tokens(Futures& fx) { return fx.tokens_; }
     static std::uint32_t sig(Futures& fx, std::uint32_t fn) { return fx.fns_[fn].load()->sig; }
 };

@@ -19,6 +19,11 @@ Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, Balance
     }
     msg_ = objs.comm().make_active_msg(
         [this](std::int32_t& source, view<char>& v) {
+            // The rank that sent it, as the policies are told (and index tables with).
+            if (source != detail::tls_frame_source || source < 0 || source >= size())
+                throw WireError("balance: a message received from rank " +
+                                std::to_string(detail::tls_frame_source) + " names rank " +
+                                std::to_string(source) + " as its sender");
             policy_->on_message(*this, source, v.data(), v.size());
         },
         "balance.message");

@@ -137,6 +137,11 @@ bool Diffusion::idle(Balancer& b) {
 void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_t size) {
     Msg m{};
     std::memcpy(&m, data, std::min(size, sizeof m));
+    // r names a rank (-1: none), but in kind 4, where it counts objects.
+    if (source < 0 || source >= b.size() || m.r < -1 || (m.kind != 4 && m.r >= b.size()))
+        throw WireError("diffusion: a message from rank " + std::to_string(source) +
+                        " naming rank " + std::to_string(m.r) + " (the job has " +
+                        std::to_string(b.size()) + " ranks)");
     std::vector<std::pair<int, Msg>> out;
     switch (m.kind) {
         case 1: {  // a neighbour wants our load

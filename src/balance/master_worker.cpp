@@ -93,6 +93,10 @@ void MasterWorker::serve(Out& out) {
 void MasterWorker::on_message(Balancer& b, int source, const char* data, std::size_t size) {
     Msg m{};
     std::memcpy(&m, data, std::min(size, sizeof m));
+    if (source < 0 || source >= b.size() || m.rank < 0 || m.rank >= b.size())
+        throw WireError("master_worker: a message from rank " + std::to_string(source) +
+                        " naming rank " + std::to_string(m.rank) + " (the job has " +
+                        std::to_string(b.size()) + " ranks)");
     Out out;
     switch (m.kind) {
         case 1:    // (master) a rank's load

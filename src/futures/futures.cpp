@@ -34,11 +34,14 @@ Futures::Futures(Threadpool& tp, Communicator* comm)
         size_ = comm_->comm_size();
         // Registered here, so a Futures must be created at the same point on every rank.
         ams_[request_msg] = comm_->make_active_msg(
-            [this](view<char>& v) { on_request(v.data(), v.size()); }, "futures.request");
+            [this](view<char>& v) { on_request(detail::tls_frame_source, v.data(), v.size()); },
+            "futures.request");
         ams_[reply_msg] = comm_->make_active_msg(
-            [this](view<char>& v) { on_reply(v.data(), v.size()); }, "futures.reply");
+            [this](view<char>& v) { on_reply(detail::tls_frame_source, v.data(), v.size()); },
+            "futures.reply");
         ams_[fetch_msg] = comm_->make_active_msg(
-            [this](view<char>& v) { on_fetch(v.data(), v.size()); }, "futures.fetch");
+            [this](view<char>& v) { on_fetch(detail::tls_frame_source, v.data(), v.size()); },
+            "futures.fetch");
         // Bodies of big arguments, attached to requests (never sent as messages of their own).
         body_am_ = comm_->make_large_active_msg(
             [](std::uint64_t& sink) {
@@ -251,10 +254,12 @@ void Futures::answer_when_ready(detail::StateBase& s, SendExported send, int des
     s.on_ready(new FetchReply(this, send, dest, token));
 }
 
-void Futures::on_request(const char* data, std::size_t size) {
+void Futures::on_request(int source, const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto h = r.get<detail::RequestHead>();
-    if (h.rank < 0 || h.rank >= size_) throw WireError("call from a rank that does not exist");
+    if (h.rank != source)
+        throw WireError("call received from rank " + std::to_string(source) + " names rank " +
+                        std::to_string(h.rank) + " as its sender");
     if (h.fn >= n_fns_.load(std::memory_order_acquire))
         throw UsageError("rank " + std::to_string(rank_) + " received a call of async function #" +
                          std::to_string(h.fn) + " from rank " + std::to_string(h.rank) +
@@ -286,10 +291,12 @@ struct ValueBody final : detail::BodySink {
 };
 }  // namespace
 
-void Futures::on_reply(const char* data, std::size_t size) {
+void Futures::on_reply(int source, const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto h = r.get<detail::ReplyHead>();
-    if (h.rank < 0 || h.rank >= size_) throw WireError("reply from a rank that does not exist");
+    if (h.rank != source)
+        throw WireError("reply received from rank " + std::to_string(source) + " names rank " +
+                        std::to_string(h.rank) + " as its sender");
     detail::StateBase* waiting = tokens_.take(h.token);
     if (!waiting) throw WireError("reply for no call or fetch waiting here (unknown token)");
     detail::Ref<detail::StateBase> st(waiting);
@@ -335,10 +342,12 @@ void Futures::on_reply(const char* data, std::size_t size) {
     r.expect_end();
 }
 
-void Futures::on_fetch(const char* data, std::size_t size) {
+void Futures::on_fetch(int source, const char* data, std::size_t size) {
     wire::Reader r(data, size);
     const auto h = r.get<detail::FetchHead>();
-    if (h.rank < 0 || h.rank >= size_) throw WireError("fetch from a rank that does not exist");
+    if (h.rank != source)
+        throw WireError("fetch received from rank " + std::to_string(source) + " names rank " +
+                        std::to_string(h.rank) + " as its sender");
     Export ex = take(h.id, h.weight, h.rank);  // one reference to pass on
     if (h.release) {
         ex.state->release();

@@ -102,7 +102,7 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
         auto it = s.map.find(k);
         if (it == s.map.end() || !it->second.rec) return false;
         Record& r = *it->second.rec;
-        if (r.pinned || r.rebalancing || r.migrate_to >= 0) return false;
+        if (r.pinned || r.rebalancing || r.leaving || r.migrate_to >= 0) return false;
         // A pin already issued wins over the balancing that would jump ahead of it.
         for (const Invocation* q : r.ready)
             if (q->h.kind == OpKind::pin) return false;

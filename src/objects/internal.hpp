@@ -48,6 +48,16 @@ struct BodiesHead {
 // bigger ones as the body of a large active message, straight from the packed buffer.
 inline constexpr std::size_t kSmallMigration = 64 * 1024;
 
+// Whether a request's head read from the wire names ranks of the job (sender, home, hint,
+// destination) and a kind that exists.
+inline bool head_ok(const InvokeHead& h, int size) {
+    const auto rank_ok = [size](std::int64_t r) { return r >= 0 && r < size; };
+    const bool to_rank = h.kind == OpKind::migrate || h.kind == OpKind::rebalance;
+    return rank_ok(h.sender) && rank_ok(h.key.home) && h.key.pad == 0 &&
+           (h.hint_loc == -1 || rank_ok(h.hint_loc)) && h.kind <= OpKind::rebalance &&
+           (!to_rank || rank_ok(h.arg));
+}
+
 extern thread_local int t_hops;  // forwards of the request running on this thread
 // The object whose exclusive handler runs on this thread (the innermost one), or null.
 extern thread_local Record* t_running;
@@ -64,6 +74,11 @@ namespace cascade {
 struct Objects::Shard {
     alignas(64) Spinlock m;
     std::unordered_map<ObjectKey, detail::Entry> map;
+    // The last objects of this shard destroyed or heard of as destroyed, with the rank they
+    // were destroyed on, for the error a late request gets (the entries themselves go).
+    static constexpr std::size_t kGone = 16;
+    std::array<std::pair<ObjectKey, int>, kGone> gone{};
+    std::size_t next_gone = 0;
 };
 
 // The list of requests one routing step lets start, reused by the calling thread (one per

@@ -64,9 +64,12 @@ void drop_requests(Record& r) {
     r.held.clear();
 }
 
-// Fills rec (a new or reset Record) from the message.
-void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectType* t,
-                 Record* rec) {
+// Fills rec (a new or reset Record) from the message, checking the ranks and requests it names
+// (`size`: ranks in the job).
+void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectType* t, Record* rec,
+                 int size) {
+    if (mh.key.home < 0 || mh.key.home >= size || mh.key.pad != 0)
+        throw WireError("objects: migration of an object of rank " + std::to_string(mh.key.home));
     rec->key = mh.key;
     rec->type = t;
     rec->version = mh.version;
@@ -76,12 +79,18 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
     rec->pinned = mh.pinned != 0;
     for (std::uint32_t i = 0; i < mh.n_expected; ++i) {
         const auto ew = rd.get<ExpectedWire>();
+        if (ew.sender < 0 || ew.sender >= size)
+            throw WireError("objects: migration of object " + to_string(mh.key) +
+                            " names sender rank " + std::to_string(ew.sender));
         rec->expected.emplace_back(ew.sender, ew.next);
     }
     for (std::uint32_t i = 0; i < mh.n_ready + mh.n_held; ++i) {
         Invocation* q = detail::new_invocation();
         try {
             q->h = rd.get<InvokeHead>();
+            if (!detail::head_ok(q->h, size) || q->h.key != mh.key)
+                throw WireError("objects: migration of object " + to_string(mh.key) +
+                                " carries a malformed request");
             const auto args = rd.get<view<char>>();  // written as a vector: the same bytes
             q->args.assign(args.data(), args.data() + args.size());
         } catch (...) {
@@ -125,6 +134,10 @@ void Objects::do_migrate(Record* r, Invocation* inv) {
     const int dest = inv->h.arg;
     detail::free_invocation(inv);
     if (dest == rank_) {  // already here
+        {
+            std::lock_guard<Spinlock> g(shard(r->key).m);
+            r->leaving = false;
+        }
         finish(r, true, 0);
         return;
     }
@@ -268,13 +281,47 @@ const detail::ObjectType& Objects::arriving_type(std::uint32_t hash, const Objec
     return *t;
 }
 
-void Objects::install(const char* data, std::size_t size) {
+void Objects::check_source(const MigrateHead& mh, int source, int named) const {
+    if (mh.source != source || named != source)
+        throw WireError("objects: migration of object " + to_string(mh.key) +
+                        " received from rank " + std::to_string(source) + " names rank " +
+                        std::to_string(mh.source != source ? mh.source : named) + " as its sender");
+}
+
+void Objects::check_requests(const Record& r) const {
+    const std::uint32_t n = n_handlers_.load(std::memory_order_acquire);
+    auto ok = [&](const Invocation* q) {
+        if (q->h.kind != detail::OpKind::handler) return true;
+        return q->h.handler < n &&
+               handlers_[q->h.handler].load(std::memory_order_acquire)->sig == q->h.sig;
+    };
+    bool good = true;
+    for (const Invocation* q : r.ready)
+        good = good && ok(q);
+    for (const auto& [k, q] : r.held)
+        good = good && ok(q);
+    if (!good)
+        throw WireError("objects: migration of object " + to_string(r.key) +
+                        " carries a request for a handler not registered here as it is there");
+}
+
+void Objects::install(int source, const char* data, std::size_t size) {
     wire::Reader rd(data, size);
     const auto mh = rd.get<MigrateHead>();
+    check_source(mh, source, source);
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
     auto rec = take_record();
-    read_record(rd, mh, &t, rec.get());
-    rec->obj = t.unpack(rd);
+    try {
+        read_record(rd, mh, &t, rec.get(), size_);
+        check_requests(*rec);
+        rec->obj = t.unpack(rd);
+        rd.expect_end();
+    } catch (...) {
+        if (rec->obj) t.destroy(rec->obj);
+        drop_requests(*rec);
+        give_record(std::move(rec));
+        throw;
+    }
     place(std::move(rec), mh.source);
 }
 
@@ -340,25 +387,34 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
     return true;
 }
 
-void Objects::on_migrate_bodies(const char* data, std::size_t size) {
+void Objects::on_migrate_bodies(int source, const char* data, std::size_t size) {
     wire::Reader rd(data, size);
     const auto mh = rd.get<MigrateHead>();
     const auto bh = rd.get<BodiesHead>();
+    // The bodies are received from the rank that sent this message, never one it names.
+    check_source(mh, source, bh.source);
+    if (bh.chunk > Communicator::kDefaultChunk)
+        throw WireError("objects: body chunk of " + std::to_string(bh.chunk) + " bytes");
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
     auto rec = take_record();
-    read_record(rd, mh, &t, rec.get());
     thread_local std::vector<detail::BodyRef> t_bodies;  // as in send_with_bodies
     std::vector<detail::BodyRef>& bodies = t_bodies;
     bodies.clear();
-    detail::BodyReader br(data + (size - rd.remaining()), rd.remaining(), bodies);
-    rec->obj = t.unpack_bodies(br);
-    if (br.remaining() != 0 || bodies.size() != bh.n_bodies || bh.n_bodies == 0) {
-        t.destroy(rec->obj);
+    try {
+        read_record(rd, mh, &t, rec.get(), size_);
+        check_requests(*rec);
+        detail::BodyReader br(data + (size - rd.remaining()), rd.remaining(), bodies);
+        rec->obj = t.unpack_bodies(br);
+        if (br.remaining() != 0 || bodies.size() != bh.n_bodies || bh.n_bodies == 0)
+            throw WireError("objects: object " + to_string(mh.key) + " from rank " +
+                            std::to_string(source) + " announced " + std::to_string(bh.n_bodies) +
+                            " bodies; its members take " + std::to_string(bodies.size()) +
+                            ", and " + std::to_string(br.remaining()) + " bytes are left over");
+    } catch (...) {
+        if (rec->obj) t.destroy(rec->obj);
         drop_requests(*rec);
-        throw WireError("objects: object " + to_string(mh.key) + " from rank " +
-                        std::to_string(bh.source) + " announced " + std::to_string(bh.n_bodies) +
-                        " bodies; its members take " + std::to_string(bodies.size()) + ", and " +
-                        std::to_string(br.remaining()) + " bytes are left over");
+        give_record(std::move(rec));
+        throw;
     }
     std::uint32_t slot;
     {
@@ -366,11 +422,11 @@ void Objects::on_migrate_bodies(const char* data, std::size_t size) {
         slot = take_slot(arriving_objects_, free_arriving_);
         arriving_objects_[slot] = Arriving{std::move(rec), bodies.size()};
     }
-    std::vector<char> args = body_args(bh.source, slot);
+    std::vector<char> args = body_args(source, slot);
     const auto chunk = static_cast<std::size_t>(bh.chunk);
     for (std::size_t i = 0; i + 1 < bodies.size(); ++i)
-        comm_.receive_body(bh.source, *body_am_, bodies[i].data, bodies[i].bytes, chunk, args);
-    comm_.receive_body(bh.source, *body_am_, bodies.back().data, bodies.back().bytes, chunk,
+        comm_.receive_body(source, *body_am_, bodies[i].data, bodies[i].bytes, chunk, args);
+    comm_.receive_body(source, *body_am_, bodies.back().data, bodies.back().bytes, chunk,
                        std::move(args));
 }
 
@@ -442,16 +498,22 @@ void Objects::do_destroy(Record* r, Invocation* inv) {
     detail::InvocationPtr guard(inv);
     Shard& s = shard(r->key);
     std::unique_ptr<Record> rec;
+    std::vector<std::int32_t> lived;  // at the home: the ranks it lived on forget it too
     {
         std::lock_guard<Spinlock> g(s.m);
         Entry& e = s.map.at(r->key);
         rec = std::move(e.rec);
-        e.destroyed = true;
-        e.destroyed_on = rank_;
+        lived.swap(e.lived);
+        forget_locked(s, rec->key, rank_);
     }
     rec->type->destroy(rec->obj);
     rec->obj = nullptr;
+    // The home and the ranks that sent it requests forget it too (their directories would
+    // otherwise keep it forever); a later request from them fails as here.
     if (rec->key.home != rank_) destroyed_am_->send(rec->key.home, rec->key, std::int32_t(rank_));
+    for (const auto& [sender, next] : rec->expected)
+        if (sender != rank_ && sender != rec->key.home)
+            destroyed_am_->send(sender, rec->key, std::int32_t(rank_));
     // Requests issued after the destruction: the first one is the error.
     Invocation* late = !rec->ready.empty()  ? rec->ready.front()
                        : !rec->held.empty() ? rec->held.begin()->second
@@ -464,10 +526,10 @@ void Objects::do_destroy(Record* r, Invocation* inv) {
             msg = e.what();
         }
     }
-    for (Invocation* q : rec->ready)
-        detail::free_invocation(q);
-    for (auto& [k, q] : rec->held)
-        detail::free_invocation(q);
+    for (const std::int32_t l : lived)
+        destroyed_am_->send(l, rec->key, std::int32_t(rank_));
+    drop_requests(*rec);
+    give_record(std::move(rec));
     if (late) throw UsageError(msg);
 }
 

@@ -3,6 +3,7 @@
 // migration and destruction in migration.cpp. See docs/objects.md.
 #include "internal.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <unordered_set>
 
@@ -46,32 +47,49 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
         [this](ObjectKey& k, std::int32_t& loc, std::uint64_t& ver) { on_update(k, loc, ver); },
         "objects.lazy_update");
     home_update_am_ = comm.make_active_msg(
-        [this](ObjectKey& k, std::int32_t& loc, std::uint64_t& ver) { on_update(k, loc, ver); },
+        [this](ObjectKey& k, std::int32_t& loc, std::uint64_t& ver) {
+            on_update(k, loc, ver);
+            Shard& s = shard(k);
+            std::lock_guard<Spinlock> g(s.m);
+            auto it = s.map.find(k);
+            if (it == s.map.end() || loc == rank_) return;
+            auto& lived = it->second.lived;
+            if (std::find(lived.begin(), lived.end(), loc) == lived.end()) lived.push_back(loc);
+        },
         "objects.home_update");
     reply_am_ = comm.make_active_msg(
         [this](std::int32_t& src, std::uint64_t& token, std::uint8_t& failed, view<char>& v) {
-            on_reply(src, token, failed, v.data(), v.size());
+            on_reply(detail::tls_frame_source, src, token, failed, v.data(), v.size());
         },
         "objects.reply");
-    migrate_am_ = comm.make_active_msg([this](view<char>& v) { install(v.data(), v.size()); },
-                                       "objects.migrate");
+    migrate_am_ = comm.make_active_msg(
+        [this](view<char>& v) { install(detail::tls_frame_source, v.data(), v.size()); },
+        "objects.migrate");
     migrate_large_am_ = comm.make_large_active_msg(
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) {
             std::unique_ptr<detail::Bytes> buf;
             {
                 std::lock_guard<Spinlock> g(large_lock_);
                 auto it = arriving_.find({src, token});
+                if (it == arriving_.end())
+                    throw WireError("objects: a big migration rank " + std::to_string(src) +
+                                    " never announced");
                 buf = std::move(it->second);
                 arriving_.erase(it);
             }
-            install(buf->data(), static_cast<std::size_t>(bytes));
+            if (bytes > buf->size()) throw WireError("objects: a big migration outgrew its buffer");
+            install(src, buf->data(), static_cast<std::size_t>(bytes));
             give_buffer(std::move(buf));
         },
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) -> char* {
-            auto buf = take_buffer(static_cast<std::size_t>(bytes));
+            auto buf = take_buffer(detail::body_elements(bytes, 1));
             char* p = buf->data();
             std::lock_guard<Spinlock> g(large_lock_);
-            arriving_[{src, token}] = std::move(buf);
+            auto [it, fresh] = arriving_.try_emplace({src, token});
+            if (!fresh)
+                throw WireError("objects: rank " + std::to_string(src) +
+                                " announced big migration " + std::to_string(token) + " twice");
+            it->second = std::move(buf);
             return p;
         },
         [this](std::int32_t&, std::uint64_t&, std::uint64_t& serial) {
@@ -87,16 +105,31 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
         "objects.migrate_large");
     destroyed_am_ = comm.make_active_msg(
         [this](ObjectKey& k, std::int32_t& where) {
-            Shard& s = shard(k);
-            std::lock_guard<Spinlock> g(s.m);
-            Entry& e = s.map[k];
-            e.destroyed = true;
-            e.destroyed_on = where;
+            // From the rank that destroyed it, or passed on by its home.
+            const int from = detail::tls_frame_source;
+            if ((where != from && from != k.home) || k.home < 0 || k.home >= size_ || where < 0 ||
+                where >= size_)
+                throw WireError("objects: a destruction of object " + to_string(k) +
+                                " received from rank " + std::to_string(from) + " names rank " +
+                                std::to_string(where));
+            std::vector<std::int32_t> lived;
+            {
+                Shard& s = shard(k);
+                std::lock_guard<Spinlock> g(s.m);
+                if (k.home == rank_) {
+                    auto it = s.map.find(k);
+                    if (it != s.map.end()) lived.swap(it->second.lived);
+                }
+                forget_locked(s, k, where);
+            }
+            for (const std::int32_t r : lived)
+                if (r != where) destroyed_am_->send(r, k, where);
         },
         "objects.destroyed");
     // Objects with big members: the message, then the members as bodies (detail/bodies.hpp).
     migrate_bodies_am_ = comm.make_active_msg(
-        [this](view<char>& v) { on_migrate_bodies(v.data(), v.size()); }, "objects.migrate_bodies");
+        [this](view<char>& v) { on_migrate_bodies(detail::tls_frame_source, v.data(), v.size()); },
+        "objects.migrate_bodies");
     body_am_ = comm.make_large_active_msg(
         [this](std::int32_t& src, std::uint64_t& serial) { on_body_arrived(src, serial); },
         // Bodies are posted by the handler of the message they belong to: one arriving as a
@@ -256,6 +289,29 @@ void Objects::error_destroyed(const Invocation& inv, int destroyed_on) const {
                      ", arrived at rank " + std::to_string(rank_) + ")");
 }
 
+int Objects::destroyed_where(const Shard& s, const ObjectKey& k) const {
+    for (const auto& [key, where] : s.gone)
+        if (key == k) return where;
+    // The home made every id below its next one; what it no longer knows was destroyed.
+    if (k.home == rank_ && k.id >= 1 && k.id < next_id_.load(std::memory_order_relaxed)) return -1;
+    return -2;
+}
+
+void Objects::forget_locked(Shard& s, const ObjectKey& k, int destroyed_on) {
+    auto it = s.map.find(k);
+    if (it != s.map.end()) {
+        Entry& e = it->second;
+        if (e.rec || !e.waiting.empty()) {  // requests wait for it here: they fail on arrival
+            e.destroyed = true;
+            e.destroyed_on = destroyed_on;
+            return;
+        }
+        s.map.erase(it);
+    }
+    s.gone[s.next_gone] = {k, destroyed_on};
+    s.next_gone = (s.next_gone + 1) % Shard::kGone;
+}
+
 // ---- queries --------------------------------------------------------------------------------
 
 bool Objects::is_local(const ObjectKey& k) const {
@@ -289,7 +345,7 @@ std::vector<ObjectLoad> Objects::local_objects() const {
             l.load = l.user_load ? r.type->load(r.obj) : r.busy_s;
             l.pending = r.ready.size() + r.held.size();
             l.pinned = r.pinned;
-            l.leaving = r.rebalancing;
+            l.leaving = r.rebalancing || r.leaving;
             l.handled = r.handled;
             v.push_back(l);
         }
@@ -323,6 +379,10 @@ ObjectsStats Objects::stats() const {
     s.max_hops_before_home = counters_.max_hops_before_home.load();
     for (int i = 0; i < 8; ++i)
         s.by_hops[i] = counters_.by_hops[i].load();
+    for (int i = 0; i < kShards; ++i) {
+        std::lock_guard<Spinlock> g(shards_[i].m);
+        s.directory += shards_[i].map.size();
+    }
     return s;
 }
 

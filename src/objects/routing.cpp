@@ -56,7 +56,14 @@ void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
         std::lock_guard<Spinlock> g(s.m);
         auto it = s.map.find(h.key);
         if (it == s.map.end()) {
-            if (h.key.home == rank_ || h.key.home < 0 || h.key.home >= size_)
+            if (h.key.home < 0 || h.key.home >= size_)
+                throw UsageError("objects: request for object " + to_string(h.key) +
+                                 ", which its home rank never created");
+            if (const int where = destroyed_where(s, h.key); where != -2) {
+                Invocation tmp{h, {}};
+                error_destroyed(tmp, where);
+            }
+            if (h.key.home == rank_)
                 throw UsageError("objects: request for object " + to_string(h.key) +
                                  ", which its home rank never created");
             it = s.map.emplace(h.key, Entry{}).first;
@@ -105,11 +112,21 @@ void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
 
 // ---- receiving and routing ------------------------------------------------------------------
 
+void Objects::check_head(const InvokeHead& h, const char* what) const {
+    if (!detail::head_ok(h, size_))
+        throw WireError(std::string("objects: malformed ") + what + " (sender " +
+                        std::to_string(h.sender) + ", object " + std::to_string(h.key.home) + ":" +
+                        std::to_string(h.key.id) + ", kind " + std::to_string(int(h.kind)) + ")");
+}
+
 void Objects::on_invoke_frame(const char* data, std::size_t size) {
     if (size < sizeof(InvokeHead)) throw WireError("objects: short request");
     Invocation* inv = detail::new_invocation();
     std::memcpy(&inv->h, data, sizeof(InvokeHead));
     detail::InvocationPtr guard(inv);
+    // A balancing migration never travels as a request of its own (only queued on an object).
+    check_head(inv->h, inv->h.kind == OpKind::rebalance ? "request (rebalance)" : "request");
+    if (inv->h.kind == OpKind::rebalance) throw WireError("objects: a rebalance request");
     if (inv->h.kind == OpKind::handler) {
         const std::uint32_t n = n_handlers_.load(std::memory_order_acquire);
         if (inv->h.handler >= n)
@@ -155,6 +172,8 @@ void Objects::receive(Invocation* inv) {
         std::lock_guard<Spinlock> g(s.m);
         auto it = s.map.find(inv->h.key);
         if (it == s.map.end()) {
+            if (const int where = destroyed_where(s, inv->h.key); where != -2)
+                error_destroyed(*inv, where);
             if (inv->h.key.home == rank_)
                 throw UsageError("objects: " + what_of(*inv) + " on object " +
                                  to_string(inv->h.key) + " (from rank " +
@@ -256,6 +275,7 @@ void Objects::dispatch_locked(Record& r, std::vector<Pending>& out) {
         if (exclusive(*inv)) {
             if (r.running_exclusive || r.running_shared > 0) break;
             r.running_exclusive = true;
+            if (inv->h.kind == OpKind::migrate || inv->h.kind == OpKind::destroy) r.leaving = true;
             r.ready.pop_front();
             out.push_back({&r, inv});
             break;
@@ -359,13 +379,14 @@ bool Objects::run_deferred(void* self) {
 }
 
 void Objects::on_update(const ObjectKey& k, int loc, std::uint64_t ver) {
+    if (loc < 0 || loc >= size_ || k.home < 0 || k.home >= size_)
+        throw WireError("objects: a location update names rank " + std::to_string(loc) +
+                        " for object " + to_string(k));
     Shard& s = shard(k);
     std::lock_guard<Spinlock> g(s.m);
+    // No entry: this rank forgot the object (destroyed) since it asked; nothing to learn.
     auto it = s.map.find(k);
-    if (it == s.map.end()) {
-        it = s.map.emplace(k, Entry{}).first;
-        it->second.loc = k.home;
-    }
+    if (it == s.map.end()) return;
     Entry& e = it->second;
     if (!e.rec && !e.destroyed && ver > e.ver) {
         e.loc = loc;
@@ -373,9 +394,15 @@ void Objects::on_update(const ObjectKey& k, int loc, std::uint64_t ver) {
     }
 }
 
-void Objects::on_reply(int source, std::uint64_t token, std::uint8_t failed, const char* data,
-                       std::size_t size) {
-    auto* s = reinterpret_cast<detail::StateBase*>(static_cast<std::uintptr_t>(token));
+void Objects::on_reply(int source, std::int32_t named, std::uint64_t token, std::uint8_t failed,
+                       const char* data, std::size_t size) {
+    if (named != source)
+        throw WireError("objects: reply received from rank " + std::to_string(source) +
+                        " names rank " + std::to_string(named) + " as its sender");
+    detail::StateBase* s = reply_tokens_.take(token);
+    if (!s)
+        throw WireError("objects: reply from rank " + std::to_string(source) +
+                        " for no call waiting here (unknown or repeated token)");
     if (failed) {
         s->set_error(std::make_exception_ptr(RemoteError(source, std::string(data, size))));
     } else {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -375,5 +376,58 @@ TEST(BalanceMpi, PolicyFromTheEnvironment) {
     Balancer bal(objs);
     unsetenv("CASCADE_BALANCE");
     EXPECT_STREQ(bal.policy().name(), "master_worker");
+    tp.join();
+}
+
+// The policies' messages name ranks (the master's table, a rank to give work to, a loaded
+// rank heard of): a rank outside the job is refused as malformed, never used as an index.
+TEST(BalanceMpi, PolicyMessagesNamingRanksOutsideTheJobAreRefused) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    Balancer mw(objs, std::make_unique<MasterWorker>(MasterWorkerOptions{.master = 0}));
+    const int n = comm.comm_size();
+    // Both policies' messages: a kind (1 byte, padded to 4), a rank, two doubles.
+    auto msg = [](std::uint8_t kind, std::int32_t rank, double x, double y) {
+        std::vector<char> m(24, 0);
+        std::memcpy(m.data(), &kind, 1);
+        std::memcpy(m.data() + 4, &rank, 4);
+        std::memcpy(m.data() + 8, &x, 8);
+        std::memcpy(m.data() + 16, &y, 8);
+        return m;
+    };
+    for (const int bad : {n, n + 1000, -1, -1000}) {
+        for (const std::uint8_t kind : {1, 2, 5}) {  // a rank's load, a request: from `bad`
+            const auto m = msg(kind, 0, 1.0, 0);
+            EXPECT_THROW(mw.policy().on_message(mw, bad, m.data(), m.size()), WireError)
+                << "kind " << int(kind) << " from rank " << bad;
+        }
+        for (const std::uint8_t kind : {3, 5}) {  // give `bad` work; could not give `bad` work
+            const auto m = msg(kind, bad, 1.0, 1.0);
+            EXPECT_THROW(mw.policy().on_message(mw, 0, m.data(), m.size()), WireError)
+                << "kind " << int(kind) << " naming rank " << bad;
+        }
+    }
+    tp.join();
+}
+
+TEST(BalanceMpi, DiffusionMessagesNamingRanksOutsideTheJobAreRefused) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    Balancer df(objs, std::make_unique<Diffusion>());
+    const int n = comm.comm_size();
+    for (const int bad : {n, n + 1000, -2, -1000}) {
+        std::vector<char> m(24, 0);
+        const std::uint8_t kind = 2;  // a load we asked for, naming a loaded rank
+        const std::int32_t rank = bad;
+        const double x = 1.0, y = 5.0;
+        std::memcpy(m.data(), &kind, 1);
+        std::memcpy(m.data() + 4, &rank, 4);
+        std::memcpy(m.data() + 8, &x, 8);
+        std::memcpy(m.data() + 16, &y, 8);
+        EXPECT_THROW(df.policy().on_message(df, 0, m.data(), m.size()), WireError) << bad;
+        EXPECT_THROW(df.policy().on_message(df, bad, m.data(), m.size()), WireError) << bad;
+    }
     tp.join();
 }

@@ -9,6 +9,7 @@
 #include <cascade/cascade.hpp>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -780,4 +781,93 @@ TEST(ObjectsMpi, BigObjectsMigrate) {
         }
     }
     tp.join();
+}
+
+// A balancing migration asked for an object whose migrate or destroy is already dispatched
+// (queued on a worker, not run yet) is refused: it would move the object again from where the
+// migrate takes it, or find it destroyed.
+TEST(ObjectsMpi, RebalanceBehindADispatchedMigrateOrDestroyIsRefused) {
+    Communicator comm;
+    Threadpool tp(1, &comm);  // one worker: what a handler dispatches waits until it returns
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    std::atomic<int> accepted{0};
+    // On the worker: a migrate and a destroy go to this worker's queue, behind this handler.
+    auto act = objs.make_handler<Counter>(
+        [&](Counter& c) {
+            const auto moved = ptr<Counter>(0, 2), gone = ptr<Counter>(0, 3);
+            objs.migrate(moved, 1);
+            if (objs.rebalance(moved.key(), n - 1)) ++accepted;
+            objs.destroy(gone);
+            if (objs.rebalance(gone.key(), 1)) ++accepted;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            ++c.value;
+        },
+        {.name = "act"});
+    if (me == 0) {
+        auto busy = objs.create<Counter>();  // 0:1
+        objs.create<Counter>();              // 0:2
+        objs.create<Counter>();              // 0:3
+        if (n > 1) act->invoke(busy);
+    }
+    tp.join();
+    EXPECT_EQ(accepted.load(), 0);
+    if (n > 1) {
+        const long here = objs.is_local(ptr<Counter>(0, 2)) ? 1 : 0;
+        EXPECT_EQ(allreduce_sum(me == 1 ? here : 0), 1L);  // where migrate took it
+        EXPECT_EQ(allreduce_sum(here), 1L);
+    }
+}
+
+// Objects created, used from another rank, moved and destroyed round after round: every
+// rank's directory forgets them (the home, the ranks they lived on, the ranks that sent them
+// requests), and a late request still fails naming the destruction.
+TEST(ObjectsMpi, DestroyedObjectsLeaveTheDirectory) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Objects objs(tp, comm);
+    const int me = comm.comm_rank(), n = comm.comm_size();
+    auto add =
+        objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; }, {.name = "add"});
+    constexpr int kPerRound = 5000, kRounds = 4;
+    std::uint64_t next_id = 1;
+    std::vector<mobile_ptr<Counter>> mine;
+    for (int round = 0; round < kRounds; ++round) {
+        mine.clear();
+        for (int i = 0; i < kPerRound; ++i)
+            mine.push_back(objs.create<Counter>());
+        MPI_Barrier(MPI_COMM_WORLD);  // every object exists before anyone invokes it
+        const int prev = (me + n - 1) % n;
+        for (int i = 0; i < kPerRound; ++i) {
+            add->invoke(mine[i], 1L);
+            if (prev != me) add->invoke(ptr<Counter>(prev, next_id + i), 1L);
+            objs.migrate(mine[i], (me + 1) % n);
+            if (round % 2 == 1) objs.migrate(mine[i], (me + 2) % n);  // through two ranks
+        }
+        tp.join();
+        EXPECT_GE(objs.stats().directory, std::uint64_t(kPerRound)) << "round " << round;
+        for (auto& p : mine)
+            objs.destroy(p);
+        tp.join();
+        next_id += kPerRound;
+        EXPECT_EQ(objs.stats().directory, 0u) << "round " << round;
+    }
+    EXPECT_EQ(objs.local_objects().size(), 0u);
+}
+
+// A migration's message announces the element count of each big member: a count no body
+// could have is refused before anything is allocated for it.
+TEST(ObjectsMpi, AnnouncedBodyCountsAreBoundedBeforeAllocating) {
+    for (const std::uint64_t count : {std::uint64_t(1) << 58, std::uint64_t(1) << 50}) {
+        std::vector<char> msg(sizeof count);
+        std::memcpy(msg.data(), &count, sizeof count);
+        std::vector<detail::BodyRef> bodies;
+        detail::BodyReader br(msg.data(), msg.size(), bodies);
+        std::vector<double> v;
+        EXPECT_THROW(br.read_into(v), WireError) << count;
+        EXPECT_TRUE(bodies.empty());
+        std::vector<char> c;
+        detail::BodyReader br2(msg.data(), msg.size(), bodies);
+        EXPECT_THROW(br2.read_into(c), WireError) << count;
+    }
 }

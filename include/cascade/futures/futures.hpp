@@ -178,9 +178,9 @@ class Futures {
     template <class F, class... Ps>
     auto make_async_impl(F&& f, std::string name, AsyncOptions opts, std::tuple<Ps...>*);
 
-    void on_request(const char* data, std::size_t size);
-    void on_reply(const char* data, std::size_t size);
-    void on_fetch(const char* data, std::size_t size);
+    void on_request(int source, const char* data, std::size_t size);
+    void on_reply(int source, const char* data, std::size_t size);
+    void on_fetch(int source, const char* data, std::size_t size);
     [[noreturn]] void fatal(const std::string& what);
     friend struct detail::FuzzFutures;
 

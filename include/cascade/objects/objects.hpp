@@ -37,6 +37,7 @@
 #include "cascade/core/errors.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/core/threadpool.hpp"
+#include "cascade/futures/detail/reply_tokens.hpp"
 #include "cascade/futures/futures.hpp"
 #include "cascade/objects/access.hpp"
 #include "cascade/objects/detail/record.hpp"
@@ -44,6 +45,11 @@
 #include "cascade/objects/mobile_ptr.hpp"
 
 namespace cascade {
+
+namespace detail {
+struct MigrateHead;
+struct FuzzObjects;  // the fuzzer's access to the message handlers (fuzz/)
+}  // namespace detail
 
 /// Load of one object living on this rank.
 struct ObjectLoad {
@@ -55,7 +61,8 @@ struct ObjectLoad {
     double recent_s = 0;        ///< recent handler time (moving average; 0: none ran yet)
     std::size_t pending = 0;    ///< requests queued on it here
     bool pinned = false;        ///< Objects::pin: balancing leaves it here
-    bool leaving = false;       ///< a balancing migration of it is queued or running
+    bool leaving = false;       ///< a balancing migration of it is queued or running, or a
+                                ///< migrate or destroy of it is about to run
     std::uint64_t handled = 0;  ///< handlers run on it (everywhere)
 };
 
@@ -83,6 +90,9 @@ struct ObjectsStats {
     std::uint64_t max_hops = 0;              ///< most forwards of a request run here
     std::uint64_t max_hops_before_home = 0;  ///< most forwards before one went to the home
     std::array<std::uint64_t, 8> by_hops{};  ///< requests run here by forwards (7: 7 or more)
+    std::uint64_t directory = 0;             ///< objects this rank's directory knows now (those
+                                             ///< living here, and others it sent requests to
+                                             ///< or forwarded; destroyed ones are forgotten)
 };
 
 /// The mobile-object layer of a pool (see the top of this file): creates objects, registers
@@ -192,10 +202,18 @@ class Objects {
     /// Sends a call()'s result (or, `failed`, its error) of `n` bytes at `data` to rank
     /// `dest`, for the sender's state `token`.
     void send_reply(int dest, std::uint64_t token, bool failed, const char* data, std::size_t n);
+    /// A token naming `s` (a call()'s result state) until its reply takes it: what the
+    /// request carries instead of an address (a reply naming no waiting call is refused).
+    std::uint64_t add_reply_token(detail::StateBase* s) { return reply_tokens_.add(s); }
+    /// The state `token` names, forgotten now; null if it names none (forged or repeated).
+    detail::StateBase* take_reply_token(std::uint64_t token) noexcept {
+        return reply_tokens_.take(token);
+    }
     /// "'<handler name>' (object <type> <home>:<id>)", for errors.
     std::string describe(const detail::HandlerBase& h, const ObjectKey& k) const;
 
   private:
+    friend struct detail::FuzzObjects;
     struct Shard;
     struct Pending {  // a request that may start now
         detail::Record* rec;
@@ -230,6 +248,10 @@ class Objects {
     void send_update(int dest, const ObjectKey& k, int loc, std::uint64_t ver, bool to_home);
     void on_update(const ObjectKey& k, int loc, std::uint64_t ver);
     [[noreturn]] void error_destroyed(const detail::Invocation& inv, int destroyed_on) const;
+    // An object no entry names: -2 if it may exist, else where it was destroyed (-1: unknown).
+    int destroyed_where(const Shard& s, const ObjectKey& k) const;
+    // Drops the entry of a destroyed object (locked; kept while requests wait on it).
+    void forget_locked(Shard& s, const ObjectKey& k, int destroyed_on);
 
     // Running requests (pool tasks).
     void execute(detail::Record* r, detail::Invocation* inv);
@@ -238,15 +260,18 @@ class Objects {
     void migrate_now(detail::Record* r, int dest);
     bool migrate_when_handler_ends(const ObjectKey& k, int dest);
     void do_destroy(detail::Record* r, detail::Invocation* inv);
-    void install(const char* data, std::size_t size);
+    void install(int source, const char* data, std::size_t size);
+    void check_source(const detail::MigrateHead& mh, int source, int named) const;
+    void check_requests(const detail::Record& r) const;
     void place(std::unique_ptr<detail::Record> rec, int source);
     bool send_with_bodies(std::unique_ptr<detail::Record>& rec, int dest);
-    void on_migrate_bodies(const char* data, std::size_t size);
+    void on_migrate_bodies(int source, const char* data, std::size_t size);
     void on_body_arrived(int source, std::uint64_t slot);
     void on_body_sent(std::uint64_t slot);
     void on_invoke_frame(const char* data, std::size_t size);
-    void on_reply(int source, std::uint64_t token, std::uint8_t failed, const char* data,
-                  std::size_t size);
+    void on_reply(int source, std::int32_t named, std::uint64_t token, std::uint8_t failed,
+                  const char* data, std::size_t size);
+    void check_head(const detail::InvokeHead& h, const char* what) const;
     bool exclusive(const detail::Invocation& inv) const;
     const char* label_of(const detail::Record& r, const detail::Invocation& inv) const;
     std::string what_of(const detail::Invocation& inv) const;
@@ -341,6 +366,8 @@ class Objects {
     };
     mutable Counters counters_;
     std::atomic<ObjectsObserver*> observer_{nullptr};
+    // The result states of this rank's call()s waiting for a reply from another rank.
+    detail::ReplyTokens<detail::StateBase> reply_tokens_;
 };
 
 // ---- templates -------------------------------------------------------------------------------
@@ -442,13 +469,18 @@ future<R> Handler<T, R, Ps...>::call(mobile_ptr<T> p, const Ps&... ps) {
     h.key = p.key();
     h.handler = id;
     h.sig = sig;
-    h.token = reinterpret_cast<std::uintptr_t>(st);
     const std::tuple<const Ps&...> args(ps...);
     st->retain();  // carried by the request, released by the reply
     try {
-        objs_.submit(h, detail::arg_writer(args));
+        h.token = objs_.add_reply_token(st);
     } catch (...) {
         st->release();
+        throw;
+    }
+    try {
+        objs_.submit(h, detail::arg_writer(args));
+    } catch (...) {
+        if (objs_.take_reply_token(h.token)) st->release();
         throw;
     }
     return future<R>(std::move(ref));
@@ -468,7 +500,14 @@ void Handler<T, R, Ps...>::run(Objects& objs, void* obj, const ObjectKey& key,
         return;
     }
     const bool here = inv.h.sender == objs.rank();
-    auto* st = reinterpret_cast<detail::State<R>*>(static_cast<std::uintptr_t>(inv.h.token));
+    // Issued here: its state, named by a token of this rank's table.
+    detail::State<R>* st = nullptr;
+    if (here) {
+        st = static_cast<detail::State<R>*>(objs.take_reply_token(inv.h.token));
+        if (!st)
+            throw WireError("objects: a request of rank " + std::to_string(objs.rank()) +
+                            " names no call waiting here (unknown or repeated token)");
+    }
     try {
         if constexpr (std::is_void_v<R>) {
             apply();

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cascade/comm/detail/frames.hpp"
 #include "cascade/comm/serialization.hpp"
 #include "cascade/futures/detail/recycle.hpp"
 
@@ -166,9 +167,8 @@ class BodyReader {
         } else if constexpr (k == wire::Kind::bulk) {
             using E = typename T::value_type;
             wire::Reader peek(p_, remaining());
-            const std::uint64_t n = peek.get<std::uint64_t>();
-            if (n > (std::uint64_t(1) << 62) / sizeof(E))
-                throw WireError("malformed object: " + std::to_string(n) + " elements");
+            // Bounded like every announced body (kMaxBody) before anything is allocated.
+            const std::uint64_t n = body_elements(peek.get<std::uint64_t>(), sizeof(E));
             if (n * sizeof(E) >= kBodyBytes) {
                 p_ += sizeof(std::uint64_t);
                 x = Recycler<T>::take(static_cast<std::size_t>(n));

@@ -117,6 +117,8 @@ struct Record {
     bool running_exclusive = false;
     bool pinned = false;       // balancing policies leave it where it is (travels with it)
     bool rebalancing = false;  // a balancing migration is queued or running
+    bool leaving = false;      // a migrate or destroy of it is dispatched (about to run or
+                               // running): a balancing migration would come too late
     bool deferred = false;     // a request of it waits to run on the communication thread (that
                                // thread's flag: Objects::defer)
     int migrate_to = -1;       // the rank the exclusive handler running on it moves it to when it
@@ -144,7 +146,7 @@ inline void reset(Record& r) noexcept {
     r.obj = nullptr;
     r.version = 0;
     r.running_shared = 0;
-    r.running_exclusive = r.pinned = r.rebalancing = r.deferred = false;
+    r.running_exclusive = r.pinned = r.rebalancing = r.leaving = r.deferred = false;
     r.migrate_to = -1;
     r.ready.clear();
     r.held.clear();
@@ -162,6 +164,9 @@ struct Entry {
     std::vector<Invocation*> waiting;  // arrived before the object (it is on its way here)
     bool destroyed = false;
     int destroyed_on = -1;
+    // At the home: the other ranks it lived on since it left (told by their home updates),
+    // told in turn when it is destroyed so that they forget it too.
+    std::vector<std::int32_t> lived;
 };
 
 }  // namespace cascade::detail
