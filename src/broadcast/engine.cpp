@@ -123,6 +123,7 @@ struct Engine::RootState {
     std::vector<BodyDest> later;
     std::size_t next_later = 0;
     std::uint64_t token = 0;  // acknowledgements of the children that forward
+    std::vector<int> tags;    // of every body stream (released once all are sent)
     // Chain: the pieces go to the one child, at most `window` at a time.
     BodyDest chain{-1, 0, true};
     std::size_t next_piece = 0, npieces = 0, window = 0;
@@ -538,6 +539,8 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     tags.clear();
     for (std::size_t i = 0; i < kids.size(); ++i)
         tags.push_back(comm_.new_body_tag());
+    st->tags.assign(tags.begin(), tags.end());
+    if (sp.self) st->tags.push_back(comm_.new_body_tag());
     if (serial || chain) {
         st->body = body;
         st->h = h;
@@ -566,7 +569,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     h.ack = 0;
     n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     if (sp.self) {
-        h.tag = comm_.new_body_tag();
+        h.tag = st->tags.back();
         post(me_, h, {}, st->args, st, body, n, 0);
     }
 }
@@ -715,6 +718,8 @@ void Engine::forward_sent(RecvState* st) {
 void Engine::maybe_release(RecvState* st) {
     if (!st->delivered || st->sends_left > 0) return;
     std::unique_ptr<RecvState> done(st);
+    for (const BodyDest& kid : done->kids)
+        comm_.release_body_tag(kid.tag);
     done->am->on_body_released(done->args.data(), done->args.size());
 }
 
@@ -728,6 +733,8 @@ void Engine::root_sent(RootState* st, std::uint64_t mark) {
     }
     if (--st->sends_left > 0) return;
     std::unique_ptr<RootState> done(st);
+    for (int tag : done->tags)
+        comm_.release_body_tag(tag);
     for (std::size_t t = 0; t < done->times; ++t)
         done->am->on_body_sent(done->args.data(), done->args.size());
 }

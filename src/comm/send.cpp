@@ -97,9 +97,24 @@ void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, s
         LargeSend{&am, static_cast<const char*>(body), bytes, std::move(args), chunk, tag});
 }
 
-int Communicator::new_body_tag() noexcept {
-    return kFirstBodyTag +
-           static_cast<int>(body_tags_.fetch_add(1, std::memory_order_relaxed) % kBodyTags);
+int Communicator::new_body_tag() {
+    const unsigned start = body_tags_.fetch_add(1, std::memory_order_relaxed);
+    for (unsigned i = 0; i < static_cast<unsigned>(kBodyTags); ++i) {
+        const unsigned t = (start + i) % kBodyTags;
+        const std::uint64_t bit = std::uint64_t(1) << (t % 64);
+        if ((body_tag_held_[t / 64].fetch_or(bit, std::memory_order_acq_rel) & bit) == 0) {
+            if (i > 0) body_tags_.fetch_add(i, std::memory_order_relaxed);
+            return kFirstBodyTag + static_cast<int>(t);
+        }
+    }
+    throw UsageError("rank " + std::to_string(rank_) + ": " + std::to_string(kBodyTags) +
+                     " broadcast bodies in flight from this rank; no MPI tag is free for another");
+}
+
+void Communicator::release_body_tag(int tag) noexcept {
+    if (!is_body_tag(tag)) return;
+    const unsigned t = static_cast<unsigned>(tag - kFirstBodyTag);
+    body_tag_held_[t / 64].fetch_and(~(std::uint64_t(1) << (t % 64)), std::memory_order_acq_rel);
 }
 
 void Communicator::send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,

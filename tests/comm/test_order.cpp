@@ -10,6 +10,7 @@
 
 #include <alloca.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -256,4 +257,41 @@ TEST(Order, ArgumentsTooBigForOneMessageAreRefusedWhenSent) {
         }
     }
     tp.join();
+}
+
+// Rank 0 broadcasts a 128 KiB body to ranks 1, 2 and 3 (rank 2 forwards to 3, so rank 1's
+// body waits for rank 2's acknowledgement, and rank 2 is busy for a second). Meanwhile every
+// other body tag has been used (the test skips them) and rank 0 sends rank 1 a second body
+// of the same size: it must not take the waiting stream's tag, or each body lands in the
+// other's buffer.
+TEST(Order, ABodyWaitingPastAFullTagCycleGetsItsOwnBytes) {
+    if (size_of_world() < 4) GTEST_SKIP() << "needs 4 ranks";
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.comm_rank();
+    constexpr std::size_t kBytes = 128 << 10;
+    std::vector<char> first(kBytes, 'A'), second(kBytes, 'B');
+    std::vector<char> got1(kBytes, 0), got2(kBytes, 0);
+    std::atomic<int> arrived{0};
+    auto stall = comm.make_active_msg(
+        [](int& ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }, "stall");
+    stall->set_broadcast_detection(false);
+    auto body = comm.make_large_active_msg(
+        [&](int&) { ++arrived; },
+        [&](int& which) { return which == 1 ? got1.data() : got2.data(); }, [](int&) {}, "body");
+    if (me == 0) {
+        stall->send_now(2, 1000);
+        const std::vector<int> to = {1, 2, 3};
+        body->send_large(to, cascade::view<char>(first.data(), first.size()), 1);
+        // Two tags were taken (ranks 2 and 1): the next look starts at rank 1's again.
+        comm.advance_body_tags_for_test(29936 - 1);
+        const std::vector<int> again = {1, 0};
+        body->send_large(again, cascade::view<char>(second.data(), second.size()), 2);
+    }
+    tp.join();
+    if (me == 1) {
+        EXPECT_EQ(arrived.load(), 2);
+        EXPECT_EQ(std::count(got1.begin(), got1.end(), 'A'), long(kBytes)) << "first body";
+        EXPECT_EQ(std::count(got2.begin(), got2.end(), 'B'), long(kBytes)) << "second body";
+    }
 }

@@ -274,9 +274,17 @@ class Communicator : public JoinHook {
     /// Posts a body send at once (communication thread), on a tag from new_body_tag().
     void send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
                        std::size_t chunk, std::vector<char> args, int tag);
-    /// A fresh MPI tag for one body stream matched by tag (broadcasts); tags are reused
-    /// after many streams. Thread-safe.
-    int new_body_tag() noexcept;
+    /// An MPI tag for one body stream matched by tag (broadcasts), held until
+    /// release_body_tag(): no two streams of this rank use one tag at the same time, so a
+    /// receive posted for one stream never matches another's body. Thread-safe. Throws when
+    /// every tag is held (that many bodies in flight from one rank).
+    int new_body_tag();
+    /// Gives back a tag from new_body_tag() once every piece of its stream was sent.
+    void release_body_tag(int tag) noexcept;
+    /// For tests: the next new_body_tag() starts looking `n` tags further on.
+    void advance_body_tags_for_test(unsigned n) noexcept {
+        body_tags_.fetch_add(n, std::memory_order_relaxed);
+    }
     /// Whether `tag` is one new_body_tag() hands out (a tag read from the wire is checked).
     static constexpr bool is_body_tag(std::int64_t tag) noexcept {
         return tag >= kFirstBodyTag && tag < kFirstBodyTag + kBodyTags;
@@ -511,10 +519,13 @@ class Communicator : public JoinHook {
     std::vector<BigRecv> big_recvs_;
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
     // Tags of bodies matched by tag (broadcasts): [kFirstBodyTag, kFirstBodyTag + kBodyTags),
-    // below the trace's tag and the 32767 every MPI allows; one per body stream, reused after
-    // kBodyTags streams.
+    // below the trace's tag and the 32767 every MPI allows; one per body stream in flight
+    // (a bit of body_tag_held_ each), handed out in turn.
     static constexpr int kFirstBodyTag = 64, kBodyTags = 29936;
     std::atomic<unsigned> body_tags_{0};
+    std::unique_ptr<std::atomic<std::uint64_t>[]> body_tag_held_ {
+        new std::atomic<std::uint64_t>[(kBodyTags + 63) / 64] {}
+    };
     std::unique_ptr<Broadcasts> bcast_;
     // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
     // a get() on this thread) must not see the next message of the rank whose message it
