@@ -88,10 +88,11 @@ void Runtime::device_free(int d, void* p, std::size_t bytes) noexcept {
     }
 }
 
+// The host copy's memory; zeroed only when it holds the data's value (never written: zeros).
 void Runtime::ensure_host(DataBlock* b) {
     Copy& h = b->copies[0];
     if (!h.ptr) {
-        h.ptr = host_allocate(b->bytes, b->host_zero);
+        h.ptr = host_allocate(b->bytes, b->host_zero && b->states[0] != Msi::invalid);
         b->host_zero = false;
     }
 }
@@ -164,7 +165,7 @@ void Runtime::evict(int d, DataBlock* b) {
     h.pending = e;
     ++e->refs;
     retain(b);
-    transfers.push_back(Transfer{e, b, d, -1, -1, ptr, b->bytes, true});
+    transfers.push_back(Transfer{e, b, d, -1, -1, ptr, b->bytes, true, now_seconds()});
     ++s.transfers;
     s.stats.bytes_out += b->bytes;
     e->t_start = trace::stamp();
@@ -243,7 +244,8 @@ void Runtime::issue_copy(int d, DataBlock* b, int from, int to, int then_space) 
     }
     if (from != 0) ++src.pins;
     retain(b);
-    transfers.push_back(Transfer{e, b, d, from, then_space, nullptr, b->bytes, to == 0});
+    transfers.push_back(
+        Transfer{e, b, d, from, then_space, nullptr, b->bytes, to == 0, now_seconds()});
     ++s.transfers;
     e->t_start = trace::stamp();
     if (to == 0) {
@@ -265,6 +267,7 @@ bool Runtime::progress_transfers() {
             continue;
         }
         moved = true;
+        s.stats.transfer_seconds += tr.ev->seconds > 0 ? tr.ev->seconds : now_seconds() - tr.issued;
         transfers[i] = transfers.back();
         transfers.pop_back();
         --s.transfers;

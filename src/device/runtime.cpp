@@ -125,14 +125,39 @@ void Runtime::wake() noexcept {
                 nullptr, nullptr, 0);
 }
 
+// Host copies come from a pool of freed ones of the same size (already mapped and faulted in,
+// as page-locked memory stays), up to 1 GiB kept, when the memory pool is on.
 void* Runtime::host_allocate(std::size_t bytes, bool zero) {
     const std::size_t n = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
-    void* p = std::aligned_alloc(64, n);
+    void* p = nullptr;
+    if (opts.memory_pool) {
+        std::lock_guard<std::mutex> g(host_mutex_);
+        auto it = host_pool_.find(n);
+        if (it != host_pool_.end() && !it->second.empty()) {
+            p = it->second.back();
+            it->second.pop_back();
+            host_pooled_ -= n;
+        }
+    }
+    if (!p) p = std::aligned_alloc(64, n);
     if (!p) throw std::bad_alloc();
     if (zero) std::memset(p, 0, bytes);
     return p;
 }
-void Runtime::host_deallocate(void* p, std::size_t) noexcept {
+
+void Runtime::host_deallocate(void* p, std::size_t bytes) noexcept {
+    const std::size_t n = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+    if (opts.memory_pool) {
+        std::lock_guard<std::mutex> g(host_mutex_);
+        if (host_pooled_ + n <= (std::size_t(1) << 30)) {
+            try {
+                host_pool_[n].push_back(p);
+                host_pooled_ += n;
+                return;
+            } catch (...) {
+            }
+        }
+    }
     std::free(p);
 }
 
@@ -148,6 +173,7 @@ Event* Runtime::new_event() {
     e->error = nullptr;
     e->native = nullptr;
     e->t_start = e->t_end = 0;
+    e->seconds = 0;
     e->refs = 1;
     e->processed = false;
     e->on_finish = &wake_runtime;
@@ -229,7 +255,8 @@ void Runtime::launch(TaskState* t) {
 void Runtime::finish_kernel(TaskState* t) {
     DeviceSlot& s = slots[static_cast<std::size_t>(t->device)];
     Event* e = t->kernel_event;
-    const double secs = now_seconds() - static_cast<double>(t->t_launch) * 1e-9;
+    const double secs =
+        e->seconds > 0 ? e->seconds : now_seconds() - static_cast<double>(t->t_launch) * 1e-9;
     trace_op(t->device, 0, t->name, *e);
     std::exception_ptr err;
     if (e->state.load(std::memory_order_acquire) == Event::failed) err = e->error;

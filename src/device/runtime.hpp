@@ -30,7 +30,8 @@ struct Transfer {
     int then_space = -1;       // stage 2: copy host -> this space when done
     void* free_ptr = nullptr;  // eviction: device memory to free when done
     std::size_t bytes = 0;
-    bool out = false;  // device -> host
+    bool out = false;   // device -> host
+    double issued = 0;  // now_seconds() when issued
 };
 
 // Per-device bookkeeping of the runtime thread.
@@ -119,6 +120,9 @@ class Runtime {
     bool polled_events = false;  // some device needs polling
 
   private:
+    std::mutex host_mutex_;
+    std::unordered_map<std::size_t, std::vector<void*>> host_pool_;
+    std::size_t host_pooled_ = 0;
     std::atomic<TaskState*> ready_{nullptr};
     std::atomic<TaskState*> returned_{nullptr};
     std::atomic<DataBlock*> freed_{nullptr};

@@ -95,6 +95,7 @@ class Engine {
                 }
                 std::this_thread::sleep_until(start + std::chrono::duration<double>(model));
                 op.e->t_end = trace::stamp();
+                op.e->seconds = std::chrono::duration<double>(Clock::now() - start).count();
                 op.e->finish();
             } catch (...) {
                 op.e->fail(std::current_exception());
@@ -133,6 +134,8 @@ class SimDevice final : public Device {
     double latency() const noexcept override { return o_.latency; }
 
     void* allocate(std::size_t bytes) override {
+        if (o_.alloc_latency > 0)
+            std::this_thread::sleep_for(std::chrono::duration<double>(o_.alloc_latency));
         if (!arena_) {
             void* p = mmap(nullptr, o_.memory, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -27,6 +27,7 @@ struct Event {
     std::atomic<int> parts{0};  // for the backend: pieces of the work not finished
     std::atomic<bool> part_failed{false};
     std::int64_t t_start = 0, t_end = 0;  // trace stamps (0: not recorded)
+    double seconds = 0;  // the operation's own duration when the backend knows it (sim)
     // Runtime bookkeeping.
     int refs = 0;
     bool processed = false;  // the runtime handled its completion
@@ -69,6 +70,7 @@ struct DeviceStats {
     std::size_t memory_used = 0;    ///< Bytes of data resident now.
     std::size_t memory_peak = 0;    ///< Most bytes resident at once.
     double busy_seconds = 0;        ///< Time kernels ran (measured by the runtime).
+    double transfer_seconds = 0;    ///< Time copies took (the backend's or the runtime's measure).
 };
 
 /// The backend interface (see the top of this file).

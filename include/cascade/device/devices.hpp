@@ -38,6 +38,9 @@ struct SimOptions {
     double bandwidth = 12e9;                      ///< bytes/s of each copy engine (page-locked)
     double latency = 8e-6;                        ///< seconds per copy
     double launch_latency = 4e-6;                 ///< seconds per kernel launch
+    /// Seconds per allocation from the device (a GPU's cudaMalloc; the memory pool avoids
+    /// most of them). The runtime thread waits it out, as it would for the real call.
+    double alloc_latency = 0;
     /// Run the CPU variant (true) or sleep the kernel's modelled time (Kernel::model).
     bool run_kernels = true;
 };
