@@ -319,7 +319,8 @@ bool Runtime::prepare(TaskState* t) {
             if (peek.source >= 0 && b->copies[static_cast<std::size_t>(peek.source)].pending)
                 return false;
         }
-        if (sp == 0) ensure_host(b);
+        // Never-written data read from the host: its zeros exist before the protocol moves on.
+        if (sp == 0 || (reads(mode) && b->host_zero)) ensure_host(b);
         const MsiPlan plan = msi_access(b->states, sp, mode);
         if (plan.source >= 0) {
             if (!plan.via_host) {

@@ -262,3 +262,26 @@ TEST(DeviceTasks, ScalarsAreConvertedToTheParameterTypes) {
     for (double e : x.to_vector())
         EXPECT_EQ(e, 7.0);
 }
+
+TEST(DeviceTasks, NewDataReadsAsZerosEvenInReusedMemory) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 1});
+    const int n = 4096;
+    std::vector<double> zeros(n, 0.0);
+    for (int round = 0; round < 4; ++round) {
+        Data<double> x(devs, std::span<const double>(zeros));
+        {
+            Data<double> used(devs, n);
+            devs.submit(fill, cascade::write(used), 9.0, n, Launch{.on = 1, .threads = {n}});
+            (void)used.to_vector();  // its host copy now holds 9s
+        }
+        devs.wait_all();
+        // The runtime frees dropped Data on its own thread: give it the time to pool it.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        Data<double> out(devs, n);  // may get the host memory `used` had
+        devs.submit(axpy, 1.0, cascade::read(x), cascade::readwrite(out), n,
+                    Launch{.on = round % 2 ? 0 : 1, .threads = {n}});
+        for (double v : out.to_vector())
+            ASSERT_EQ(v, 0.0) << "round " << round;
+    }
+}
