@@ -4,6 +4,7 @@
 // nothing is in flight and is woken by submissions and by backends finishing work; while a
 // backend with native events (OpenCL, CUDA) has work in flight it polls them, backing off.
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -378,6 +379,9 @@ bool Runtime::step() {
 }
 
 void Runtime::loop() {
+    // Short timed sleeps while polling native events: no 50 us timer slack on them.
+    prctl(PR_SET_TIMERSLACK, 1UL);
+    prctl(PR_SET_NAME, "cascade-device");
     int quiet = 0;
     for (;;) {
         const std::uint32_t word = wake_word_.load(std::memory_order_seq_cst);
@@ -395,10 +399,10 @@ void Runtime::loop() {
         if (polling) {
             // Native events: poll, spinning briefly, then backing off to 200 us.
             ++quiet;
-            if (quiet < 16) {
+            if (quiet < 64) {
                 std::this_thread::yield();
             } else {
-                const long us = std::min<long>(200, 2L << std::min(quiet - 16, 6));
+                const long us = std::min<long>(200, 2L << std::min(quiet - 64, 6));
                 timespec ts{0, us * 1000};
                 sleeping_.store(true, std::memory_order_seq_cst);
                 if (wake_word_.load(std::memory_order_seq_cst) == word)
@@ -408,7 +412,12 @@ void Runtime::loop() {
             }
             continue;
         }
-        // Nothing to poll: sleep until woken (a 100 ms guard against a lost wake-up).
+        // Nothing to poll: stay awake for a moment (the next submission often follows the
+        // last completion), then sleep until woken (a 100 ms guard against a lost wake-up).
+        if (++quiet < 64) {
+            std::this_thread::yield();
+            continue;
+        }
         sleeping_.store(true, std::memory_order_seq_cst);
         if (wake_word_.load(std::memory_order_seq_cst) == word) {
             timespec ts{0, 100 * 1000 * 1000};

@@ -187,6 +187,11 @@ void DeviceTask::wait() const {
         }
         return;
     }
+    // A short spin first: device tasks often finish within microseconds of the wait.
+    for (int i = 0; i < 200 && !ready(); ++i)
+        cpu_relax();
+    for (int i = 0; i < 20 && !ready(); ++i)
+        std::this_thread::yield();
     for (int v = s_->status.load(std::memory_order_acquire); v == TaskState::pending;
          v = s_->status.load(std::memory_order_acquire))
         s_->status.wait(v, std::memory_order_acquire);
