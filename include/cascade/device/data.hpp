@@ -37,8 +37,11 @@ void* host_pointer(DataBlock* b) noexcept;
 template <class T>
 class HostAccess {
   public:
+    /// Made by Data::request.
     HostAccess(DeviceTask t, device::detail::DataBlock* b) : t_(std::move(t)), b_(b) {}
+    /// Whether the host copy is there.
     bool ready() const noexcept { return t_.ready(); }
+    /// Waits for the host copy (a pool worker runs other tasks meanwhile).
     void wait() const { t_.wait(); }
     /// The host copy, valid until Data::release(); rethrows the error of a task this request
     /// waited for.
@@ -46,6 +49,7 @@ class HostAccess {
         t_.get();
         return {static_cast<T*>(device::detail::host_pointer(b_)), b_->bytes / sizeof(T)};
     }
+    /// The request as a task (to chain with then(), when_all, or a Taskflow promise).
     const DeviceTask& task() const noexcept { return t_; }
 
   private:
@@ -53,6 +57,7 @@ class HostAccess {
     device::detail::DataBlock* b_;
 };
 
+/// One logical array of `T` with a copy per memory space (see the top of this file).
 template <class T>
 class Data {
     static_assert(std::is_trivially_copyable_v<T>, "Data<T> holds trivially copyable elements");
@@ -66,10 +71,13 @@ class Data {
     Data(Devices& d, std::span<const T> init, std::string name = {})
         : b_(device::detail::new_block(d, init.size_bytes(), sizeof(T), std::move(name),
                                        init.data())) {}
+    /// Another handle to the same data.
     Data(const Data& o) noexcept : b_(o.b_) {
         if (b_) device::detail::retain(b_);
     }
+    /// Takes the handle over.
     Data(Data&& o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
+    /// Another handle to `o`'s data.
     Data& operator=(Data o) noexcept {
         std::swap(b_, o.b_);
         return *this;
@@ -78,9 +86,13 @@ class Data {
         if (b_) device::detail::release(b_);
     }
 
+    /// Number of elements.
     std::size_t size() const noexcept { return b_ ? b_->bytes / sizeof(T) : 0; }
+    /// Size in bytes.
     std::size_t bytes() const noexcept { return b_ ? b_->bytes : 0; }
+    /// Its name in errors and the trace.
     const std::string& name() const noexcept { return b_->name; }
+    /// False for a default-constructed or moved-from handle.
     bool valid() const noexcept { return b_ != nullptr; }
 
     /// Host access after every task submitted before it that writes (for read) or uses
@@ -104,6 +116,7 @@ class Data {
         return v;
     }
 
+    /// The shared state (for the runtime).
     device::detail::DataBlock* block() const noexcept { return b_; }
 
   private:
@@ -113,8 +126,8 @@ class Data {
 /// A Data argument of a task with its access mode.
 template <class T>
 struct DataArg {
-    device::detail::DataBlock* block;
-    Access mode;
+    device::detail::DataBlock* block;  ///< the data
+    Access mode;                       ///< how the task uses it
 };
 template <class T>
 DataArg<T> read(const Data<T>& d) noexcept {

@@ -20,26 +20,30 @@ namespace cascade {
 /// finish()/fail(); backends with native events (OpenCL, CUDA) keep one in `native` and
 /// answer Device::poll.
 struct Event {
+    /// Values of `state`.
     enum : int { pending = 0, done = 1, failed = 2 };
-    std::atomic<int> state{pending};
-    std::exception_ptr error;
-    void* native = nullptr;
-    std::atomic<int> parts{0};  // for the backend: pieces of the work not finished
-    std::atomic<bool> part_failed{false};
-    std::int64_t t_start = 0, t_end = 0;  // trace stamps (0: not recorded)
-    double seconds = 0;  // the operation's own duration when the backend knows it (sim)
-    // Runtime bookkeeping.
-    int refs = 0;
-    bool processed = false;  // the runtime handled its completion
-    Event* next_free = nullptr;
-    void (*on_finish)(void*) = nullptr;  // wakes the runtime (set by it)
-    void* on_finish_arg = nullptr;
+    std::atomic<int> state{pending};       ///< pending, done or failed
+    std::exception_ptr error;              ///< the error of a failed operation
+    void* native = nullptr;                ///< the backend's event (cl_event, CUevent)
+    std::atomic<int> parts{0};             ///< for the backend: pieces not finished yet
+    std::atomic<bool> part_failed{false};  ///< for the backend: a piece failed
+    std::int64_t t_start = 0;              ///< trace stamp of the start (0: unknown)
+    std::int64_t t_end = 0;                ///< trace stamp of the end (0: unknown)
+    double seconds = 0;                    ///< the operation's duration if the backend knows it
+    int refs = 0;                          ///< the runtime's references
+    bool processed = false;                ///< the runtime handled its completion
+    Event* next_free = nullptr;            ///< the runtime's free list
+    void (*on_finish)(void*) = nullptr;    ///< called by finish()/fail(): wakes the runtime
+    void* on_finish_arg = nullptr;         ///< on_finish's argument
 
+    /// Whether it is done or failed.
     bool finished() const noexcept { return state.load(std::memory_order_acquire) != pending; }
+    /// Marks it done (any thread).
     void finish() noexcept {
         state.store(done, std::memory_order_release);
         if (on_finish) on_finish(on_finish_arg);
     }
+    /// Marks it failed with `e` (any thread).
     void fail(std::exception_ptr e) noexcept {
         error = std::move(e);
         state.store(failed, std::memory_order_release);
@@ -49,14 +53,14 @@ struct Event {
 
 /// One kernel launch as a backend sees it.
 struct LaunchRecord {
-    const Kernel* kernel = nullptr;
-    const std::string* task_name = nullptr;
-    Threads threads;
-    std::size_t scratch_bytes = 0;
-    void* const* slots = nullptr;  // per argument: device memory handle or pointer to value
-    const std::size_t* sizes = nullptr;
-    const bool* is_data = nullptr;
-    int n = 0;
+    const Kernel* kernel = nullptr;          ///< what to run
+    const std::string* task_name = nullptr;  ///< for errors
+    Threads threads;                         ///< work items
+    std::size_t scratch_bytes = 0;           ///< scratch memory per work group
+    void* const* slots = nullptr;        ///< per argument: device memory, or the value's address
+    const std::size_t* sizes = nullptr;  ///< per argument: bytes
+    const bool* is_data = nullptr;       ///< per argument: a Data (else a scalar)
+    int n = 0;                           ///< number of arguments
 };
 
 /// Counters of one device (Devices::stats).
@@ -77,6 +81,7 @@ struct DeviceStats {
 class Device {
   public:
     virtual ~Device() = default;
+    /// Its kind.
     virtual DeviceKind kind() const noexcept = 0;
     /// "cpu", "sim0", "opencl0 (pthread-haswell)".
     virtual std::string name() const = 0;
@@ -84,6 +89,7 @@ class Device {
     virtual std::size_t capacity() const noexcept = 0;
     /// Device memory for `bytes`, or null when the device has no room.
     virtual void* allocate(std::size_t bytes) = 0;
+    /// Gives back memory from allocate().
     virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
     /// Copies host -> device (offset 0); marks `e` when done.
     virtual void copy_in(void* dst, const void* src, std::size_t bytes, Event& e) = 0;
@@ -95,9 +101,9 @@ class Device {
     virtual bool poll(Event& e) { return e.finished(); }
     /// Releases what a finished event holds (a native event).
     virtual void release(Event&) noexcept {}
-    /// Modelled or measured host<->device bandwidth (bytes/s) and latency (s), for the
-    /// scheduler's transfer estimates.
+    /// Host<->device bandwidth (bytes/s) for the scheduler's transfer estimates.
     virtual double bandwidth() const noexcept { return 10e9; }
+    /// Seconds per copy for the scheduler's transfer estimates.
     virtual double latency() const noexcept { return 10e-6; }
     /// Whether completion must be polled (native events) rather than signalled.
     virtual bool needs_polling() const noexcept { return false; }

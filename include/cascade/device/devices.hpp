@@ -47,34 +47,37 @@ struct SimOptions {
 
 /// Settings of a Devices (which devices, the optimizations).
 struct DevicesOptions {
-    bool cpu = true;  ///< the pool's workers as device `cpu` (the host's memory)
-    int sim = 0;      ///< simulated devices
-    SimOptions sim_options{};
-    int opencl = 0;  ///< OpenCL devices to use (-1: all found; 0: none)
-    int cuda = 0;    ///< CUDA devices to use (-1: all found; 0: none)
+    bool cpu = true;           ///< the pool's workers as device `cpu` (the host's memory)
+    int sim = 0;               ///< simulated devices
+    SimOptions sim_options{};  ///< the simulated devices' model
+    int opencl = 0;            ///< OpenCL devices to use (-1: all found; 0: none)
+    int cuda = 0;              ///< CUDA devices to use (-1: all found; 0: none)
     /// Data bytes each device may hold (0: CASCADE_DEVICE_MEMORY if set, else the device's
     /// own memory). Least recently used copies are evicted beyond it.
     std::size_t memory = 0;
     // The optimizations (all on by default; off for comparisons).
-    bool pinned_host = true;      ///< page-locked host copies where the backend offers them
-    bool separate_queues = true;  ///< copies in, copies out and kernels on their own queues
-    bool memory_pool = true;      ///< freed device memory is kept for reuse
-    std::string name = "devices";
+    bool pinned_host = true;       ///< page-locked host copies where the backend offers them
+    bool separate_queues = true;   ///< copies in, copies out and kernels on their own queues
+    bool memory_pool = true;       ///< freed device memory is kept for reuse
+    std::string name = "devices";  ///< in errors and trace tracks
 };
 
 /// Counters of the whole runtime.
 struct DevicesStats {
-    std::uint64_t tasks = 0;
-    std::uint64_t bytes_in = 0, bytes_out = 0;
-    std::vector<DeviceStats> devices;
+    std::uint64_t tasks = 0;           ///< tasks submitted
+    std::uint64_t bytes_in = 0;        ///< host to devices, all devices
+    std::uint64_t bytes_out = 0;       ///< devices to host, all devices
+    std::vector<DeviceStats> devices;  ///< per device, in index order
 };
 
 namespace device::detail {
 class Runtime;
 }
 
+/// The device runtime of a pool (see the top of this file).
 class Devices {
   public:
+    /// Devices run by `tp` as `opts` says; throws UsageError if asked-for devices are missing.
     Devices(Threadpool& tp, DevicesOptions opts = {});
     Devices(const Devices&) = delete;
     Devices& operator=(const Devices&) = delete;
@@ -104,12 +107,17 @@ class Devices {
 
     /// The devices, in index order (index 0 is `cpu` when DevicesOptions::cpu).
     int size() const noexcept;
+    /// Device `i` (0 .. size() - 1).
     Device& device(int i) const;
     /// The first device index of `kind`, or -1.
     int find(DeviceKind kind) const noexcept;
+    /// Counters (a snapshot; exact after wait_all()).
     DevicesStats stats() const;
+    /// The pool it runs on.
     Threadpool& pool() const noexcept { return tp_; }
+    /// Its options.
     const DevicesOptions& options() const noexcept { return opts_; }
+    /// The internals (for Data and DeviceTask).
     device::detail::Runtime& runtime() const noexcept { return *rt_; }
 
   private:

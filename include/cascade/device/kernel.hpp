@@ -55,6 +55,7 @@ class KernelArgs {
     /// The launch's scratch memory (Launch::scratch_bytes), or null.
     void* scratch() const noexcept { return scratch_; }
 
+    /// Made by the backends.
     KernelArgs(void* const* slots, const std::size_t* sizes, int n, void* scratch) noexcept
         : slots_(slots), sizes_(sizes), n_(n), scratch_(scratch) {}
 
@@ -67,8 +68,9 @@ class KernelArgs {
 
 /// Sizes in up to 3 dimensions (0: the dimension is unused).
 struct Dims {
-    std::size_t v[3] = {0, 0, 0};
+    std::size_t v[3] = {0, 0, 0};  ///< x, y, z
     Dims() = default;
+    /// {x}, {x, y} or {x, y, z}.
     template <std::integral X, std::integral Y = int, std::integral Z = int>
     Dims(X x, Y y = 0, Z z = 0)
         : v{static_cast<std::size_t>(x), static_cast<std::size_t>(y), static_cast<std::size_t>(z)} {
@@ -79,9 +81,10 @@ struct Dims {
 /// dimension), in groups of `local` (0: the device chooses; the CPU loop uses groups of 1).
 /// `{n}`: n items; `{n, l}`: n items in groups of l; `{{nx, ny}, {lx, ly}}`: 2-D.
 struct Threads {
-    std::size_t global[3] = {1, 0, 0};
-    std::size_t local[3] = {0, 0, 0};
+    std::size_t global[3] = {1, 0, 0};  ///< work items per dimension
+    std::size_t local[3] = {0, 0, 0};   ///< work-group size per dimension (0: any)
     Threads() = default;
+    /// `g` work items in groups of `l`.
     Threads(Dims g, Dims l = {}) : global{g.v[0], g.v[1], g.v[2]}, local{l.v[0], l.v[1], l.v[2]} {}
     /// Number of dimensions used (1..3).
     int dims() const noexcept { return global[2] ? 3 : global[1] ? 2 : 1; }
@@ -95,9 +98,9 @@ struct OpenclCall {
     void* queue;         ///< cl_command_queue
     void* device;        ///< cl_device_id
     void* const* slots;  ///< per argument: a cl_mem* for Data, a pointer to the value for scalars
-    const std::size_t* sizes;
-    int n;
-    void** event;  ///< set to the cl_event that completes the work
+    const std::size_t* sizes;  ///< per argument: bytes
+    int n;                     ///< number of arguments
+    void** event;              ///< set to the cl_event that completes the work
 };
 
 namespace device::detail {
@@ -173,6 +176,7 @@ class Kernel {
     /// SimOptions::run_kernels = false sleep that long instead of running the CPU variant).
     Kernel& model(std::function<double(const Threads&)> seconds);
 
+    /// Its name.
     const std::string& name() const noexcept { return name_; }
     /// Whether it can run on devices of `kind` (sim runs the CPU variant).
     bool has_variant(DeviceKind kind) const noexcept;
@@ -180,22 +184,31 @@ class Kernel {
     int id() const noexcept { return id_; }
 
     // ---- used by the runtime and CASCADE_KERNEL ----------------------------------------
+    /// A single-source kernel's parts (made by CASCADE_KERNEL).
     struct SingleSource {
-        device::detail::ItemFn item = nullptr;
-        std::vector<device::detail::Param> params;
-        std::string params_text, body;
-        bool barrier = false;
+        device::detail::ItemFn item = nullptr;      ///< runs one work item (the C++ body)
+        std::vector<device::detail::Param> params;  ///< its parameters' kinds and sizes
+        std::string params_text;                    ///< the parameter list as written
+        std::string body;                           ///< the body as written
+        bool barrier = false;                       ///< the body calls kernel_barrier()
     };
+    /// A single-source kernel (CASCADE_KERNEL).
     Kernel(std::string name, SingleSource s);
+    /// Its single-source parts, or null.
     const SingleSource* single_source() const noexcept { return ss_.item ? &ss_ : nullptr; }
+    /// The CPU variant (Kernel::cpu), if any.
     const std::function<void(KernelArgs&)>& cpu_fn() const noexcept { return cpu_; }
+    /// The OpenCL call variant (Kernel::opencl), if any.
     const std::function<void(OpenclCall&)>& opencl_fn() const noexcept { return ocl_call_; }
+    /// The modelled time (Kernel::model), if any.
     const std::function<double(const Threads&)>& model_fn() const noexcept { return model_; }
     /// OpenCL C source and function (generated for single-source kernels).
     const std::string& opencl_text() const noexcept { return ocl_src_; }
+    /// The OpenCL __kernel function's name.
     const std::string& opencl_function() const noexcept { return ocl_fn_; }
     /// CUDA C++ source and function (generated for single-source kernels).
     const std::string& cuda_text() const noexcept { return cuda_src_; }
+    /// The CUDA __global__ function's name.
     const std::string& cuda_function() const noexcept { return cuda_fn_; }
     /// Runs the CPU variant over the launch's work items [begin, end) of the groups.
     void run_cpu(void* const* slots, const std::size_t* sizes, int n, const Threads& t,

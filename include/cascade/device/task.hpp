@@ -33,16 +33,23 @@ struct Launch {
     const char* name = nullptr;           ///< task name in errors and the trace (the kernel's)
 };
 
+/// A handle to a device task: a future<void> of its completion (see the top of this file).
 class DeviceTask {
   public:
+    /// An empty handle.
     DeviceTask() = default;
-    explicit DeviceTask(device::detail::TaskState* s) noexcept;  // takes a reference
+    /// A handle owning one reference of `s` (made by Devices).
+    explicit DeviceTask(device::detail::TaskState* s) noexcept;
+    /// Another handle to the same task.
     DeviceTask(const DeviceTask& o) noexcept;
+    /// Takes the handle over.
     DeviceTask(DeviceTask&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    /// Another handle to `o`'s task.
     DeviceTask& operator=(DeviceTask o) noexcept {
         std::swap(s_, o.s_);
         return *this;
     }
+    /// Drops the handle (the task runs on regardless).
     ~DeviceTask();
 
     /// Whether it finished (done or failed).
@@ -75,7 +82,9 @@ class DeviceTask {
         return then([&tf, k] { tf.fulfill_promise(k); });
     }
 
+    /// False for an empty handle.
     bool valid() const noexcept { return s_ != nullptr; }
+    /// The shared state (for the runtime).
     device::detail::TaskState* state() const noexcept { return s_; }
 
   private:
