@@ -3,8 +3,8 @@
 //   the device's backlog (expected seconds of the tasks admitted and waiting there)
 //   + the transfers its data needs there (bytes not valid there / bandwidth + latency, twice
 //     when staged through the host)
-//   + the kernel's measured time on that device (a moving average; unmeasured: 0, so each
-//     device is tried).
+//   + the kernel's measured time on that device (a moving average; unmeasured there: its
+//     mean over the devices where it was measured).
 // Ties go to the device that already holds more of the task's data.
 #include <limits>
 
@@ -12,10 +12,18 @@
 
 namespace cascade::device::detail {
 
+// The kernel's measured time on device d; unmeasured there: the mean of its times on the
+// other devices (assume alike until measured), or 0 when measured nowhere.
 double Runtime::expected_seconds(const Kernel& k, int d) const {
-    const std::size_t i =
-        static_cast<std::size_t>(k.id()) * slots.size() + static_cast<std::size_t>(d);
-    return i < kernel_seconds.size() && kernel_seconds[i] >= 0 ? kernel_seconds[i] : 0.0;
+    const std::size_t base = static_cast<std::size_t>(k.id()) * slots.size();
+    if (base + slots.size() > kernel_seconds.size()) return 0.0;
+    const double own = kernel_seconds[base + static_cast<std::size_t>(d)];
+    if (own >= 0) return own;
+    double sum = 0;
+    int n = 0;
+    for (std::size_t i = 0; i < slots.size(); ++i)
+        if (kernel_seconds[base + i] >= 0) sum += kernel_seconds[base + i], ++n;
+    return n ? sum / n : 0.0;
 }
 
 void Runtime::record_seconds(const Kernel& k, int d, double s) {

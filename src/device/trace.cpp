@@ -28,7 +28,9 @@ void Runtime::trace_setup() {
     trace::init_from_env();
     if (!trace::recording()) return;
     for (auto& s : slots) {
-        const std::string n = opts.name + " " + s.dev->name();
+        // "opencl0 (pthread-...)" -> "opencl0": the device's short name.
+        const std::string full = s.dev->name();
+        const std::string n = opts.name + " " + full.substr(0, full.find(" ("));
         s.trace_kernel = trace::new_buffer(n + " kernels");
         if (s.dev->space != 0) {
             s.trace_in = trace::new_buffer(n + " in");
@@ -64,7 +66,8 @@ void Runtime::trace_counters() {
     if (!trace::recording()) return;
     std::uint64_t in = 0, out = 0;
     for (auto& s : slots) {
-        const std::string n = "device." + s.dev->name();
+        const std::string full = s.dev->name();
+        const std::string n = "device." + full.substr(0, full.find(" ("));
         trace::set_counter(n + ".bytes_in", s.stats.bytes_in);
         trace::set_counter(n + ".bytes_out", s.stats.bytes_out);
         trace::set_counter(n + ".kernels", s.stats.tasks);

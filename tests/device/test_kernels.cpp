@@ -160,6 +160,22 @@ TEST(DeviceKernels, AnyDeviceSpreadsWorkAndStaysCorrect) {
     EXPECT_GE(used, 2);
 }
 
+TEST(DeviceKernels, AnyDeviceTasksFollowTheirData) {
+    Threadpool tp(2);
+    Devices devs(tp, {.cpu = false, .sim = 3});
+    const int n = 1 << 20;  // 4 MiB: moving it costs more than the kernel
+    Data<float> x(devs, n), y(devs, n);
+    devs.submit(saxpy, 1.0, cascade::read(x), cascade::readwrite(y), n,
+                Launch{.on = 2, .threads = {n}})
+        .get();
+    for (int k = 0; k < 10; ++k) {
+        auto t = devs.submit(saxpy, 1.0, cascade::read(x), cascade::readwrite(y), n,
+                             Launch{.threads = {n}});
+        t.get();  // one at a time: no backlog anywhere, only the data decides
+        EXPECT_EQ(t.device(), 2) << "task " << k;
+    }
+}
+
 TEST(DeviceKernels, OpenclBuildErrorsReachTheWaiter) {
     Machine m;
     if (!m.opencl) GTEST_SKIP() << "no OpenCL platform: install pocl-opencl-icd (Debian)";
