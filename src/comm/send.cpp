@@ -148,7 +148,9 @@ void Communicator::lower_fence(int dest) {
 bool Communicator::must_send_directly(int dest) const {
     const Outbox& o = outbox_[dest];
     return o.fences.load(std::memory_order_acquire) > 0 ||
-           o.nonempty.load(std::memory_order_acquire);
+           o.nonempty.load(std::memory_order_acquire) ||
+           o.frame_bytes_in_flight.load(std::memory_order_acquire) > 0 ||
+           o.body_bytes_in_flight.load(std::memory_order_acquire) > 0;
 }
 
 // Outbox d is fenced (under its lock): moves what was queued after the fence out of it, into

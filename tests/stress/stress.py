@@ -63,6 +63,7 @@ def configuration(rng, max_ranks):
         "--futures": rng.choice([0, 0, 4, 16]),
         "--keep": rng.randint(0, 1),
         "--rounds": rng.choice([1, 2, 3]),
+        "--order": rng.choice([0, 4, 16]),
     }
     env = {"CASCADE_CHECK": str(rng.randint(0, 1))}
     return ranks, env, [str(x) for kv in args.items() for x in kv]

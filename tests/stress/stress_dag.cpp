@@ -5,14 +5,19 @@
 // big arguments and kept results running at the same time. Every task computes a value from
 // the values of its predecessors, so a lost, doubled, reordered-into-the-wrong-buffer or
 // corrupted message shows as a wrong value. The graph is a function of --seed (the same on
-// every rank); --rounds runs it that many times with a join in between.
+// every rank); --rounds runs it that many times with a join in between. With --order K each
+// task also sends K numbered messages, each to one rank or to three at once (merged into a
+// tree), held for broadcast detection or not, while some handlers are slow: every rank must
+// see each task's numbers in increasing order, each once.
 //
 // Exit status 0 and the line "stress_dag: ok ..." on rank 0 when every value, every run
 // count and every body was right; else "stress_dag: FAILED ..." and status 1.
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cascade/cascade.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +25,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -37,6 +43,7 @@ struct Options {
     int futures = 0;        // async calls per rank per round
     bool keep = false;      // keep_result on the calls that make big vectors
     int rounds = 2;
+    int order = 0;  // numbered messages per task (per-sender order checks)
 };
 
 Options parse(int argc, char** argv) {
@@ -69,10 +76,12 @@ Options parse(int argc, char** argv) {
             o.keep = v != 0;
         else if (k == "--rounds")
             o.rounds = static_cast<int>(v);
+        else if (k == "--order")
+            o.order = static_cast<int>(v);
         else
             throw std::runtime_error("unknown option " + k);
     }
-    if (o.threads < 1 || o.tasks < 1 || o.rounds < 1 || o.max_body < 0)
+    if (o.threads < 1 || o.tasks < 1 || o.rounds < 1 || o.max_body < 0 || o.order < 0)
         throw std::runtime_error("--threads, --tasks, --rounds must be >= 1");
     return o;
 }
@@ -90,6 +99,28 @@ char body_byte(std::uint64_t value, std::size_t b) {
 }
 
 enum class Kind : int { local, small, large, self_small, self_large };
+
+// The numbered messages of task i (--order): message k goes to dests(i, k), 1 or 3 ranks, as
+// `how`: 0 held, 1 an AM with detection off, 2 send_now, 3 held to three ranks (a tree).
+struct Numbered {
+    int how;
+    int dests[3];
+    int count;
+};
+Numbered numbered(unsigned seed, int i, int k, int ranks) {
+    const std::uint64_t h =
+        mix((std::uint64_t(seed) << 40) ^ (std::uint64_t(i) << 20) ^ static_cast<std::uint64_t>(k));
+    Numbered m{static_cast<int>(h % 4), {0, 0, 0}, 1};
+    m.dests[0] = static_cast<int>((h >> 8) % static_cast<unsigned>(ranks));
+    if (m.how == 3 && ranks >= 3) {
+        m.count = 3;
+        for (int j = 1; j < 3; ++j)
+            m.dests[j] = (m.dests[0] + j) % ranks;
+    } else if (m.how == 3) {
+        m.how = 0;
+    }
+    return m;
+}
 
 struct Edge {
     int from, to;
@@ -184,6 +215,10 @@ int main(int argc, char** argv) {
         std::vector<std::uint64_t> value(n, 0);
         std::vector<std::vector<char>> out_body(g.edges.size()), in_body(g.edges.size());
         std::atomic<long> corrupt{0}, sent_large{0}, arrived_large{0};
+        // --order: the last number seen from each task in this round (communication thread),
+        // numbers seen out of order, and how many arrived.
+        std::vector<int> last_number(n, -1);
+        long out_of_order = 0, numbered_in = 0;
         int round = 0;
 
         cascade::Taskflow<int> tf(&tp, "stress");
@@ -220,6 +255,22 @@ int main(int argc, char** argv) {
             },
             "stress_large");
 
+        auto on_numbered = [&](int& i, int& k, int& r) {
+            if (r != round || i < 0 || i >= n) {
+                corrupt.fetch_add(1);
+                return;
+            }
+            if (k <= last_number[i]) ++out_of_order;
+            last_number[i] = k;
+            ++numbered_in;
+            // A slow handler now and then: trees through this rank wait for it.
+            if (mix(static_cast<std::uint64_t>(i * 131 + k)) % 64 == 0)
+                std::this_thread::sleep_for(std::chrono::microseconds(300));
+        };
+        auto held = comm.make_active_msg(on_numbered, "stress_numbered");
+        auto unheld = comm.make_active_msg(on_numbered, "stress_numbered_unheld");
+        unheld->set_broadcast_detection(false);
+
         tf.set_indegree([&](int k) { return std::max(1, g.indegree[k % n]); })
             .set_mapping([&](int k) { return g.thread_of[k % n]; })
             .set_name([&](int k) { return "stress(" + std::to_string(k % n) + ")"; })
@@ -248,6 +299,17 @@ int main(int argc, char** argv) {
                             large->send_large(dest, cascade::view<char>(b.data(), b.size()), e, v);
                             break;
                         }
+                    }
+                }
+                for (int q = 0; q < o.order; ++q) {
+                    const Numbered m = numbered(o.seed, i, q, ranks);
+                    for (int d = 0; d < m.count; ++d) {
+                        if (m.how == 1)
+                            unheld->send(m.dests[d], i, q, round);
+                        else if (m.how == 2)
+                            held->send_now(m.dests[d], i, q, round);
+                        else
+                            held->send(m.dests[d], i, q, round);
                     }
                 }
             });
@@ -298,6 +360,7 @@ int main(int argc, char** argv) {
                 if (want_runs && value[i] != g.expect[i]) ++bad;
                 runs[i].store(0);
             }
+            std::fill(last_number.begin(), last_number.end(), -1);
             if (round + 1 < o.rounds) tp.start();
         }
         long large_edges_out = 0, large_edges_in = 0;
@@ -308,6 +371,20 @@ int main(int argc, char** argv) {
         }
         if (sent_large.load() != large_edges_out * o.rounds) ++bad;
         if (arrived_large.load() != large_edges_in * o.rounds) ++bad;
+        long numbered_expected = 0;
+        for (int i = 0; i < n && o.order > 0; ++i)
+            for (int q = 0; q < o.order; ++q) {
+                const Numbered m = numbered(o.seed, i, q, ranks);
+                for (int d = 0; d < m.count; ++d)
+                    numbered_expected += m.dests[d] == me;
+            }
+        if (numbered_in != numbered_expected * o.rounds || out_of_order > 0) {
+            std::fprintf(stderr,
+                         "stress_dag: rank %d: %ld numbered messages of %ld, %ld out of order\n",
+                         me, numbered_in, numbered_expected * o.rounds, out_of_order);
+            ++bad;
+        }
+        bad += out_of_order;
         bad += corrupt.load();
         long total = 0;
         MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -319,9 +396,10 @@ int main(int argc, char** argv) {
             std::printf(
                 "stress_dag: %s ranks=%d threads=%d tasks=%d edges: local=%ld small=%ld "
                 "large=%ld self_small=%ld self_large=%ld futures=%d keep=%d aggregate=%d "
-                "chunk=%zu rounds=%d errors=%ld\n",
+                "chunk=%zu rounds=%d order=%d errors=%ld\n",
                 bad ? "FAILED" : "ok", ranks, o.threads, n, kinds[0], kinds[1], kinds[2], kinds[3],
-                kinds[4], o.futures, o.keep ? 1 : 0, o.aggregate ? 1 : 0, o.chunk, o.rounds, bad);
+                kinds[4], o.futures, o.keep ? 1 : 0, o.aggregate ? 1 : 0, o.chunk, o.rounds,
+                o.order, bad);
             std::fflush(stdout);
         }
     }

@@ -268,8 +268,8 @@ class Communicator : public JoinHook {
     void enqueue_past_fence(int dest, const ActiveMsgBase& am, std::size_t max_bytes,
                             Write&& write);
     /// Whether a message of this rank for `dest` must go to it directly rather than through
-    /// other ranks: earlier messages to it are fenced or still queued here, and a message by
-    /// another route could overtake them (any thread; a snapshot).
+    /// other ranks: earlier messages to it are fenced, queued here, or not yet completed by
+    /// MPI, and a message by another route could overtake them (any thread; a snapshot).
     bool must_send_directly(int dest) const;
     /// Posts a body send at once (communication thread), on a tag from new_body_tag().
     void send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
