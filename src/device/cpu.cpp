@@ -18,11 +18,10 @@ void* scratch_buffer(std::size_t bytes) {
     return bytes ? buf.data() : nullptr;
 }
 
+// One piece of a launch, small enough to travel inline in a pool task (no allocation).
 struct Piece {
     const LaunchRecord* r;
     Event* e;
-    std::atomic<int>* left;
-    std::atomic<bool>* failed;
     std::size_t begin, end;
 };
 
@@ -56,7 +55,7 @@ class CpuDevice final : public Device {
         left->store(static_cast<int>(pieces), std::memory_order_relaxed);
         failed->store(false, std::memory_order_relaxed);
         for (std::size_t p = 0; p < pieces; ++p) {
-            Piece pc{&r, &e, left, failed, groups * p / pieces, groups * (p + 1) / pieces};
+            Piece pc{&r, &e, groups * p / pieces, groups * (p + 1) / pieces};
             tp_.insert([pc] { run(pc); });
         }
     }
@@ -67,11 +66,11 @@ class CpuDevice final : public Device {
             pc.r->kernel->run_cpu(pc.r->slots, pc.r->sizes, pc.r->n, pc.r->threads,
                                   scratch_buffer(pc.r->scratch_bytes), pc.begin, pc.end);
         } catch (...) {
-            if (!pc.failed->exchange(true)) pc.e->error = std::current_exception();
+            if (!pc.e->part_failed.exchange(true)) pc.e->error = std::current_exception();
         }
-        if (pc.left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        if (pc.e->parts.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             pc.e->t_end = trace::stamp();
-            if (pc.failed->load(std::memory_order_acquire))
+            if (pc.e->part_failed.load(std::memory_order_acquire))
                 pc.e->fail(pc.e->error);
             else
                 pc.e->finish();

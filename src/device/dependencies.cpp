@@ -21,6 +21,16 @@ namespace device::detail {
 bool add_successor(TaskState* p, TaskState* s, bool propagate);
 void drop(TaskState* s) noexcept;
 
+// Ends a readers' join: it completes once the readers in it did (its successors then run).
+void close_join(TaskState* j) {
+    Runtime* rt = j->rt;
+    j->submitted = true;
+    rt->outstanding.fetch_add(1, std::memory_order_relaxed);
+    j->refs.fetch_add(1, std::memory_order_relaxed);  // the runtime's, until complete()
+    if (j->deps.fetch_sub(1, std::memory_order_acq_rel) == 1) rt->make_ready(j);
+    drop(j);  // the Data's
+}
+
 namespace {
 // Gives back what a task being built holds (its Data references), for an error.
 void abandon(TaskState* s) noexcept {
@@ -83,31 +93,25 @@ void register_accesses(TaskState* t) {
         // task that overwrites the data just runs after it.
         if (b->last_writer) add_successor(b->last_writer, t, reads(mode));
         if (writes(mode)) {
-            for (TaskState* r : b->readers) {
-                add_successor(r, t, false);
-                drop(r);
+            // A writer waits for the readers since the last writer through their join.
+            if (TaskState* j = b->readers_join) {
+                b->readers_join = nullptr;
+                add_successor(j, t, false);
+                close_join(j);
             }
-            b->readers.clear();
-            b->readers_kept = 0;
             if (b->last_writer) drop(b->last_writer);
             t->refs.fetch_add(1, std::memory_order_relaxed);
             b->last_writer = t;
         } else {
-            // Finished readers need no edge any more: drop them when the list has doubled
-            // since the last look (amortized constant time per reader).
-            if (b->readers.size() >= 32 && b->readers.size() >= 2 * b->readers_kept) {
-                auto keep = b->readers.begin();
-                for (TaskState* r : b->readers) {
-                    if (r->status.load(std::memory_order_acquire) == TaskState::pending)
-                        *keep++ = r;
-                    else
-                        drop(r);
-                }
-                b->readers.erase(keep, b->readers.end());
-                b->readers_kept = b->readers.size();
+            // Readers share: each one joins the group the next writer will wait for. The group
+            // is one task state, so finished readers hold nothing and a Data read by many
+            // tasks keeps no list of them.
+            if (!b->readers_join) {
+                TaskState* j = t->rt->acquire();
+                j->kind = TaskKind::join;
+                b->readers_join = j;
             }
-            t->refs.fetch_add(1, std::memory_order_relaxed);
-            b->readers.push_back(t);
+            add_successor(t, b->readers_join, false);
         }
     }
     for (std::size_t i = n; i-- > 0;)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "cascade/device/msi.hpp"
 #include "cascade/trace/event.hpp"
@@ -122,7 +123,12 @@ DataBlock* Runtime::lru_victim(int d, const TaskState* t) const {
     bool best_invalid = false;
     for (DataBlock* b : s.resident) {
         const Copy& c = b->copies[sp];
-        if (c.pins > 0 || c.pending) continue;
+        if (c.pins > 0) continue;
+        // Not while a transfer of this Data is in flight (its write-back would race it).
+        bool moving = false;
+        for (const Copy& o : b->copies)
+            moving |= o.pending != nullptr;
+        if (moving) continue;
         bool mine = false;
         for (const ArgSlot& a : t->args)
             mine |= a.block == b;
@@ -205,8 +211,13 @@ bool Runtime::admit(int d, TaskState* t, bool evicting) {
             p = device_allocate(d, b->bytes);
         }
         if (!p) {
-            // Tasks or write-backs in flight here will free memory: wait for them.
+            // Tasks or transfers in flight will unpin or free memory here: wait for them.
             if (s.in_flight > 0 || s.transfers > 0) return false;
+            for (DataBlock* r : s.resident) {
+                if (r->copies[static_cast<std::size_t>(sp)].pins > 0) return false;
+                for (const Copy& o : r->copies)
+                    if (o.pending) return false;
+            }
             fail_task(t, std::make_exception_ptr(std::runtime_error(
                              "task '" + t->name + "' cannot get " + mib(b->bytes) + " for Data '" +
                              b->name + "' on device " + s.dev->name() + " (it needs " + mib(total) +
@@ -311,6 +322,11 @@ bool Runtime::prepare(TaskState* t) {
         Copy& tgt = b->copies[usp];
         if (tgt.pending) return false;
         const Access mode = merged(t, i);
+        // A write makes every other copy stale: no transfer may still be writing into one (an
+        // eviction's write-back to the host, say), or it could land after a later fetch.
+        if (writes(mode))
+            for (const Copy& c : b->copies)
+                if (c.pending) return false;
         if (reads(mode) && b->states[usp] == Msi::invalid) {
             // The source must not be still arriving either.
             std::copy(b->states.begin(), b->states.end(), scratch_states);
@@ -352,10 +368,8 @@ void Runtime::release_blocks() {
             drop_copy(b, sp);
         b->lock.lock();
         if (b->last_writer) drop(b->last_writer);
-        for (TaskState* r : b->readers)
-            drop(r);
-        b->readers.clear();
         b->last_writer = nullptr;
+        if (TaskState* j = std::exchange(b->readers_join, nullptr)) close_join(j);
         b->lock.unlock();
         if (b->copies[0].ptr) host_deallocate(b->copies[0].ptr, b->bytes);
         delete b;

@@ -135,6 +135,7 @@ class Runtime {
 };
 
 void drop(TaskState* s) noexcept;  // a reference to a task state
+void close_join(TaskState* j);     // dependencies.cpp: a readers' join is complete
 bool add_successor(TaskState* p, TaskState* s, bool propagate);
 
 // Backends (each in its own file).

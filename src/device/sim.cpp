@@ -52,7 +52,9 @@ class Engine {
     void push(const Op& op) {
         {
             std::lock_guard<std::mutex> g(m_);
-            q_.push_back(op);
+            if (count_ == ring_.size()) grow();
+            ring_[(head_ + count_) % ring_.size()] = op;
+            ++count_;
         }
         cv_.notify_one();
     }
@@ -66,10 +68,11 @@ class Engine {
             Op op;
             {
                 std::unique_lock<std::mutex> lk(m_);
-                cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
-                if (q_.empty()) return;
-                op = q_.front();
-                q_.pop_front();
+                cv_.wait(lk, [&] { return stop_ || count_ > 0; });
+                if (count_ == 0) return;
+                op = ring_[head_];
+                head_ = (head_ + 1) % ring_.size();
+                --count_;
             }
             const auto start = Clock::now();
             op.e->t_start = trace::stamp();
@@ -106,7 +109,16 @@ class Engine {
     bool pinned_;
     std::mutex m_;
     std::condition_variable cv_;
-    std::deque<Op> q_;
+    // A ring of operations that only grows: no allocation per operation once warm.
+    void grow() {
+        std::vector<Op> r(std::max<std::size_t>(64, ring_.size() * 2));
+        for (std::size_t i = 0; i < count_; ++i)
+            r[i] = ring_[(head_ + i) % ring_.size()];
+        ring_ = std::move(r);
+        head_ = 0;
+    }
+    std::vector<Op> ring_;
+    std::size_t head_ = 0, count_ = 0;
     bool stop_ = false;
     std::thread thread_;
 };

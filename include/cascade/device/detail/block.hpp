@@ -1,6 +1,7 @@
 // DataBlock: the shared state behind Data<T> handles. A copy per memory space (index 0: the
-// host), their MSI states, and what implicit dependencies need: the last writer and the readers
-// since. Freed (device copies included) when the last handle and the last task are gone.
+// host), their MSI states, and what implicit dependencies need: the last writer and a join of
+// the readers since. Freed (device copies included) when the last handle and the last task are
+// gone.
 #pragma once
 
 #include <atomic>
@@ -44,10 +45,9 @@ struct DataBlock {
 
     // Implicit dependencies, under `lock`.
     Spinlock lock;
-    TaskState* last_writer = nullptr;  // holds a reference
-    std::vector<TaskState*> readers;   // since the last writer; hold references
-    std::size_t readers_kept = 0;      // readers left by the last pruning
-    TaskState* host_access = nullptr;  // the host request not yet released (a reference)
+    TaskState* last_writer = nullptr;   // holds a reference
+    TaskState* readers_join = nullptr;  // joins the readers since the last writer (a reference)
+    TaskState* host_access = nullptr;   // the host request not yet released (a reference)
 
     std::exception_ptr error;   // a transfer of it failed: tasks using it fail with this
     DataBlock* next = nullptr;  // the runtime's list of blocks to free
