@@ -194,34 +194,27 @@ void Communicator::flush() {
             if (o.fences.load(std::memory_order_relaxed) > 0) [[unlikely]] {
                 fenced = true;
                 take_before_fence(o, buf, larges);
-            }
-        }
-        if (fenced) [[unlikely]] {
-            ++held_;
-            send_frames(d, std::move(buf));
-            for (auto& l : larges)
-                post_large(d, std::move(l));
-            continue;
-        }
-        {
-            std::lock_guard<Spinlock> g(o.lock);
-            // The outbox's next buffer: for a burst bigger than a spare, the big spare (an
-            // iterative code sends the same burst at every step); else a spare, if any.
-            const bool big = o.buf.size() > kMaxSpareBufferBytes && big_spare_.capacity() > 0;
-            const bool used = big && fills(o.buf.size(), big_spare_.capacity());
-            if (big) {
-                buf = std::move(big_spare_);
             } else {
-                take_spare(buf);
+                // The outbox's next buffer: for a burst bigger than a spare, the big spare (an
+                // iterative code sends the same burst at every step); else a spare, if any.
+                const bool big = o.buf.size() > kMaxSpareBufferBytes && big_spare_.capacity() > 0;
+                const bool used = big && fills(o.buf.size(), big_spare_.capacity());
+                if (big) {
+                    buf = std::move(big_spare_);
+                } else {
+                    take_spare(buf);
+                }
+                std::swap(buf, o.buf);
+                if (big) track_big_outbox(d, used);
+                std::swap(larges, o.larges);
+                o.body_bytes_queued = 0;
+                o.bodies_queued = 0;
+                o.nonempty.store(false, std::memory_order_release);
+                outbox_pending_.fetch_sub(1, std::memory_order_acq_rel);
             }
-            std::swap(buf, o.buf);
-            if (big) track_big_outbox(d, used);
-            std::swap(larges, o.larges);
-            o.body_bytes_queued = 0;
-            o.bodies_queued = 0;
-            o.nonempty.store(false, std::memory_order_release);
-            outbox_pending_.fetch_sub(1, std::memory_order_acq_rel);
         }
+        if (fenced) [[unlikely]]
+            ++held_;
         send_frames(d, std::move(buf));
         for (auto& l : larges)
             post_large(d, std::move(l));
