@@ -96,8 +96,11 @@ int main(int argc, char** argv) {
                 for (int r = 0; r < nb; ++r)
                     buf[std::size_t(c) * std::size_t(nb) + std::size_t(r)] =
                         cascade_bench::spd_entry(seed, n, i * nb + r, j * nb + c);
-            tiles.emplace_back(devs, std::span<const double>(buf),
-                               "A" + std::to_string(i) + "," + std::to_string(j));
+            std::string name = "A";  // (not "A" + ...: GCC 12 warns wrongly about that)
+            name += std::to_string(i);
+            name += ',';
+            name += std::to_string(j);
+            tiles.emplace_back(devs, std::span<const double>(buf), name);
         }
 
     std::vector<cascade::DeviceTask> tasks;

@@ -106,6 +106,9 @@ Runtime::Runtime(Devices& o, Threadpool& pool, const DevicesOptions& op)
 
 Runtime::~Runtime() {
     stop();
+    for (auto& [n, ptrs] : host_pool_)
+        for (void* p : ptrs)
+            std::free(p);
 }
 
 void Runtime::start() {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cascade/device/devices.hpp"
@@ -59,8 +60,11 @@ void random_sequence(Devices& devs, int arrays, int n, int tasks, unsigned seed)
     std::vector<std::vector<unsigned>> host(static_cast<std::size_t>(arrays),
                                             std::vector<unsigned>(static_cast<std::size_t>(n)));
     std::vector<Data<unsigned>> data;
-    for (int a = 0; a < arrays; ++a)
-        data.emplace_back(devs, n, "a" + std::to_string(a));
+    for (int a = 0; a < arrays; ++a) {
+        std::string name = "a";  // (not "a" + ...: GCC 12 warns wrongly about that)
+        name += std::to_string(a);
+        data.emplace_back(devs, n, name);
+    }
     const auto un = static_cast<std::size_t>(n);
     for (int k = 0; k < tasks; ++k) {
         const auto op = rng() % 10;
