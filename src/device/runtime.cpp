@@ -49,8 +49,16 @@ std::size_t memory_from_env() {
     return static_cast<std::size_t>(x * mult);
 }
 
-void wake_runtime(void* rt) {
-    static_cast<Runtime*>(rt)->wake();
+// An event's finisher enters before the state changes and leaves after waking the runtime: the
+// runtime is not destroyed while one is still inside (stop() waits for them).
+void wake_runtime(void* p, bool entering) {
+    auto* rt = static_cast<Runtime*>(p);
+    if (entering) {
+        rt->finishers.fetch_add(1, std::memory_order_acq_rel);
+    } else {
+        rt->wake();
+        rt->finishers.fetch_sub(1, std::memory_order_acq_rel);
+    }
 }
 }  // namespace
 
@@ -120,6 +128,8 @@ void Runtime::stop() {
     stop_.store(true, std::memory_order_seq_cst);
     wake();
     thread_.join();
+    while (finishers.load(std::memory_order_acquire) > 0)
+        std::this_thread::yield();
 }
 
 void Runtime::wake() noexcept {

@@ -79,7 +79,8 @@ class Runtime {
     std::atomic<long> outstanding{0};  // submitted, not finished
     std::atomic<int> held_accesses{0};
     std::atomic<std::uint64_t> tasks_total{0};
-    bool abandon = false;  // destroyed with tasks that can never run
+    bool abandon = false;           // destroyed with tasks that can never run
+    std::atomic<int> finishers{0};  // backends inside Event::finish()/fail()
 
     // ---- runtime thread only ----------------------------------------------------------
     void loop();

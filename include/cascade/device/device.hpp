@@ -33,21 +33,29 @@ struct Event {
     int refs = 0;                          ///< the runtime's references
     bool processed = false;                ///< the runtime handled its completion
     Event* next_free = nullptr;            ///< the runtime's free list
-    void (*on_finish)(void*) = nullptr;    ///< called by finish()/fail(): wakes the runtime
-    void* on_finish_arg = nullptr;         ///< on_finish's argument
+    /// Called by finish()/fail() with `true` before the state changes and `false` after (the
+    /// runtime counts the finishers in between and wakes up); set by the runtime.
+    void (*on_finish)(void*, bool) = nullptr;
+    void* on_finish_arg = nullptr;  ///< on_finish's argument
 
     /// Whether it is done or failed.
     bool finished() const noexcept { return state.load(std::memory_order_acquire) != pending; }
-    /// Marks it done (any thread).
-    void finish() noexcept {
-        state.store(done, std::memory_order_release);
-        if (on_finish) on_finish(on_finish_arg);
-    }
+    /// Marks it done (any thread). The event may be reused as soon as the state changes, so
+    /// nothing of it is touched after.
+    void finish() noexcept { settle(done); }
     /// Marks it failed with `e` (any thread).
     void fail(std::exception_ptr e) noexcept {
         error = std::move(e);
-        state.store(failed, std::memory_order_release);
-        if (on_finish) on_finish(on_finish_arg);
+        settle(failed);
+    }
+
+  private:
+    void settle(int st) noexcept {
+        void (*const f)(void*, bool) = on_finish;
+        void* const a = on_finish_arg;
+        if (f) f(a, true);
+        state.store(st, std::memory_order_release);
+        if (f) f(a, false);
     }
 };
 
