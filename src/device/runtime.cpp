@@ -398,9 +398,15 @@ void Runtime::loop() {
     int quiet = 0;
     for (;;) {
         const std::uint32_t word = wake_word_.load(std::memory_order_seq_cst);
-        const bool moved = step();
+        bool moved;
+        {
+            // stats() reads what a step changes: it takes a consistent snapshot between steps.
+            std::lock_guard<std::mutex> g(stats_mutex);
+            moved = step();
+        }
         if (stop_.load(std::memory_order_acquire) && active.empty() && transfers.empty() &&
             incoming.empty() && !ready_.load() && (outstanding.load() == 0 || abandon)) {
+            std::lock_guard<std::mutex> g(stats_mutex);
             release_blocks();
             break;
         }
@@ -503,8 +509,9 @@ int Devices::find(DeviceKind kind) const noexcept {
 }
 
 DevicesStats Devices::stats() const {
-    // Read while the runtime runs: figures are a snapshot (exact after wait_all()).
+    // Taken between two steps of the runtime thread (exact after wait_all()).
     DevicesStats st;
+    std::lock_guard<std::mutex> g(rt_->stats_mutex);
     st.tasks = rt_->tasks_total.load();
     for (const auto& s : rt_->slots) {
         st.devices.push_back(s.stats);

@@ -81,6 +81,7 @@ class Runtime {
     std::atomic<std::uint64_t> tasks_total{0};
     bool abandon = false;           // destroyed with tasks that can never run
     std::atomic<int> finishers{0};  // backends inside Event::finish()/fail()
+    std::mutex stats_mutex;         // held by the runtime thread during a step
 
     // ---- runtime thread only ----------------------------------------------------------
     void loop();
