@@ -83,6 +83,13 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
     bcast_ = detail::make_broadcasts(*this);
+    // An error of a task or handler of one rank, told to the others (poll_once).
+    error_am_ = make_active_msg(
+        [this](int& rank, int& thread, std::string& task, std::string& what) {
+            on_peer_error(rank, thread, std::move(task), std::move(what));
+        },
+        "cascade.error");
+    error_am_->set_broadcast_detection(false);
     bcast_->set_detection(opts_.broadcast_detection >= 0 ? opts_.broadcast_detection != 0
                                                          : settings::flag("CASCADE_BCAST", true));
     if (rank_ == 0) {
@@ -298,6 +305,35 @@ bool Communicator::has_after_progress(AfterProgress fn, void* ctx) const noexcep
     return false;
 }
 
+// A task or handler failed on this rank (the pool failed): every other rank's pool fails
+// with the same error, so that every join() of this epoch throws it and returns normally.
+void Communicator::tell_peers_of_error(std::exception_ptr e) {
+    std::string task, what = detail::describe_error(e);
+    int thread = -1, rank = rank_;
+    try {
+        std::rethrow_exception(e);
+    } catch (const TaskError& te) {
+        task = te.task();
+        thread = te.thread();
+        if (te.rank() >= 0) rank = te.rank();
+        what = te.what();
+    } catch (...) {
+    }
+    if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(rank) + ": " + what;
+    for (int r = 0; r < size_; ++r)
+        if (r != rank_) error_am_->send_now(r, rank, thread, task, what);
+}
+
+void Communicator::on_peer_error(int rank, int thread, std::string task, std::string what) {
+    if (rank < 0 || rank >= size_ || rank != detail::tls_frame_source)
+        throw WireError("an error report for rank " + std::to_string(rank));
+    error_from_peer_ = true;
+    if (!tp_) return;
+    auto original = std::make_exception_ptr(std::runtime_error(what));
+    fail(*tp_, std::make_exception_ptr(TaskError::reported(std::move(what), std::move(task), thread,
+                                                           rank, std::move(original))));
+}
+
 void Communicator::fail_pool(std::exception_ptr e) noexcept {
     if (!tp_) abort_job("rank " + std::to_string(rank_) + ": " + detail::describe_error(e));
     fail(*tp_, std::move(e));
@@ -314,11 +350,14 @@ bool Communicator::wants_progress() const {
 
 void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
                                   const char* which) {
-    std::string msg = "rank " + std::to_string(rank_) + ": active message '" + am.name() + "' (" +
-                      which + ", from rank " + std::to_string(source) +
-                      ") threw: " + detail::describe_error(e);
-    if (size_ > 1 || !tp_) abort_job(msg);
-    fail(*tp_, std::make_exception_ptr(std::runtime_error(msg)));
+    std::string task =
+        "'" + am.name() + "' (" + which + ", from rank " + std::to_string(source) + ")";
+    std::string msg = "rank " + std::to_string(rank_) + ": active message " + task +
+                      " threw: " + detail::describe_error(e);
+    if (!tp_) abort_job(msg);
+    // Like a task's error: join() throws it here, and on every other rank (poll_once).
+    fail(*tp_, std::make_exception_ptr(
+                   TaskError::reported(std::move(msg), std::move(task), -1, rank_, std::move(e))));
 }
 
 void Communicator::attach(Threadpool& tp) {

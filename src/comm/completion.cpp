@@ -229,14 +229,14 @@ PollResult Communicator::poll(Threadpool& tp) {
 
 PollResult Communicator::poll_once(Threadpool& tp) {
     tls_comm_thread = this;
-    if (tp.failed()) {
-        if (size_ > 1) {
-            const std::string what =
-                detail::describe_error(tp.error());  // TaskError names the rank already
-            abort_job(what.rfind("rank ", 0) == 0 ? what
-                                                  : "rank " + std::to_string(rank_) + ": " + what);
+    if (tp.failed()) [[unlikely]] {
+        if (size_ == 1) return PollResult::done;  // join() rethrows the error
+        // The pool discards its tasks from now on. The others are told once (unless the
+        // error came from one of them), and the epoch ends as usual: every join() throws.
+        if (!error_told_) {
+            error_told_ = true;
+            if (!error_from_peer_) tell_peers_of_error(tp.error());
         }
-        return PollResult::done;  // one rank: join() rethrows the error
     }
     const bool active = progress();
     if (completion_step(tp)) {
@@ -246,6 +246,8 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         // Only complete sends here: running handlers now would run messages of the next
         // epoch inside this one (ranks that finished first may have sent them already).
         reset_epoch();
+        error_told_ = false;
+        error_from_peer_ = false;
         const auto since = std::chrono::steady_clock::now();
         while (live_sends_ > 0) {
             test_sends();

@@ -124,6 +124,45 @@ bool Objects::rebalance(const ObjectKey& k, int dest) {
     return true;
 }
 
+// The pool failed and discards its tasks (every rank's join() throws the error): a request
+// that will not run gives its access back, so the object's later requests are discarded in
+// turn, and a call gets an error reply instead of leaving its caller waiting.
+void Objects::discard(Record* r, Invocation* inv) noexcept {
+    detail::InvocationPtr guard(inv);
+    try {
+        if (inv->h.kind == OpKind::handler && inv->h.token != 0) {
+            const std::string msg = "objects: a call on rank " + std::to_string(rank_) +
+                                    " was discarded: a task or handler failed there";
+            if (inv->h.sender == rank_) {
+                if (detail::StateBase* st = take_reply_token(inv->h.token)) {
+                    st->set_error(std::make_exception_ptr(RemoteError(rank_, msg)));
+                    st->release();
+                }
+            } else {
+                send_reply(inv->h.sender, inv->h.token, true, msg.data(), msg.size());
+            }
+        }
+    } catch (...) {  // the reply could not be sent: the job is failing already
+    }
+    Scratch scratch;
+    std::vector<Pending>& out = scratch.out;
+    {
+        std::lock_guard<Spinlock> g(shard(r->key).m);
+        if (exclusive(*inv)) {
+            r->running_exclusive = false;
+            r->leaving = false;
+            if (inv->h.kind == OpKind::rebalance) r->rebalancing = false;
+        } else {
+            --r->running_shared;
+        }
+        dispatch_locked(*r, out);
+    }
+    try {
+        start(out);
+    } catch (...) {
+    }
+}
+
 void Objects::finish(Record* r, bool excl, double seconds) {
     Shard& s = shard(r->key);
     Scratch scratch;

@@ -126,7 +126,10 @@ struct Objects::ObjTask {
         return std::string(p.label) + " " + std::to_string(p.home) + ":" + std::to_string(p.id) +
                ")";
     }
-    static void discard(cascade::Task& t) { detail::free_invocation(t.as<ObjTask>().inv); }
+    static void discard(cascade::Task& t) {
+        auto& p = t.as<ObjTask>();
+        p.self->discard(p.rec, p.inv);
+    }
     static constexpr TaskVTable vtable{&run, &describe, &discard};
     // The task running `inv` on r (inv null: only named, for a trace).
     static cascade::Task make(Objects* o, detail::Record* r, detail::Invocation* inv,

@@ -352,7 +352,7 @@ bool Objects::run_deferred(void* self) {
         if (!p.inv) continue;  // handed to a worker meanwhile (undefer)
         p.rec->deferred = false;
         if (o->tp_.failed()) {  // as the pool discards its queued tasks once one failed
-            detail::free_invocation(p.inv);
+            o->discard(p.rec, p.inv);
             continue;
         }
         // The record may move away once the handler finished: name it first.

@@ -124,8 +124,8 @@ class Communicator : public JoinHook {
     /// Whether `fn(ctx)` is installed.
     bool has_after_progress(AfterProgress fn, void* ctx) const noexcept;
     /// Records `e` as the error of the attached pool, as a task that threw would: join()
-    /// rethrows it (with other ranks, the job ends with its message) and the tasks still
-    /// queued are discarded. For work a layer runs on the communication thread outside any
+    /// rethrows it, on this rank and on every other one, and the tasks still queued are
+    /// discarded. For work a layer runs on the communication thread outside any
     /// handler (an after-progress function). Without an attached pool it ends the job.
     void fail_pool(std::exception_ptr e) noexcept;
     /// True on the communication thread while it is inside progress().
@@ -415,6 +415,8 @@ class Communicator : public JoinHook {
     std::vector<std::string> am_names() const;
     void write_trace_of_rank() noexcept;
     void tell_peers_of_abort() noexcept;
+    void tell_peers_of_error(std::exception_ptr e);
+    void on_peer_error(int rank, int thread, std::string task, std::string what);
     void sent_from_outside(const ActiveMsgBase& am);
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
@@ -547,7 +549,12 @@ class Communicator : public JoinHook {
     // join() runs (from its first poll until it returns): a send from a thread outside the
     // pool then could change the counts after completion was confirmed (checked mode says so).
     std::atomic<bool> joining_{false};
-    bool abandoned_ = false;      // the pool was destroyed by an exception, work unfinished
+    bool abandoned_ = false;  // the pool was destroyed by an exception, work unfinished
+    // A task or handler failed in this epoch: error_told_ once the other ranks were told,
+    // error_from_peer_ when the error came from one of them (nothing to tell).
+    ActiveMsg<int, int, std::string, std::string>* error_am_ = nullptr;
+    bool error_told_ = false;
+    bool error_from_peer_ = false;
     bool trace_written_ = false;  // this rank's events were written on the way to an abort
     // join()'s polls in a row that moved nothing while a transfer was in flight (poll_once).
     static constexpr std::uint8_t kHotInFlightPolls = 32;

@@ -39,7 +39,15 @@ class TaskError : public std::runtime_error {
           thread_(thread),
           rank_(rank),
           original_(std::move(original)) {}
-    /// The task's name.
+    /// The same error as reported by the rank where it happened: `what` is its whole message
+    /// (every rank's join() throws it with the same text), `original` what this rank knows of
+    /// the exception (the failing rank's own, or a std::runtime_error with its message).
+    static TaskError reported(std::string what, std::string task, int thread, int rank,
+                              std::exception_ptr original) {
+        return TaskError(Reported{}, std::move(what), std::move(task), thread, rank,
+                         std::move(original));
+    }
+    /// The task's name (or the handler's description: "'name' (handler, from rank 2)").
     const std::string& task() const noexcept { return task_; }
     /// The worker it ran on (-1: the communication thread, outside any handler).
     int thread() const noexcept { return thread_; }
@@ -49,6 +57,15 @@ class TaskError : public std::runtime_error {
     std::exception_ptr original() const noexcept { return original_; }
 
   private:
+    struct Reported {};
+    TaskError(Reported, std::string what, std::string task, int thread, int rank,
+              std::exception_ptr original)
+        : std::runtime_error(std::move(what)),
+          task_(std::move(task)),
+          thread_(thread),
+          rank_(rank),
+          original_(std::move(original)) {}
+
     std::string task_;
     int thread_;
     int rank_;

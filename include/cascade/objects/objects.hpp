@@ -256,6 +256,7 @@ class Objects {
     // Running requests (pool tasks).
     void execute(detail::Record* r, detail::Invocation* inv);
     void finish(detail::Record* r, bool exclusive, double seconds);
+    void discard(detail::Record* r, detail::Invocation* inv) noexcept;
     void do_migrate(detail::Record* r, detail::Invocation* inv);
     void migrate_now(detail::Record* r, int dest);
     bool migrate_when_handler_ends(const ObjectKey& k, int dest);
