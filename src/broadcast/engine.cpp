@@ -407,7 +407,8 @@ void Engine::check(const Header& h, view<const Recipient>& sub, bool large) cons
         throw WireError("broadcast header from " + rank_str(source) + ": " + what);
     };
     // A root delivers to itself through its own outbox (large bodies), with an empty list.
-    if (h.root < 0 || h.root >= size_ || (h.root == me_ && (source != me_ || !sub.empty())))
+    if (h.root < 0 || h.root >= size_ ||
+        (h.root == me_ && (source != me_ || !sub.empty() || h.ack != 0)))
         bad("root " + std::to_string(h.root));
     if (h.from != source)
         bad("says it comes from " + std::to_string(h.from) + ", not " + std::to_string(source));
