@@ -91,9 +91,14 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
 }
 
 Threadpool::Threadpool(int n_threads, JoinHook* hook, int verb, std::string name, bool start)
-    : Threadpool(n_threads,
+    : Threadpool(n_threads, hook,
                  ThreadpoolOptions{
-                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = false}) {
+                     .verb = verb, .name = name.empty() ? "tp" : std::move(name), .start = start}) {
+}
+
+Threadpool::Threadpool(int n_threads, JoinHook* hook, ThreadpoolOptions opts)
+    : Threadpool(n_threads, without_start(opts)) {
+    const bool start = opts.start;
     if (hook) {
         hook_ = hook;
         hook->attach(*this);

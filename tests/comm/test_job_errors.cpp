@@ -103,3 +103,12 @@ TEST(JobErrors, TwoRanksFailingInOneEpochEachThrowAnError) {
     }
     EXPECT_EQ(allreduce_sum(ring(comm, tp, 1)), long(comm.comm_size()));
 }
+
+// A distributed pool takes every option: name, checked mode, a start that waits.
+TEST(JobErrors, ADistributedPoolTakesOptions) {
+    Communicator comm;
+    Threadpool tp(2, &comm, {.name = "opts", .start = false, .checked = 1});
+    EXPECT_EQ(tp.size(), 2);
+    EXPECT_TRUE(tp.checked());
+    EXPECT_EQ(allreduce_sum(ring(comm, tp, 2)), 2L * comm.comm_size());
+}

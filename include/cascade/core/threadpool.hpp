@@ -57,6 +57,9 @@ class Threadpool {
     /// drives MPI).
     Threadpool(int n_threads, JoinHook* hook, int verb = 0, std::string name = "",
                bool start = true);
+    /// A pool whose join() lets `hook` take part, with every option:
+    /// `Threadpool tp(2, &comm, {.name = "solver", .pin_workers = 1})`.
+    Threadpool(int n_threads, JoinHook* hook, ThreadpoolOptions opts);
     Threadpool(const Threadpool&) = delete;
     Threadpool& operator=(const Threadpool&) = delete;
     ~Threadpool();
@@ -163,6 +166,10 @@ class Threadpool {
     }
 
   private:
+    static ThreadpoolOptions without_start(ThreadpoolOptions o) {
+        o.start = false;  // started once the hook is attached
+        return o;
+    }
     // Taskflows register themselves (join diagnostics); a JoinHook records errors of its own
     // (a failed handler) and unhooks itself (JoinHook's protected helpers).
     template <class K>
