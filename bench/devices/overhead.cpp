@@ -2,14 +2,17 @@
 // opencl devices, and raw OpenCL (clEnqueueNDRangeKernel + wait on the event; N enqueues +
 // clFinish) on the same OpenCL device in the same run.
 //   devices_overhead [--tasks N] [--reps R] [--systems cascade,raw] [--devices cpu,sim,opencl]
-// One JSON record per (system, device): latency_us (median over R rounds of the mean of
-// N one-at-a-time tasks) and tasks_per_s (N independent tasks, then one wait; median).
+// One JSON record per (system, device): latency_us (the mean of a batch of N/10 tasks run one
+// at a time) and tasks_per_s (N/10 independent tasks, then one wait), medians over 10 R
+// batches; the systems take turns batch by batch.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cascade/device/devices.hpp"
@@ -33,55 +36,76 @@ void emit(const char* system, const char* device, double lat_us, double tps, int
     r.print();
 }
 
-void cascade_run(const std::string& device, int tasks, int reps) {
-    cascade::Threadpool tp(1);
-    cascade::DevicesOptions o;
-    o.cpu = device == "cpu";
-    if (device == "sim") {
-        o.sim = 1;
-        o.sim_options.launch_latency = 0;  // the runtime's overhead, no modelled launch
-        o.sim_options.latency = 0;
+// Cascade on one device kind: one-at-a-time latency and N-at-once throughput of a round.
+struct CascadeRun {
+    cascade::Threadpool tp{1};
+    std::unique_ptr<cascade::Devices> devs;
+    std::unique_ptr<cascade::Data<int>> x;
+    explicit CascadeRun(const std::string& device) {
+        cascade::DevicesOptions o;
+        o.cpu = device == "cpu";
+        if (device == "sim") {
+            o.sim = 1;
+            o.sim_options.launch_latency = 0;  // the runtime's overhead, no modelled launch
+            o.sim_options.latency = 0;
+        }
+        if (device == "opencl") o.opencl = 1;
+        devs = std::make_unique<cascade::Devices>(tp, o);
+        x = std::make_unique<cascade::Data<int>>(*devs, 1, "x");
+        round(10);  // builds the program, moves x
     }
-    if (device == "opencl") o.opencl = 1;
-    cascade::Devices devs(tp, o);
-    cascade::Data<int> x(devs, 1, "x");
-    const cascade::Launch l{.on = 0, .threads = {1}};
-    devs.submit(empty, cascade::read(x), l).get();  // builds the program, moves x
-    std::vector<double> lat, tput;
-    for (int r = 0; r < reps; ++r) {
+    std::pair<double, double> round(int tasks) {
+        const cascade::Launch l{.on = 0, .threads = {1}};
         double t0 = cascade_bench::now_seconds();
         for (int i = 0; i < tasks; ++i)
-            devs.submit(empty, cascade::read(x), l).get();
-        lat.push_back((cascade_bench::now_seconds() - t0) / tasks * 1e6);
+            devs->submit(empty, cascade::read(*x), l).get();
+        const double lat = (cascade_bench::now_seconds() - t0) / tasks * 1e6;
         t0 = cascade_bench::now_seconds();
         for (int i = 0; i < tasks; ++i)
-            devs.submit(empty, cascade::read(x), l);
-        devs.wait_all();
-        tput.push_back(tasks / (cascade_bench::now_seconds() - t0));
+            devs->submit(empty, cascade::read(*x), l);
+        devs->wait_all();
+        return {lat, tasks / (cascade_bench::now_seconds() - t0)};
     }
-    emit("cascade", device.c_str(), cascade_bench::median(lat), cascade_bench::median(tput), tasks);
-}
+};
 
-void raw_opencl(int tasks, int reps) {
-    cl_platform_id p;
-    cl_device_id d;
-    cl_uint n = 0;
-    if (clGetPlatformIDs(1, &p, &n) != CL_SUCCESS || n == 0 ||
-        clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &d, nullptr) != CL_SUCCESS) {
-        std::fprintf(stderr, "raw opencl: no OpenCL device (install pocl-opencl-icd)\n");
-        return;
+// Raw OpenCL on the first device: enqueue + wait per kernel; N enqueues + clFinish.
+struct RawRun {
+    cl_context ctx = nullptr;
+    cl_command_queue q = nullptr;
+    cl_program prog = nullptr;
+    cl_kernel k = nullptr;
+    cl_mem m = nullptr;
+    bool ok = false;
+    RawRun() {
+        cl_platform_id p;
+        cl_device_id d;
+        cl_uint n = 0;
+        if (clGetPlatformIDs(1, &p, &n) != CL_SUCCESS || n == 0 ||
+            clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &d, nullptr) != CL_SUCCESS) {
+            std::fprintf(stderr, "raw opencl: no OpenCL device (install pocl-opencl-icd)\n");
+            return;
+        }
+        cl_int err;
+        ctx = clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
+        q = clCreateCommandQueue(ctx, d, 0, &err);
+        prog = clCreateProgramWithSource(ctx, 1, &kEmptySource, nullptr, &err);
+        clBuildProgram(prog, 1, &d, "", nullptr, nullptr);
+        k = clCreateKernel(prog, "empty", &err);
+        m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(int), nullptr, &err);
+        clSetKernelArg(k, 0, sizeof m, &m);
+        ok = true;
+        round(10);
     }
-    cl_int err;
-    cl_context ctx = clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
-    cl_command_queue q = clCreateCommandQueue(ctx, d, 0, &err);
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &kEmptySource, nullptr, &err);
-    clBuildProgram(prog, 1, &d, "", nullptr, nullptr);
-    cl_kernel k = clCreateKernel(prog, "empty", &err);
-    cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(int), nullptr, &err);
-    clSetKernelArg(k, 0, sizeof m, &m);
-    const std::size_t g = 1;
-    std::vector<double> lat, tput;
-    for (int r = 0; r < reps + 1; ++r) {
+    ~RawRun() {
+        if (!ok) return;
+        clReleaseMemObject(m);
+        clReleaseKernel(k);
+        clReleaseProgram(prog);
+        clReleaseCommandQueue(q);
+        clReleaseContext(ctx);
+    }
+    std::pair<double, double> round(int tasks) {
+        const std::size_t g = 1;
         double t0 = cascade_bench::now_seconds();
         for (int i = 0; i < tasks; ++i) {
             cl_event ev;
@@ -90,24 +114,14 @@ void raw_opencl(int tasks, int reps) {
             clWaitForEvents(1, &ev);
             clReleaseEvent(ev);
         }
-        const double l = (cascade_bench::now_seconds() - t0) / tasks * 1e6;
+        const double lat = (cascade_bench::now_seconds() - t0) / tasks * 1e6;
         t0 = cascade_bench::now_seconds();
         for (int i = 0; i < tasks; ++i)
             clEnqueueNDRangeKernel(q, k, 1, nullptr, &g, nullptr, 0, nullptr, nullptr);
         clFinish(q);
-        const double t = tasks / (cascade_bench::now_seconds() - t0);
-        if (r > 0) {  // the first round warms up
-            lat.push_back(l);
-            tput.push_back(t);
-        }
+        return {lat, tasks / (cascade_bench::now_seconds() - t0)};
     }
-    emit("raw", "opencl", cascade_bench::median(lat), cascade_bench::median(tput), tasks);
-    clReleaseMemObject(m);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
-    clReleaseCommandQueue(q);
-    clReleaseContext(ctx);
-}
+};
 
 }  // namespace
 
@@ -125,16 +139,40 @@ int main(int argc, char** argv) {
         else if (a == "--devices")
             devices = argv[i + 1];
     }
-    // Interleaved: each round runs every system once, so drift hits all alike.
-    if (has(systems, "raw") && has(devices, "opencl")) raw_opencl(tasks, reps);
+    // Every system set up once; then rounds that run each in turn (so drift and other load
+    // hit all alike), in batches of tasks / 10; medians over all batches.
+    std::unique_ptr<RawRun> raw;
+    if (has(systems, "raw") && has(devices, "opencl")) raw = std::make_unique<RawRun>();
+    std::vector<std::pair<std::string, std::unique_ptr<CascadeRun>>> runs;
     if (has(systems, "cascade"))
         for (const char* d : {"cpu", "sim", "opencl"})
             if (has(devices, d)) {
                 try {
-                    cascade_run(d, tasks, reps);
+                    runs.emplace_back(d, std::make_unique<CascadeRun>(d));
                 } catch (const std::exception& e) {
                     std::fprintf(stderr, "cascade %s: %s\n", d, e.what());
                 }
             }
+    const int batch = std::max(1, tasks / 10);
+    std::vector<double> raw_lat, raw_tput;
+    std::vector<std::vector<double>> lat(runs.size()), tput(runs.size());
+    for (int r = 0; r < reps * 10; ++r) {
+        if (raw && raw->ok) {
+            auto [l, t] = raw->round(batch);
+            raw_lat.push_back(l);
+            raw_tput.push_back(t);
+        }
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            auto [l, t] = runs[i].second->round(batch);
+            lat[i].push_back(l);
+            tput[i].push_back(t);
+        }
+    }
+    if (!raw_lat.empty())
+        emit("raw", "opencl", cascade_bench::median(raw_lat), cascade_bench::median(raw_tput),
+             batch);
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        emit("cascade", runs[i].first.c_str(), cascade_bench::median(lat[i]),
+             cascade_bench::median(tput[i]), batch);
     return 0;
 }

@@ -283,6 +283,12 @@ void Runtime::finish_kernel(TaskState* t) {
     fail_task(t, err);  // gives back pins and the device's slot; completes
 }
 
+bool Runtime::help() {
+    std::unique_lock<std::mutex> lk(step_mutex, std::try_to_lock);
+    if (!lk.owns_lock()) return false;
+    return step();
+}
+
 bool Runtime::step() {
     bool moved = false;
     // Ready tasks, in the order they became ready.
@@ -396,32 +402,34 @@ void Runtime::loop() {
     prctl(PR_SET_TIMERSLACK, 1UL);
     prctl(PR_SET_NAME, "cascade-device");
     int quiet = 0;
+    auto quiet_since = std::chrono::steady_clock::now();
     for (;;) {
         const std::uint32_t word = wake_word_.load(std::memory_order_seq_cst);
-        bool moved;
+        bool moved, polling;
         {
-            // stats() reads what a step changes: it takes a consistent snapshot between steps.
-            std::lock_guard<std::mutex> g(stats_mutex);
+            // Steps are serialized by step_mutex: threads waiting for a task help (help()),
+            // and stats() takes its snapshot between two steps.
+            std::lock_guard<std::mutex> g(step_mutex);
             moved = step();
-        }
-        if (stop_.load(std::memory_order_acquire) && active.empty() && transfers.empty() &&
-            incoming.empty() && !ready_.load() && (outstanding.load() == 0 || abandon)) {
-            std::lock_guard<std::mutex> g(stats_mutex);
-            release_blocks();
-            break;
+            if (stop_.load(std::memory_order_acquire) && active.empty() && transfers.empty() &&
+                incoming.empty() && !ready_.load() && (outstanding.load() == 0 || abandon)) {
+                release_blocks();
+                break;
+            }
+            polling = polled_events && (!active.empty() || !transfers.empty());
         }
         if (moved) {
             quiet = 0;
             continue;
         }
-        const bool polling = polled_events && (!active.empty() || !transfers.empty());
         if (polling) {
-            // Native events: poll, spinning briefly, then backing off to 200 us.
-            ++quiet;
-            if (quiet < 64) {
+            // Native events: poll, yielding the core, for 500 us after the last progress (a
+            // small kernel or copy finishes within that); then back off, up to 200 us sleeps.
+            if (++quiet == 1) quiet_since = std::chrono::steady_clock::now();
+            if (std::chrono::steady_clock::now() - quiet_since < std::chrono::microseconds(500)) {
                 std::this_thread::yield();
             } else {
-                const long us = std::min<long>(200, 2L << std::min(quiet - 64, 6));
+                const long us = std::min<long>(200, 8L * (quiet & 31));
                 timespec ts{0, us * 1000};
                 sleeping_.store(true, std::memory_order_seq_cst);
                 if (wake_word_.load(std::memory_order_seq_cst) == word)
@@ -511,7 +519,7 @@ int Devices::find(DeviceKind kind) const noexcept {
 DevicesStats Devices::stats() const {
     // Taken between two steps of the runtime thread (exact after wait_all()).
     DevicesStats st;
-    std::lock_guard<std::mutex> g(rt_->stats_mutex);
+    std::lock_guard<std::mutex> g(rt_->step_mutex);
     st.tasks = rt_->tasks_total.load();
     for (const auto& s : rt_->slots) {
         st.devices.push_back(s.stats);

@@ -81,9 +81,13 @@ class Runtime {
     std::atomic<std::uint64_t> tasks_total{0};
     bool abandon = false;           // destroyed with tasks that can never run
     std::atomic<int> finishers{0};  // backends inside Event::finish()/fail()
-    std::mutex stats_mutex;         // held by the runtime thread during a step
+    std::mutex step_mutex;          // held during a step (by the runtime thread or a helper)
+    // A thread outside the pool waiting for a task (or submitting one) runs a step itself when
+    // no one else does: the task is launched, and its completion seen, without waiting for
+    // the runtime thread to wake up. Returns whether something moved.
+    bool help();
 
-    // ---- runtime thread only ----------------------------------------------------------
+    // ---- the runtime thread, or a helper holding step_mutex -----------------------------
     void loop();
     bool step();
     Event* new_event();

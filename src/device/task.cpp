@@ -2,6 +2,7 @@
 // released, waiters woken), continuations and when_all.
 #include "cascade/device/task.hpp"
 
+#include <chrono>
 #include <thread>
 
 #include "cascade/core/errors.hpp"
@@ -187,11 +188,17 @@ void DeviceTask::wait() const {
         }
         return;
     }
-    // A short spin first: device tasks often finish within microseconds of the wait.
+    // A thread outside the pool has nothing else to do: it stays awake for up to 100 us, since
+    // device tasks often finish within microseconds, then sleeps.
     for (int i = 0; i < 200 && !ready(); ++i)
         cpu_relax();
-    for (int i = 0; i < 20 && !ready(); ++i)
-        std::this_thread::yield();
+    if (!ready()) {
+        // Help the runtime meanwhile (launch, poll, complete), yielding when nothing moved.
+        Runtime* rt = s_->rt;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+        while (!ready() && std::chrono::steady_clock::now() < until)
+            if (!rt->help()) std::this_thread::yield();
+    }
     for (int v = s_->status.load(std::memory_order_acquire); v == TaskState::pending;
          v = s_->status.load(std::memory_order_acquire))
         s_->status.wait(v, std::memory_order_acquire);
@@ -241,7 +248,11 @@ DeviceTask& DeviceTask::submit() {
     rt->outstanding.fetch_add(1, std::memory_order_relaxed);
     rt->tasks_total.fetch_add(1, std::memory_order_relaxed);
     s_->refs.fetch_add(1, std::memory_order_relaxed);  // the runtime's, until complete()
-    if (s_->deps.fetch_sub(1, std::memory_order_acq_rel) == 1) rt->make_ready(s_);
+    if (s_->deps.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        rt->make_ready(s_);
+        // A thread outside the pool launches it now if the runtime is not busy.
+        if (s_->kind == TaskKind::kernel && rt->tp.current_thread() < 0) rt->help();
+    }
     return *this;
 }
 
