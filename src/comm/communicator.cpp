@@ -75,6 +75,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
                   thread_level_name(opts_.thread_level) + ", ...) or let Communicator do it");
     MPI_Comm_size(comm_, &size_);
     node_rank_ = node_local_rank(comm_);
+    node_ranks_ = node_local_ranks(comm_);
     outbox_.reset(new Outbox[size_]);
     recv_seq_.assign(static_cast<std::size_t>(size_), 0);
     open_.assign(static_cast<std::size_t>(size_), 0);
@@ -362,6 +363,29 @@ void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exce
 
 void Communicator::attach(Threadpool& tp) {
     tp_ = &tp;  // the pool's constructor made this its hook
+    if (log::enabled(log::Level::info)) banner(tp);
+}
+
+// One line per rank at CASCADE_LOG=info, when a pool attaches: where the rank runs, its
+// workers, the MPI it uses and the settings given in the environment.
+void Communicator::banner(const Threadpool& tp) const {
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    std::string mpi(lib, static_cast<std::size_t>(std::max(0, len)));
+    mpi = mpi.substr(0, mpi.find_first_of("\n,"));
+    int provided = 0;
+    MPI_Query_thread(&provided);
+    std::string set;
+    for (const settings::Variable& v : settings::variables())
+        if (const char* value = std::getenv(std::string(v.name).c_str())) {
+            if (!set.empty()) set += ' ';
+            set.append(v.name).append("=").append(value);
+        }
+    log::info("host " + processor_name() + " (node rank " + std::to_string(node_rank_) + " of " +
+              std::to_string(node_ranks_) + "), " + std::to_string(size_) + " ranks; pool '" +
+              tp.name() + "': " + tp.placement() + "; " + mpi + ", " + thread_level_name(provided) +
+              "; settings: " + (set.empty() ? "defaults" : set));
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {

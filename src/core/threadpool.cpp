@@ -109,6 +109,38 @@ Threadpool::Threadpool(int n_threads, JoinHook* hook, ThreadpoolOptions opts)
     if (start) this->start();
 }
 
+namespace {
+// CPUs as ranges: "0-3,8,10-11".
+std::string cpu_list(std::vector<int> cpus) {
+    std::sort(cpus.begin(), cpus.end());
+    std::string out;
+    for (std::size_t i = 0; i < cpus.size();) {
+        std::size_t j = i;
+        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
+            ++j;
+        if (!out.empty()) out += ',';
+        out += std::to_string(cpus[i]);
+        if (j > i) out.append("-").append(std::to_string(cpus[j]));
+        i = j + 1;
+    }
+    return out;
+}
+}  // namespace
+
+std::string Threadpool::placement() const {
+    std::string s = std::to_string(n_) + (n_ == 1 ? " worker" : " workers");
+    if (pin_cpus_.empty()) return s + ", not pinned, on CPUs " + cpu_list(allowed_cpus());
+    std::vector<int> used;
+    for (int i = 0; i < n_; ++i)
+        used.push_back(pin_cpus_[static_cast<std::size_t>(pin_first_ + i) % pin_cpus_.size()]);
+    std::string list;
+    for (int c : used) {
+        if (!list.empty()) list += ',';
+        list += std::to_string(c);
+    }
+    return s + " pinned to CPUs " + list;
+}
+
 Threadpool::~Threadpool() {
     // Join what was started since the last join() (a joined pool is not joined again: with a
     // communicator that would be one more completion round, which all ranks would have to

@@ -416,6 +416,7 @@ class Communicator : public JoinHook {
     void write_trace_of_rank() noexcept;
     void tell_peers_of_abort() noexcept;
     void tell_peers_of_error(std::exception_ptr e);
+    void banner(const Threadpool& tp) const;
     void on_peer_error(int rank, int thread, std::string task, std::string what);
     void sent_from_outside(const ActiveMsgBase& am);
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
@@ -463,6 +464,7 @@ class Communicator : public JoinHook {
     bool owns_mpi_ = false;
     int rank_ = 0, size_ = 1;
     int node_rank_ = 0;
+    int node_ranks_ = 1;  // ranks on this node
     std::vector<std::unique_ptr<ActiveMsgBase>> ams_;
     std::unique_ptr<Outbox[]> outbox_;
     std::atomic<int> outbox_pending_{0};

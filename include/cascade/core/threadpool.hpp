@@ -57,6 +57,9 @@ class Threadpool {
     /// drives MPI).
     Threadpool(int n_threads, JoinHook* hook, int verb = 0, std::string name = "",
                bool start = true);
+    /// Where the workers run, in words: "2 workers pinned to CPUs 0,1" or "2 workers, not
+    /// pinned, on CPUs 0-1" (the start-up banner at CASCADE_LOG=info prints it).
+    std::string placement() const;
     /// A pool whose join() lets `hook` take part, with every option:
     /// `Threadpool tp(2, &comm, {.name = "solver", .pin_workers = 1})`.
     Threadpool(int n_threads, JoinHook* hook, ThreadpoolOptions opts);
