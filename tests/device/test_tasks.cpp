@@ -285,3 +285,25 @@ TEST(DeviceTasks, NewDataReadsAsZerosEvenInReusedMemory) {
             ASSERT_EQ(v, 0.0) << "round " << round;
     }
 }
+
+TEST(DeviceTasks, AWorkerWaitingForADeviceTaskRunsOtherTasks) {
+    // One worker: the task it waits for runs on that same worker (cpu device) or on a sim
+    // device, and the wait must not block it.
+    Threadpool tp(1);
+    Devices devs(tp, {.sim = 1});
+    const int n = 256;
+    Data<double> x(devs, n), y(devs, n);
+    std::atomic<int> done{0};
+    for (int d = 0; d < devs.size(); ++d)
+        tp.insert([&, d] {
+            devs.submit(fill, cascade::write(x), 1.0, n, Launch{.on = d, .threads = {n}});
+            devs.submit(axpy, 2.0, cascade::read(x), cascade::readwrite(y), n,
+                        Launch{.on = d, .threads = {n}})
+                .get();
+            done.fetch_add(1);
+        });
+    tp.join();
+    EXPECT_EQ(done.load(), devs.size());
+    for (double v : y.to_vector())
+        EXPECT_EQ(v, 4.0);
+}
