@@ -128,7 +128,8 @@ void Runtime::stop() {
     stop_.store(true, std::memory_order_seq_cst);
     wake();
     thread_.join();
-    while (finishers.load(std::memory_order_acquire) > 0)
+    while (finishers.load(std::memory_order_acquire) > 0 ||
+           completing.load(std::memory_order_acquire) > 0)
         std::this_thread::yield();
 }
 

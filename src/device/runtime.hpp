@@ -50,6 +50,7 @@ struct DeviceSlot {
     void* trace_kernel = nullptr;  // trace buffers (trace.cpp)
     void* trace_in = nullptr;
     void* trace_out = nullptr;
+    std::int64_t trace_last[3] = {0, 0, 0};  // end of the last slice per track
 };
 
 class Runtime {
@@ -79,9 +80,10 @@ class Runtime {
     std::atomic<long> outstanding{0};  // submitted, not finished
     std::atomic<int> held_accesses{0};
     std::atomic<std::uint64_t> tasks_total{0};
-    bool abandon = false;           // destroyed with tasks that can never run
-    std::atomic<int> finishers{0};  // backends inside Event::finish()/fail()
-    std::mutex step_mutex;          // held during a step (by the runtime thread or a helper)
+    bool abandon = false;            // destroyed with tasks that can never run
+    std::atomic<int> finishers{0};   // backends inside Event::finish()/fail()
+    std::atomic<int> completing{0};  // threads inside complete()
+    std::mutex step_mutex;           // held during a step (by the runtime thread or a helper)
     // A thread outside the pool waiting for a task (or submitting one) runs a step itself when
     // no one else does: the task is launched, and its completion seen, without waiting for
     // the runtime thread to wake up. Returns whether something moved.

@@ -67,11 +67,17 @@ bool add_successor(TaskState* p, TaskState* s, bool propagate) {
 }
 
 void Runtime::complete(TaskState* t, std::exception_ptr e) {
+    // Counted from here to the end: the runtime is not destroyed while a thread (a pool worker
+    // finishing a continuation, say) is still inside.
+    completing.fetch_add(1, std::memory_order_acq_rel);
     if (e) t->error = e;
     const bool failed = t->error != nullptr;
     t->succ_lock.lock();
     t->closed = true;
     t->succ_lock.unlock();
+    // The final state first, so that the tasks released below see it (on_done reads it).
+    t->status.store(failed ? TaskState::failed : TaskState::done, std::memory_order_release);
+    t->status.notify_all();
     for (TaskState* tagged : t->successors) {
         const auto bits = reinterpret_cast<std::uintptr_t>(tagged);
         TaskState* s = reinterpret_cast<TaskState*>(bits & ~std::uintptr_t(1));
@@ -83,10 +89,9 @@ void Runtime::complete(TaskState* t, std::exception_ptr e) {
     for (ArgSlot& a : t->args)
         if (a.block) release(a.block);
     t->args.clear();
-    t->status.store(failed ? TaskState::failed : TaskState::done, std::memory_order_release);
-    t->status.notify_all();
     if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) outstanding.notify_all();
     drop(t);  // the runtime's reference
+    completing.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void Runtime::make_ready(TaskState* t) {
@@ -270,6 +275,18 @@ DeviceTask DeviceTask::then(std::function<void()> f) const {
     if (!s_) throw UsageError("DeviceTask::then() on an empty task");
     DeviceTask c = host_task(s_->rt, TaskKind::host_fn, s_->name + ".then", std::move(f));
     c.after(*this);
+    c.submit();
+    return c;
+}
+
+DeviceTask DeviceTask::on_done(std::function<void(std::exception_ptr)> f) const {
+    if (!s_) throw UsageError("DeviceTask::on_done() on an empty task");
+    if (!s_->submitted)
+        throw UsageError("DeviceTask::on_done(): task '" + s_->name + "' is not submitted yet");
+    DeviceTask self = *this;
+    DeviceTask c = host_task(s_->rt, TaskKind::host_fn, s_->name + ".on_done",
+                             [self, f = std::move(f)] { f(self.error()); });
+    device::detail::add_successor(s_, c.s_, false);  // runs whether this task failed or not
     c.submit();
     return c;
 }

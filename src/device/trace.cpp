@@ -1,6 +1,8 @@
 // Device work in the trace: one track per device and queue ("sim0 kernels", "sim0 in",
 // "sim0 out"), each kernel and transfer a slice named after its task or Data; and counters
 // of bytes moved per direction, which `cascade-trace summary` lists.
+#include <algorithm>
+
 #include "cascade/trace/recorder.hpp"
 #include "runtime.hpp"
 
@@ -51,8 +53,13 @@ void Runtime::trace_op(int d, int queue, const std::string& what, Event& e) {
         std::memcpy(ev->payload, t.payload, sizeof ev->payload);
         // Stamps: the op's own when the backend gave them, else its handling time.
         const std::int64_t now = trace::stamp();
-        ev->t0 = e.t_start ? e.t_start : now;
-        ev->t1 = e.t_end ? e.t_end : now;
+        // A track shows one operation at a time: a slice starts no earlier than the previous
+        // one on its track ended (commands of an in-order queue are stamped when issued and
+        // when seen done; kernels on the cpu device may overlap).
+        std::int64_t& last = s.trace_last[queue];
+        ev->t0 = std::max(e.t_start ? e.t_start : now, last);
+        ev->t1 = std::max(e.t_end ? e.t_end : now, ev->t0);
+        last = ev->t1;
         ev->a = ev->b = 0;
         ev->c = trace::kNone;
         ev->peer = -1;

@@ -307,3 +307,19 @@ TEST(DeviceTasks, AWorkerWaitingForADeviceTaskRunsOtherTasks) {
     for (double v : y.to_vector())
         EXPECT_EQ(v, 4.0);
 }
+
+TEST(DeviceTasks, OnDoneSeesSuccessAndFailure) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 1});
+    Data<double> x(devs, 8, "x");
+    std::exception_ptr seen_ok = std::make_exception_ptr(1), seen_bad;
+    auto ok = devs.submit(fill, cascade::write(x), 1.0, 8, Launch{.threads = {8}});
+    auto bad = devs.submit(throwing_kernel(), cascade::readwrite(x), Launch{.on = 1});
+    auto a = ok.on_done([&](std::exception_ptr e) { seen_ok = e; });
+    auto b = bad.on_done([&](std::exception_ptr e) { seen_bad = e; });
+    a.get();
+    b.get();  // on_done itself succeeds
+    EXPECT_EQ(seen_ok, nullptr);
+    ASSERT_NE(seen_bad, nullptr);
+    EXPECT_THROW(std::rethrow_exception(seen_bad), std::domain_error);
+}

@@ -75,6 +75,9 @@ class DeviceTask {
     /// Runs `f()` on the pool after this task finished; the result finishes after f. If this
     /// task failed, f does not run and the result fails with the same exception.
     DeviceTask then(std::function<void()> f) const;
+    /// Runs `f(error)` on the pool after this task finished, failed (`error` its exception)
+    /// or not (null): e.g. to complete a `cascade::promise<void>` of the futures layer.
+    DeviceTask on_done(std::function<void(std::exception_ptr)> f) const;
     /// Fulfils promise `k` of `tf` when this task finished (a device task as a dependency of
     /// a task graph). A failure reaches the waiter of the returned task, not the graph.
     template <class K>
