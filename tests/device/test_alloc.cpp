@@ -55,8 +55,9 @@ TEST(DeviceAlloc, TasksAllocateNothingOnceWarm) {
     const int tasks = 2000;
     for (int d = 0; d < devs.size(); ++d) {
         const long n = allocations_for(devs, d, tasks);
-        // A few for containers that grow in chunks (a deque's blocks), none per task.
-        EXPECT_LT(n, tasks / 20) << devs.device(d).name() << ": " << n << " allocations for "
-                                 << tasks << " tasks";
+        // None per task (it took 4 per task before the pools): 0 on an idle machine; a loaded
+        // one can still reach a new peak of tasks alive at once, and the pools grow to it.
+        EXPECT_LT(n, tasks / 4) << devs.device(d).name() << ": " << n << " allocations for "
+                                << tasks << " tasks";
     }
 }
