@@ -104,8 +104,12 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
 Communicator::~Communicator() {
     if (tp_) unhook(*tp_);
     // An exception unwound past this rank's pool (or is unwinding now): the other ranks wait
-    // in join() for this one, and MPI_Finalize would wait for them. End the job instead.
-    if (size_ > 1 && (abandoned_ || std::uncaught_exceptions() > 0))
+    // in join() for this one, and MPI_Finalize would wait for them. End the job instead;
+    // unless the exception is the error every rank's last join() threw (and nothing moved
+    // since): every rank is in the same place, and the communicator ends as usual.
+    const bool after_job_error =
+        last_join_failed_ && !joining_.load() && queued() == settled_q_ && processed_ == settled_p_;
+    if (size_ > 1 && (abandoned_ || (std::uncaught_exceptions() > 0 && !after_job_error)))
         abort_job("rank " + std::to_string(rank_) +
                   (abandoned_ ? ": an exception unwound past this rank's Threadpool before its "
                                 "join() finished"
@@ -378,9 +382,9 @@ void Communicator::banner(const Threadpool& tp) const {
     MPI_Query_thread(&provided);
     std::string set;
     for (const settings::Variable& v : settings::variables())
-        if (const char* value = std::getenv(std::string(v.name).c_str())) {
+        if (const auto value = settings::raw(v.name)) {
             if (!set.empty()) set += ' ';
-            set.append(v.name).append("=").append(value);
+            set.append(v.name).append("=").append(*value);
         }
     log::info("host " + processor_name() + " (node rank " + std::to_string(node_rank_) + " of " +
               std::to_string(node_ranks_) + "), " + std::to_string(size_) + " ranks; pool '" +

@@ -246,6 +246,7 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         // Only complete sends here: running handlers now would run messages of the next
         // epoch inside this one (ranks that finished first may have sent them already).
         reset_epoch();
+        last_join_failed_ = error_told_ || error_from_peer_;
         error_told_ = false;
         error_from_peer_ = false;
         const auto since = std::chrono::steady_clock::now();

@@ -260,15 +260,17 @@ void Futures::on_request(int source, const char* data, std::size_t size) {
     if (h.rank != source)
         throw WireError("call received from rank " + std::to_string(source) + " names rank " +
                         std::to_string(h.rank) + " as its sender");
+    // Functions registered differently on two ranks: a mistake in the program's set-up, with
+    // a caller waiting for a reply that cannot come; the job ends naming both ranks.
     if (h.fn >= n_fns_.load(std::memory_order_acquire))
-        throw UsageError("rank " + std::to_string(rank_) + " received a call of async function #" +
+        comm_->abort_job("rank " + std::to_string(rank_) + " received a call of async function #" +
                          std::to_string(h.fn) + " from rank " + std::to_string(h.rank) +
                          ", but only " + std::to_string(n_fns_.load()) +
                          " are registered here; register async functions (make_async) in the "
                          "same order on every rank");
     detail::FnBase* e = fns_[h.fn].load(std::memory_order_acquire);
     if (e->sig != h.sig)
-        throw UsageError("rank " + std::to_string(rank_) + ": async function #" +
+        comm_->abort_job("rank " + std::to_string(rank_) + ": async function #" +
                          std::to_string(h.fn) + " called from rank " + std::to_string(h.rank) +
                          " is not '" + e->name +
                          "' here (another name or other types); register async functions "

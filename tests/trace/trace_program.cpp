@@ -100,17 +100,22 @@ int run_pool() {
     return tp.tasks_run() == 200 ? 0 : 1;
 }
 
-// A ring of tasks over the ranks; rank 1's 20th task throws: the job ends (abort).
+// A ring of tasks over the ranks; rank 1's 20th task sends rank 0 an active message that
+// only rank 1 registered: rank 0 ends the job (fail-stop, MPI_Abort).
 int run_abort(Communicator& comm) {
     const int me = comm.comm_rank(), n = comm.comm_size();
     Threadpool tp(2, &comm);
     Taskflow<int> tf(&tp, "ring");
     auto next = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "next");
+    ActiveMsg<int>* stray = me == 1 ? comm.make_active_msg([](int&) {}, "only_on_rank_1") : nullptr;
     tf.set_indegree([](int) { return 1; })
         .set_name([](int) { return std::string("explode"); })
         .set_mapping([](int) { return 0; })
         .set_task([&](int k) {
-            if (me == 1 && k >= 20) throw std::runtime_error("boom in the ring");
+            if (me == 1 && k >= 20) {
+                stray->send(0, k);
+                return;
+            }
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
             if (k < 100000) next->send((me + 1) % n, k + 1);
         });

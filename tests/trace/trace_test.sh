@@ -15,8 +15,8 @@
 #         task slices named "async" and "future::then" (check_futures.py)
 #   symlink  the trace path is a symbolic link to another file: the trace replaces the link
 #         (written to a temporary name, then renamed) and the file it pointed to is untouched
-#   abort  rank 1's task throws at 3 ranks: the job fails, and each rank that could left its
-#         own events in <trace>.rank<R>.json (the failing one at least), each a valid trace
+#   abort  rank 0 gets an active message it does not know at 3 ranks: the job fails (fail-stop),
+#         and each rank that could left its own events in <trace>.rank<R>.json (the failing one at least), each a valid trace
 #   objects  a mobile object that migrates: handler tasks named "add(Counter 0:1)" (every one,
 #         also those run on the communication thread), the migration "migrate(Counter 0:1)",
 #         and flows across ranks
@@ -52,12 +52,12 @@ if [[ $mode == abort ]]; then
         exit 1
     fi
     cat "$out/$mode-np$np.log"
-    grep -q "task 'explode' on thread [0-9]* threw" "$out/$mode-np$np.log"
+    grep -q "rank 0 received active message #[0-9]* from rank 1" "$out/$mode-np$np.log"
     for r in $(seq 0 $((np - 1))); do
         f="$out/$mode-np$np.rank$r.json"
         if [[ -f $f ]]; then
             "$PY" "$tool" validate "$f" --ranks 1
-        elif [[ $r == 1 ]]; then
+        elif [[ $r == 0 ]]; then
             echo "the failing rank left no events ($f)" >&2
             exit 1
         fi

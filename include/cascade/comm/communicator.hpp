@@ -341,8 +341,8 @@ class Communicator : public JoinHook {
         /// acknowledged. While there are any, what was queued after the first one waits:
         /// frames from byte fence_bytes of buf on, bodies from fence_larges of larges on.
         std::atomic<int> fences{0};
-        std::size_t fence_bytes = 0;
-        std::size_t fence_larges = 0;
+        std::size_t fence_bytes = 0;   ///< Frames before this byte of buf leave (fenced).
+        std::size_t fence_larges = 0;  ///< Bodies before this index of larges leave (fenced).
     };
 
     /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
@@ -557,7 +557,8 @@ class Communicator : public JoinHook {
     ActiveMsg<int, int, std::string, std::string>* error_am_ = nullptr;
     bool error_told_ = false;
     bool error_from_peer_ = false;
-    bool trace_written_ = false;  // this rank's events were written on the way to an abort
+    bool last_join_failed_ = false;  // the last join() ended with such an error
+    bool trace_written_ = false;     // this rank's events were written on the way to an abort
     // join()'s polls in a row that moved nothing while a transfer was in flight (poll_once).
     static constexpr std::uint8_t kHotInFlightPolls = 32;
     std::uint8_t quiet_in_flight_ = 0;
