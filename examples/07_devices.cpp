@@ -32,7 +32,7 @@ int main() {
     last.get();  // waits; rethrows a kernel's error
 
     const double expect = 2.0 * devs.size() + 1.0;
-    auto host = y.request(cascade::Access::read);  // a future of the host copy
+    auto host = y.request(cascade::DataAccess::read);  // a future of the host copy
     int wrong = 0;
     for (double v : host.get())
         wrong += v != expect;

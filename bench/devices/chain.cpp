@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
             cs.emplace_back(devs, nn);
             devs.submit(k, cascade::read(as[std::size_t(s)]), cascade::read(cs[std::size_t(s)]),
                         cascade::write(cs[std::size_t(s) + 1]), n, cascade::Launch{.threads = {n}});
-            reads.push_back(cs.back().request(cascade::Access::read));
+            reads.push_back(cs.back().request(cascade::DataAccess::read));
         }
         for (auto& h : reads)
             h.wait();

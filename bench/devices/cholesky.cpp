@@ -93,7 +93,7 @@ void register_opencl_kernels() {
 
 struct Use {
     int tile;
-    cascade::Access mode;
+    cascade::DataAccess mode;
 };
 
 }  // namespace
@@ -171,24 +171,24 @@ int main(int argc, char** argv) {
     const double t0 = cascade_bench::now_seconds();
     for (int k = 0; k < nt; ++k) {
         tasks.push_back(devs.submit(potrf, cascade::readwrite(T(k, k)), nb));
-        uses.push_back({{id(k, k), cascade::Access::readwrite}});
+        uses.push_back({{id(k, k), cascade::DataAccess::readwrite}});
         for (int i = k + 1; i < nt; ++i) {
             tasks.push_back(
                 devs.submit(trsm, cascade::read(T(k, k)), cascade::readwrite(T(i, k)), nb));
-            uses.push_back(
-                {{id(k, k), cascade::Access::read}, {id(i, k), cascade::Access::readwrite}});
+            uses.push_back({{id(k, k), cascade::DataAccess::read},
+                            {id(i, k), cascade::DataAccess::readwrite}});
         }
         for (int i = k + 1; i < nt; ++i) {
             tasks.push_back(
                 devs.submit(syrk, cascade::read(T(i, k)), cascade::readwrite(T(i, i)), nb));
-            uses.push_back(
-                {{id(i, k), cascade::Access::read}, {id(i, i), cascade::Access::readwrite}});
+            uses.push_back({{id(i, k), cascade::DataAccess::read},
+                            {id(i, i), cascade::DataAccess::readwrite}});
             for (int j = k + 1; j < i; ++j) {
                 tasks.push_back(devs.submit(gemm, cascade::read(T(i, k)), cascade::read(T(j, k)),
                                             cascade::readwrite(T(i, j)), nb));
-                uses.push_back({{id(i, k), cascade::Access::read},
-                                {id(j, k), cascade::Access::read},
-                                {id(i, j), cascade::Access::readwrite}});
+                uses.push_back({{id(i, k), cascade::DataAccess::read},
+                                {id(j, k), cascade::DataAccess::read},
+                                {id(i, j), cascade::DataAccess::readwrite}});
             }
         }
     }
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
         }
     }
     for (auto& s : st) {
-        const auto p = cascade::msi_access(s, 0, cascade::Access::read);
+        const auto p = cascade::msi_access(s, 0, cascade::DataAccess::read);
         if (p.source >= 0) minimum += tile_bytes;
     }
     auto stats = devs.stats();  // the factorization's own, without the warm-up

@@ -47,7 +47,7 @@ void* host_pointer(DataBlock* b) noexcept {
     return b->copies[0].ptr;
 }
 
-DeviceTask request_host(DataBlock* b, Access a) {
+DeviceTask request_host(DataBlock* b, DataAccess a) {
     if (!b) throw UsageError("Data::request() on an empty Data");
     Runtime& rt = *b->rt;
     b->lock.lock();

@@ -85,10 +85,10 @@ void register_accesses(TaskState* t) {
         bs[i]->lock.lock();
     for (std::size_t i = 0; i < n; ++i) {
         DataBlock* b = bs[i];
-        Access mode{};
+        DataAccess mode{};
         for (const ArgSlot& a : t->args)
             if (a.block == b)
-                mode = static_cast<Access>(static_cast<int>(mode) | static_cast<int>(a.mode));
+                mode = static_cast<DataAccess>(static_cast<int>(mode) | static_cast<int>(a.mode));
         // Only a reader uses what the last writer produced: its failure fails the reader; a
         // task that overwrites the data just runs after it.
         if (b->last_writer) add_successor(b->last_writer, t, reads(mode));
@@ -128,7 +128,7 @@ TaskState* Devices::begin(const Kernel& k) {
     return s;
 }
 
-void Devices::add_data(TaskState* s, DataBlock* b, Access m, std::size_t elem) {
+void Devices::add_data(TaskState* s, DataBlock* b, DataAccess m, std::size_t elem) {
     const std::size_t i = s->args.size();
     auto fail = [&](const std::string& what) {
         device::detail::abandon(s);

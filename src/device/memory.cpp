@@ -26,11 +26,11 @@ std::size_t first_of(const TaskState* t, std::size_t i) {
     return i;
 }
 // The combined access of all the task's arguments naming args[i]'s Data.
-Access merged(const TaskState* t, std::size_t i) {
+DataAccess merged(const TaskState* t, std::size_t i) {
     int m = 0;
     for (const ArgSlot& a : t->args)
         if (a.block == t->args[i].block) m |= static_cast<int>(a.mode);
-    return static_cast<Access>(m);
+    return static_cast<DataAccess>(m);
 }
 std::string mib(std::size_t b) {
     char s[64];
@@ -321,7 +321,7 @@ bool Runtime::prepare(TaskState* t) {
         if (b->error) std::rethrow_exception(b->error);
         Copy& tgt = b->copies[usp];
         if (tgt.pending) return false;
-        const Access mode = merged(t, i);
+        const DataAccess mode = merged(t, i);
         // A write makes every other copy stale: no transfer may still be writing into one (an
         // eviction's write-back to the host, say), or it could land after a later fetch.
         if (writes(mode))

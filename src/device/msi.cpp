@@ -2,13 +2,13 @@
 
 namespace cascade {
 
-const char* to_string(Access a) noexcept {
+const char* to_string(DataAccess a) noexcept {
     switch (a) {
-        case Access::read:
+        case DataAccess::read:
             return "read";
-        case Access::write:
+        case DataAccess::write:
             return "write";
-        case Access::readwrite:
+        case DataAccess::readwrite:
             return "readwrite";
     }
     return "?";
@@ -61,7 +61,7 @@ int pick_source(std::span<const Msi> states) noexcept {
 }
 }  // namespace
 
-MsiPlan msi_access(std::span<Msi> states, int space, Access access) noexcept {
+MsiPlan msi_access(std::span<Msi> states, int space, DataAccess access) noexcept {
     MsiPlan plan;
     const auto s = static_cast<std::size_t>(space);
     if (states[s] == Msi::invalid && reads(access)) {

@@ -11,8 +11,8 @@
 
 #include "cascade/device/devices.hpp"
 
-using cascade::Access;
 using cascade::Data;
+using cascade::DataAccess;
 using cascade::Devices;
 using cascade::Launch;
 using cascade::Threadpool;
@@ -83,12 +83,12 @@ void random_sequence(Devices& devs, int arrays, int n, int tasks, unsigned seed)
             for (std::size_t e = 0; e < un; ++e)
                 host[i][e] = c + static_cast<unsigned>(e);
         } else if (op < 9) {
-            auto h = data[i].request(Access::readwrite).get();
+            auto h = data[i].request(DataAccess::readwrite).get();
             for (std::size_t e = 0; e < un; ++e)
                 h[e] += 7, host[i][e] += 7;
             data[i].release();
         } else {
-            auto h = data[i].request(Access::read).get();
+            auto h = data[i].request(DataAccess::read).get();
             for (std::size_t e = 0; e < un; ++e)
                 ASSERT_EQ(h[e], host[i][e]) << "task " << k;
             data[i].release();

@@ -9,7 +9,7 @@
 
 #include "cascade/device/msi.hpp"
 
-using cascade::Access;
+using cascade::DataAccess;
 using cascade::Msi;
 using cascade::MsiPlan;
 
@@ -26,7 +26,7 @@ std::string show(const std::vector<Msi>& v) {
 struct Row {
     std::vector<Msi> before;  // host, dev1, dev2
     int space;
-    Access access;
+    DataAccess access;
     std::vector<Msi> after;
     int source;
     bool via_host;
@@ -38,31 +38,31 @@ struct Row {
 // still handle it).
 const std::vector<Row> kRows = {
     // read
-    {{M, I, I}, 0, Access::read, {M, I, I}, -1, false},
-    {{M, I, I}, 1, Access::read, {S, S, I}, 0, false},
-    {{I, M, I}, 0, Access::read, {S, S, I}, 1, false},
-    {{I, M, I}, 1, Access::read, {I, M, I}, -1, false},
-    {{I, M, I}, 2, Access::read, {S, S, S}, 1, true},
-    {{S, S, I}, 2, Access::read, {S, S, S}, 0, false},
-    {{S, S, I}, 1, Access::read, {S, S, I}, -1, false},
-    {{I, S, S}, 0, Access::read, {S, S, S}, 1, false},
-    {{I, I, S}, 1, Access::read, {S, S, S}, 2, true},
-    {{S, S, S}, 2, Access::read, {S, S, S}, -1, false},
+    {{M, I, I}, 0, DataAccess::read, {M, I, I}, -1, false},
+    {{M, I, I}, 1, DataAccess::read, {S, S, I}, 0, false},
+    {{I, M, I}, 0, DataAccess::read, {S, S, I}, 1, false},
+    {{I, M, I}, 1, DataAccess::read, {I, M, I}, -1, false},
+    {{I, M, I}, 2, DataAccess::read, {S, S, S}, 1, true},
+    {{S, S, I}, 2, DataAccess::read, {S, S, S}, 0, false},
+    {{S, S, I}, 1, DataAccess::read, {S, S, I}, -1, false},
+    {{I, S, S}, 0, DataAccess::read, {S, S, S}, 1, false},
+    {{I, I, S}, 1, DataAccess::read, {S, S, S}, 2, true},
+    {{S, S, S}, 2, DataAccess::read, {S, S, S}, -1, false},
     // write (overwrite: no fetch)
-    {{M, I, I}, 1, Access::write, {I, M, I}, -1, false},
-    {{M, I, I}, 0, Access::write, {M, I, I}, -1, false},
-    {{I, M, I}, 2, Access::write, {I, I, M}, -1, false},
-    {{S, S, S}, 0, Access::write, {M, I, I}, -1, false},
-    {{S, S, I}, 1, Access::write, {I, M, I}, -1, false},
-    {{I, M, I}, 1, Access::write, {I, M, I}, -1, false},
+    {{M, I, I}, 1, DataAccess::write, {I, M, I}, -1, false},
+    {{M, I, I}, 0, DataAccess::write, {M, I, I}, -1, false},
+    {{I, M, I}, 2, DataAccess::write, {I, I, M}, -1, false},
+    {{S, S, S}, 0, DataAccess::write, {M, I, I}, -1, false},
+    {{S, S, I}, 1, DataAccess::write, {I, M, I}, -1, false},
+    {{I, M, I}, 1, DataAccess::write, {I, M, I}, -1, false},
     // readwrite
-    {{M, I, I}, 1, Access::readwrite, {I, M, I}, 0, false},
-    {{I, M, I}, 0, Access::readwrite, {M, I, I}, 1, false},
-    {{I, M, I}, 2, Access::readwrite, {I, I, M}, 1, true},
-    {{S, S, S}, 1, Access::readwrite, {I, M, I}, -1, false},
-    {{S, S, I}, 2, Access::readwrite, {I, I, M}, 0, false},
-    {{I, M, I}, 1, Access::readwrite, {I, M, I}, -1, false},
-    {{I, S, S}, 0, Access::readwrite, {M, I, I}, 1, false},
+    {{M, I, I}, 1, DataAccess::readwrite, {I, M, I}, 0, false},
+    {{I, M, I}, 0, DataAccess::readwrite, {M, I, I}, 1, false},
+    {{I, M, I}, 2, DataAccess::readwrite, {I, I, M}, 1, true},
+    {{S, S, S}, 1, DataAccess::readwrite, {I, M, I}, -1, false},
+    {{S, S, I}, 2, DataAccess::readwrite, {I, I, M}, 0, false},
+    {{I, M, I}, 1, DataAccess::readwrite, {I, M, I}, -1, false},
+    {{I, S, S}, 0, DataAccess::readwrite, {M, I, I}, 1, false},
 };
 }  // namespace
 
@@ -118,7 +118,8 @@ TEST(DeviceMsi, InvariantsOverAllStatesAndAccesses) {
                     m += x == M, v += x != I;
                 if (v == 0 || m > 1 || (m == 1 && v > 1)) continue;  // not reachable
                 for (int sp = 0; sp < 3; ++sp)
-                    for (Access acc : {Access::read, Access::write, Access::readwrite}) {
+                    for (DataAccess acc :
+                         {DataAccess::read, DataAccess::write, DataAccess::readwrite}) {
                         std::vector<Msi> s2 = st;
                         cascade::msi_access(s2, sp, acc);
                         int m2 = 0, v2 = 0;

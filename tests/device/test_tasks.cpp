@@ -11,8 +11,8 @@
 
 #include "cascade/device/devices.hpp"
 
-using cascade::Access;
 using cascade::Data;
+using cascade::DataAccess;
 using cascade::DeviceKind;
 using cascade::Devices;
 using cascade::Launch;
@@ -151,16 +151,16 @@ TEST(DeviceTasks, HostRequestHoldsLaterTasksUntilRelease) {
     Devices devs(tp, {.sim = 1});
     const int n = 32;
     Data<double> x(devs, n, "x");
-    auto h = x.request(Access::write);
+    auto h = x.request(DataAccess::write);
     auto s = h.get();
     for (auto& e : s)
         e = 2.0;
     auto t = devs.submit(axpy, 1.0, cascade::read(x), cascade::readwrite(x), n,
                          Launch{.on = 1, .threads = {std::size_t(n)}});
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    EXPECT_FALSE(t.ready());                            // waits for release()
-    EXPECT_THROW(x.request(Access::read), UsageError);  // not released yet
-    EXPECT_THROW(devs.wait_all(), UsageError);          // would never end
+    EXPECT_FALSE(t.ready());                                // waits for release()
+    EXPECT_THROW(x.request(DataAccess::read), UsageError);  // not released yet
+    EXPECT_THROW(devs.wait_all(), UsageError);              // would never end
     x.release();
     t.get();
     for (double e : x.to_vector())
@@ -247,7 +247,7 @@ TEST(DeviceTasks, MisuseGivesClearErrors) {
         "not a multiple");
     expect_error([&] { devs.submit(fill, cascade::write(x), 1.0, 8, Launch{.on = 7}); },
                  "device 7");
-    expect_error([&] { Data<double>().request(Access::read); }, "empty Data");
+    expect_error([&] { Data<double>().request(DataAccess::read); }, "empty Data");
     // The Devices are still fine after all that.
     devs.submit(fill, cascade::write(x), 5.0, 8, Launch{.threads = {8}}).get();
     EXPECT_EQ(x.to_vector()[7], 5.0);

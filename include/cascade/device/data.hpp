@@ -6,7 +6,7 @@
 // shared: the data goes when the last handle and the last task using it are gone.
 //
 //   cascade::Data<double> x(devs, 1000, "x");
-//   auto h = x.request(cascade::Access::write);  // waits for earlier tasks using x
+//   auto h = x.request(cascade::DataAccess::write);  // waits for earlier tasks using x
 //   std::ranges::fill(h.get(), 1.0);
 //   x.release();                                   // tasks submitted later may run now
 #pragma once
@@ -28,7 +28,7 @@ class Devices;
 namespace device::detail {
 DataBlock* new_block(Devices& d, std::size_t bytes, std::size_t elem, std::string name,
                      const void* init);
-DeviceTask request_host(DataBlock* b, Access a);
+DeviceTask request_host(DataBlock* b, DataAccess a);
 void release_host(DataBlock* b);
 void* host_pointer(DataBlock* b) noexcept;
 }  // namespace device::detail
@@ -98,12 +98,12 @@ class Data {
     /// Host access after every task submitted before it that writes (for read) or uses
     /// (for write, readwrite) this data; the data stays on the host for the caller until
     /// release(). One request at a time per Data.
-    HostAccess<T> request(Access a) const { return {device::detail::request_host(b_, a), b_}; }
+    HostAccess<T> request(DataAccess a) const { return {device::detail::request_host(b_, a), b_}; }
     /// Ends the host access of request(); tasks waiting for it may run.
     void release() const { device::detail::release_host(b_); }
     /// A copy of the contents (request(read), copy, release()).
     std::vector<T> to_vector() const {
-        auto h = request(Access::read);
+        auto h = request(DataAccess::read);
         std::span<T> s;
         try {
             s = h.get();
@@ -127,19 +127,19 @@ class Data {
 template <class T>
 struct DataArg {
     device::detail::DataBlock* block;  ///< the data
-    Access mode;                       ///< how the task uses it
+    DataAccess mode;                   ///< how the task uses it
 };
 template <class T>
 DataArg<T> read(const Data<T>& d) noexcept {
-    return {d.block(), Access::read};
+    return {d.block(), DataAccess::read};
 }
 template <class T>
 DataArg<T> write(const Data<T>& d) noexcept {
-    return {d.block(), Access::write};
+    return {d.block(), DataAccess::write};
 }
 template <class T>
 DataArg<T> readwrite(const Data<T>& d) noexcept {
-    return {d.block(), Access::readwrite};
+    return {d.block(), DataAccess::readwrite};
 }
 
 }  // namespace cascade

@@ -123,7 +123,7 @@ class Devices {
   private:
     device::detail::TaskState* begin(const Kernel& k);
     DeviceTask finish(device::detail::TaskState* s, const Launch& l);
-    void add_data(device::detail::TaskState* s, device::detail::DataBlock* b, Access m,
+    void add_data(device::detail::TaskState* s, device::detail::DataBlock* b, DataAccess m,
                   std::size_t elem);
     // kind 1: integer (value in i), 2: floating point (in f): converted to the parameter's
     // type for single-source kernels; otherwise the bytes as given.

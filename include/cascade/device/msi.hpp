@@ -32,7 +32,7 @@ struct MsiPlan {
 /// is the host when the host copy is valid, else a Modified copy, else the lowest Shared.
 /// Reading data no copy holds (all Invalid) is a logic error of the caller (Data starts
 /// with a valid host copy), reported by source = -1 with the states unchanged.
-MsiPlan msi_access(std::span<Msi> states, int space, Access access) noexcept;
+MsiPlan msi_access(std::span<Msi> states, int space, DataAccess access) noexcept;
 
 /// Applies the eviction of the copy at `space` (> 0) to `states`: it becomes Invalid, and
 /// the host copy becomes Modified when the evicted copy had to be written back.

@@ -24,7 +24,7 @@ struct DataBlock;
 // One argument: a Data with its access mode, or a scalar's bytes.
 struct ArgSlot {
     DataBlock* block = nullptr;
-    Access mode = Access::read;
+    DataAccess mode = DataAccess::read;
     bool prepared = false;   // runtime: its copy is arranged on the device
     bool duplicate = false;  // runtime: the same Data appears earlier in the list
     std::uint32_t size = 0;
