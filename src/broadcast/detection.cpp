@@ -28,6 +28,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     }
 
     char* begin(Engine* e, ActiveMsgBase& am, int dest, std::size_t max_bytes) {
+        if (held_.empty()) first_held(e);
         const std::size_t at = (buf_.size() + 7) & ~std::size_t(7);
         buf_.resize(at + max_bytes);
         note_dest(dest);
@@ -39,23 +40,18 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
         Held& h = held_.back();
         h.len = static_cast<std::size_t>(end - (buf_.data() + h.off));
         buf_.resize(h.off + h.len);
-        // A task streaming to one rank: once its held sends fill an aggregation buffer, they
-        // leave now (in order), so that sending overlaps the rest of the task. Only sends
-        // that all name one rank so far leave early: a loop over destinations still merges.
-        if (one_dest_ >= 0 && buf_.size() >= kEarlyRelease) {
-            run_epilogue();
-            return;
-        }
-        over_window(h.engine);
+        if (buf_.size() + held_body_bytes_ >= check_at_) [[unlikely]]
+            check_release();
     }
     void add_large(Engine* e, ActiveMsgBase& am, int dest, const void* body, std::size_t bytes,
                    std::vector<char>& args) {
+        if (held_.empty()) first_held(e);
         note_dest(dest);
         held_.push_back(Held{e, &am, dest, 0, 0, body, bytes, std::move(args)});
         held_.back().large = true;
         held_body_bytes_ += bytes;
         cascade::detail::tls_task_epilogue = this;
-        over_window(e);
+        if (buf_.size() + held_body_bytes_ >= check_at_) check_release();
     }
 
     // What is held leaves now, in order (a send that is not held follows).
@@ -81,13 +77,29 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     }
 
   private:
-    // Held bytes count toward the back-pressure window (CommunicatorOptions::
-    // max_bytes_in_flight): past it, what is held leaves now, in order, and the sends wait
-    // for room as unheld ones do. A task sending millions of distinct messages holds at most
-    // a window of them.
-    void over_window(Engine* e) {
+    // When what is held leaves before the task ends (checked once the held bytes reach
+    // check_at_, so that a held send costs one comparison):
+    // - a task streaming to one rank: once its held sends fill an aggregation buffer, they
+    //   leave (in order), so that sending overlaps the rest of the task. Only sends that all
+    //   name one rank so far leave early: a loop over destinations still merges;
+    // - held bytes count toward the back-pressure window (CommunicatorOptions::
+    //   max_bytes_in_flight of the first held send's communicator): past it, what is held
+    //   leaves, and the sends wait for room as unheld ones do. A task sending millions of
+    //   distinct messages holds at most a window of them.
+    void first_held(Engine* e) noexcept {
         const std::size_t cap = e->comm().max_bytes_in_flight();
-        if (cap != 0 && buf_.size() + held_body_bytes_ > cap) run_epilogue();
+        cap_ = cap == 0 ? ~std::size_t(0) : cap;
+        check_at_ = std::min(cap_, kEarlyRelease);
+    }
+    void check_release() {
+        const std::size_t held = buf_.size() + held_body_bytes_;
+        if ((one_dest_ >= 0 && buf_.size() >= kEarlyRelease) || held > cap_) {
+            run_epilogue();
+            return;
+        }
+        std::size_t next = cap_ == ~std::size_t(0) ? cap_ : cap_ + 1;
+        if (one_dest_ >= 0) next = std::min(next, held_body_bytes_ + kEarlyRelease);
+        check_at_ = std::max(next, held + 1);
     }
 
     static constexpr std::size_t kEarlyRelease = std::size_t(64) << 10;  // bytes of arguments
@@ -259,6 +271,8 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     std::vector<char> first_;                  // 1: the first send of a class, 2: a plain send
     int one_dest_ = -1;                        // the rank every held send names, or -1
     std::size_t held_body_bytes_ = 0;          // bodies of the held large sends
+    std::size_t cap_ = ~std::size_t(0);        // the window (first_held)
+    std::size_t check_at_ = 0;                 // held bytes at which check_release looks
 };
 
 }  // namespace
