@@ -17,6 +17,13 @@
 //       with the peak resident set (VmHWM) of the receiver and of the senders.
 //   --workload flood_large: the same with --messages large active messages of --large-bytes
 //       each, into an on-arrival callback that works --slow-ns.
+//   --workload objects: --objects mobile objects in all (over the ranks), in batches of
+//       --sample with two joins each: each rank creates its share, invokes a handler on each
+//       and on each of the previous rank's (a request from another rank), migrates its own
+//       to the next rank, joins; then checks and destroys its own (where they live now),
+//       joins. After each batch rank 0 prints a record {"bench":"soak","workload":"objects",
+//       "objects":<so far>,"rss_mb":<largest rank>,"heap_mb":...,"directory":<entries of the
+//       largest rank's directory after the destroys>,...}.
 //   The floods stop the job when the receiver's resident set passes --rss-limit-mb (default
 //   2048): the record then has "limit_exceeded": true and the peak reached.
 // Every message and result is checked; a wrong one ends the run with status 1.
@@ -51,6 +58,7 @@ struct Options {
     long large_bytes = 64 << 10;
     long async_every = 10'000;
     long messages = 0;  // floods: 0 = 10^7 small or 10^4 large
+    long objects = 1'000'000;
     long slow_ns = 1000;
     double rss_limit_mb = 2048;  // floods: the receiver stops the job beyond this
 };
@@ -77,13 +85,16 @@ Options parse(int argc, char** argv) {
             o.messages = static_cast<long>(std::stod(v));
         else if (k == "--slow-ns")
             o.slow_ns = static_cast<long>(std::stod(v));
+        else if (k == "--objects")
+            o.objects = static_cast<long>(std::stod(v));
         else if (k == "--rss-limit-mb")
             o.rss_limit_mb = std::stod(v);
         else
             throw std::runtime_error("unknown option " + k);
     }
-    if (o.workload != "mixed" && o.workload != "flood_small" && o.workload != "flood_large")
-        throw std::runtime_error("--workload must be mixed, flood_small or flood_large");
+    if (o.workload != "mixed" && o.workload != "flood_small" && o.workload != "flood_large" &&
+        o.workload != "objects")
+        throw std::runtime_error("--workload must be mixed, objects, flood_small or flood_large");
     if (o.tasks < 1 || o.sample < 1000 || o.threads < 1 || o.large_bytes < 0 || o.async_every < 1 ||
         o.messages < 0 || o.slow_ns < 0)
         throw std::runtime_error("bad option value");
@@ -270,6 +281,92 @@ int run_mixed(const Options& o) {
     return errors ? 1 : 0;
 }
 
+// A mobile object of the objects workload: a counter and a few bytes that travel with it.
+struct Cell {
+    long value = 0;
+    std::int64_t tag = 0;
+    template <class Archive>
+    void serialize(Archive& ar) {
+        ar(value, tag);
+    }
+};
+
+int run_objects(const Options& o) {
+    cascade::Communicator comm;
+    const int me = comm.comm_rank(), ranks = comm.comm_size();
+    const int next = (me + 1) % ranks, prev = (me + ranks - 1) % ranks;
+    cascade::Threadpool tp(o.threads, &comm);
+    cascade::Objects objs(tp, comm);
+    std::atomic<long> bad{0};
+    auto add = objs.make_handler<Cell>([](Cell& c, long& k) { c.value += k; }, {.name = "add"});
+    // Each object got 1 from its home and, with more than one rank, 2 from the previous one.
+    const long expect = ranks > 1 ? 3 : 1;
+    auto check = objs.make_handler<Cell>(
+        [&](Cell& c, std::int64_t& tag) {
+            if (c.value != expect || c.tag != tag) bad.fetch_add(1);
+        },
+        {.name = "check"});
+    const long per_rank = std::max(1L, o.sample / ranks);
+    std::vector<cascade::mobile_ptr<Cell>> mine;
+    mine.reserve(static_cast<std::size_t>(per_rank));
+    std::uint64_t first_id = 1;  // ids of this batch on every rank (each creates as many)
+    const double first_t = cascade_bench::now_seconds();
+    long done = 0;
+    while (done < o.objects) {
+        const double t0 = cascade_bench::now_seconds();
+        mine.clear();
+        for (long i = 0; i < per_rank; ++i)
+            mine.push_back(objs.create<Cell>(Cell{0, static_cast<std::int64_t>(first_id) + i}));
+        MPI_Barrier(MPI_COMM_WORLD);  // every object exists before another rank invokes it
+        for (long i = 0; i < per_rank; ++i) {
+            add->invoke(mine[static_cast<std::size_t>(i)], 1L);
+            if (ranks > 1)
+                add->invoke(cascade::mobile_ptr<Cell>(cascade::ObjectKey{
+                                prev, 0, first_id + static_cast<std::uint64_t>(i)}),
+                            2L);
+            objs.migrate(mine[static_cast<std::size_t>(i)], next);
+        }
+        tp.join();
+        tp.start();
+        for (long i = 0; i < per_rank; ++i) {
+            const auto& p = mine[static_cast<std::size_t>(i)];
+            check->invoke(p, static_cast<std::int64_t>(first_id) + i);
+            objs.destroy(p);
+        }
+        tp.join();
+        const double secs = reduce(cascade_bench::now_seconds() - t0, MPI_MAX);
+        done += per_rank * ranks;
+        first_id += static_cast<std::uint64_t>(per_rank);
+        const double rss = status_mb("VmRSS:");
+        const double rss_max = reduce(rss, MPI_MAX), rss_sum = reduce(rss, MPI_SUM);
+        const double heap_max = reduce(heap_in_use_mb(), MPI_MAX);
+        const double dir_max = reduce(static_cast<double>(objs.stats().directory), MPI_MAX);
+        const double local_max = reduce(static_cast<double>(objs.local_objects().size()), MPI_MAX);
+        const double comm_max =
+            reduce(static_cast<double>(comm.kept_buffer_bytes()) / (1 << 20), MPI_MAX);
+        if (me == 0)
+            cascade_bench::Record()
+                .add("bench", "soak")
+                .add("workload", "objects")
+                .add("ranks", ranks)
+                .add("threads", o.threads)
+                .add("objects", done)
+                .add("rss_mb", rss_max, "%.2f")
+                .add("rss_mb_sum", rss_sum, "%.2f")
+                .add("heap_mb", heap_max, "%.2f")
+                .add("comm_buffers_mb", comm_max, "%.2f")
+                .add("directory", static_cast<long>(dir_max))
+                .add("local_objects", static_cast<long>(local_max))
+                .add("batch_seconds", secs, "%.3f")
+                .add("seconds", cascade_bench::now_seconds() - first_t, "%.2f")
+                .print();
+        if (done < o.objects) tp.start();
+    }
+    const long errors = static_cast<long>(reduce(static_cast<double>(bad.load()), MPI_SUM));
+    if (me == 0 && errors) std::fprintf(stderr, "soak: %ld objects with a wrong value\n", errors);
+    return errors ? 1 : 0;
+}
+
 int run_flood(const Options& o) {
     cascade::Communicator comm;
     const int me = comm.comm_rank(), ranks = comm.comm_size();
@@ -378,7 +475,9 @@ int main(int argc, char** argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rc = 0;
     try {
-        rc = o.workload == "mixed" ? run_mixed(o) : run_flood(o);
+        rc = o.workload == "mixed"     ? run_mixed(o)
+             : o.workload == "objects" ? run_objects(o)
+                                       : run_flood(o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "soak: %s\n", e.what());
         MPI_Abort(MPI_COMM_WORLD, 1);
