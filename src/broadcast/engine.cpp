@@ -303,9 +303,11 @@ void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>
     }
     for (std::size_t i = tree; i < list.size(); ++i)
         kids.push_back(Child{i, 0});
-    for (const Child& c : kids)
+    for (const Child& c : kids) {
+        list[c.at].after = 0;  // a child of the root: its messages arrive in order
         for (std::size_t i = c.at + 1; i < c.at + 1 + c.count; ++i)
-            comm_.raise_fence(list[i].rank);
+            list[i].after = comm_.raise_fence(list[i].rank);
+    }
 }
 
 template <class... Ps>
@@ -338,6 +340,57 @@ struct Engine::Delivered {
         }
     }
 };
+
+// A broadcast that came through an inner node runs after the messages its root queued for
+// this rank before it (Header::after, counted by the root when it fenced this rank): one
+// that arrives first, or while an earlier one of its root waits, waits here, and runs from an
+// after-progress function once this rank has run those messages. Without it, a message the
+// root had already handed to MPI could be overtaken by the inner node's forward (MPI keeps
+// the order of one pair of ranks only).
+bool Engine::must_wait(const Header& h) const {
+    if (h.from == h.root) return false;
+    if (comm_.frames_run_from(h.root) < h.after) return true;
+    return std::any_of(waiting_.begin(), waiting_.end(),
+                       [&](const Waiting& w) { return w.h.root == h.root; });
+}
+
+void Engine::wait(bool large, const Header& h, const view<const Recipient>& sub,
+                  const view<const char>& payload) {
+    waiting_.push_back(Waiting{large, h, std::vector<Recipient>(sub.begin(), sub.end()),
+                               std::vector<char>(payload.begin(), payload.end())});
+    if (!waiting_installed_ && comm_.add_after_progress(&Engine::run_waiting, this))
+        waiting_installed_ = true;
+}
+
+bool Engine::run_waiting(void* self) {
+    auto* e = static_cast<Engine*>(self);
+    bool ran = false;
+    for (std::size_t i = 0; i < e->waiting_.size();) {
+        const Waiting& w = e->waiting_[i];
+        bool earlier = false;  // an earlier one of its root still waits
+        for (std::size_t j = 0; j < i && !earlier; ++j)
+            earlier = e->waiting_[j].h.root == w.h.root;
+        if (earlier || e->comm_.frames_run_from(w.h.root) < w.h.after) {
+            ++i;
+            continue;
+        }
+        Waiting now = std::move(e->waiting_[i]);
+        e->waiting_.erase(e->waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+        ran = true;
+        const view<const Recipient> sub(now.sub.data(), now.sub.size());
+        const view<const char> payload(now.payload.data(), now.payload.size());
+        try {
+            if (now.large)
+                e->run_large(now.h, sub, payload);
+            else
+                e->run_small(now.h, sub, payload);
+        } catch (...) {
+            e->comm_.fail_pool(std::current_exception());
+        }
+        i = 0;  // the next one of its root may run now
+    }
+    return ran;
+}
 
 // ---- small active messages -------------------------------------------------------------------
 
@@ -376,11 +429,13 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
                        0,
                        0,
                        0,
+                       0,
                        0};
         const view<const char> body(payload, size);
         for (const Child& c : kids)
             small_->send_now(list[c.at].rank, h,
                              view<const Recipient>(list.data() + c.at + 1, c.count), body);
+        // (h.after stays 0: the root's children get the broadcast straight from it.)
         n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     }
     if (sp.self) plain(me_);
@@ -412,6 +467,7 @@ void Engine::check(const Header& h, view<const Recipient>& sub, bool large) cons
         bad("root " + std::to_string(h.root));
     if (h.from != source)
         bad("says it comes from " + std::to_string(h.from) + ", not " + std::to_string(source));
+    if (h.from == h.root && h.after != 0) bad("a direct message that waits for others");
     if (h.shape > static_cast<std::uint32_t>(Shape::chain)) bad("shape " + std::to_string(h.shape));
     if (sub.size() >= static_cast<std::size_t>(size_))
         bad(std::to_string(sub.size()) + " recipients");
@@ -428,6 +484,15 @@ void Engine::check(const Header& h, view<const Recipient>& sub, bool large) cons
 
 void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& payload) {
     check(h, sub, false);
+    if (must_wait(h)) {
+        wait(false, h, sub, payload);
+        return;
+    }
+    run_small(h, sub, payload);
+}
+
+void Engine::run_small(const Header& h, const view<const Recipient>& sub,
+                       const view<const char>& payload) {
     ActiveMsgBase& am = user_am(h, false);
     const Delivered delivered{*this, h};
     // Forward first: the sub-tree's messages are queued inside this handler, so this rank's
@@ -437,9 +502,11 @@ void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& p
     children(static_cast<Shape>(h.shape), sub.size(), kids);
     Header f = h;
     f.from = me_;
-    for (const Child& c : kids)
+    for (const Child& c : kids) {
+        f.after = sub[c.at].after;
         send_protocol(sub[c.at].rank, *small_, f,
                       view<const Recipient>(sub.data() + c.at + 1, c.count), payload);
+    }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
     try {
         am.on_frame(h.root, payload.data(), payload.size());
@@ -524,7 +591,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     st->times = times;
     st->sends_left = (kids.size() + (sp.self ? 1 : 0)) * n;
     Header h{am.id(), am.signature(),      me_, me_, static_cast<std::uint32_t>(shape), 0, bytes,
-             piece,   comm_.large_chunk(), 0};
+             piece,   comm_.large_chunk(), 0,   0};
     // Every child's header leaves now. With serial bodies only the first child's body goes
     // with it; the next one leaves when the previous child acknowledges its whole body
     // (on_ack): a send that is out has only reached the network stack, which may still hold
@@ -577,6 +644,15 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
 
 void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& args) {
     check(h, sub, true);
+    if (must_wait(h)) {
+        wait(true, h, sub, args);
+        return;
+    }
+    run_large(h, sub, args);
+}
+
+void Engine::run_large(const Header& h, const view<const Recipient>& sub,
+                       const view<const char>& args) {
     ActiveMsgBase& am = user_am(h, true);
     const Delivered delivered{*this, h};
     auto st = std::make_unique<RecvState>();
@@ -604,6 +680,7 @@ void Engine::on_large(Header& h, view<const Recipient>& sub, view<const char>& a
         const Child& c = kids[i];
         f.tag = comm_.new_body_tag();
         f.ack = ack_token(st->serial, kids, i, st->token);
+        f.after = sub[c.at].after;
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
              st->args, nullptr, nullptr, 0, 0);
         st->kids.push_back(BodyDest{sub[c.at].rank, f.tag, c.count == 0});

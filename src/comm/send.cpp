@@ -123,13 +123,14 @@ void Communicator::send_body_now(int dest, ActiveMsgBase& am, const void* body, 
                                chunk == 0 ? kDefaultChunk : chunk, tag});
 }
 
-void Communicator::raise_fence(int dest) {
+std::uint64_t Communicator::raise_fence(int dest) {
     Outbox& o = outbox_[dest];
     std::lock_guard<Spinlock> g(o.lock);
     if (o.fences.fetch_add(1, std::memory_order_acq_rel) == 0) {
         o.fence_bytes = o.buf.size();
         o.fence_larges = o.larges.size();
     }
+    return o.seq;
 }
 
 void Communicator::lower_fence(int dest) {

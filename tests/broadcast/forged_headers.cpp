@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
         // The broadcast layer registers its messages first: "broadcast", "broadcast.large".
         ActiveMsgBase* large = comm.find_am(1);
         if (!large || large->name() != "broadcast.large") return 2;
-        Header h{user->id(), user->signature(), 1, 1, 0, comm.new_body_tag(), 4096, 4096, 0, 0};
+        Header h{user->id(), user->signature(), 1, 1, 0, comm.new_body_tag(), 4096, 4096, 0, 0, 0};
         std::vector<Recipient> sub;
         if (mode == "piece0") h.piece = 0;
         if (mode == "tinypiece") {

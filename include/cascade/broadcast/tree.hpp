@@ -28,6 +28,9 @@ enum class Shape : std::uint32_t {
 struct Recipient {
     std::int32_t rank;  ///< The receiving rank.
     float priority;     ///< Its priority (higher: placed to receive earlier).
+    /// Reached through an inner node: the number of the root's own messages to this rank
+    /// that were queued before the broadcast (it runs the broadcast after those).
+    std::uint64_t after = 0;
 };
 
 /// A child of a node: the recipient at list[at], forwarding to list[at+1 .. at+1+count).

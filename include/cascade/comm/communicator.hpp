@@ -257,8 +257,13 @@ class Communicator : public JoinHook {
     /// Per-sender order across routes: a message of this rank reaches `dest` through other
     /// ranks (a broadcast's inner node), so what this rank queues for `dest` from now on waits
     /// until `dest` acknowledges that delivery (lower_fence, any thread); what was queued
-    /// before leaves as usual. Fences add up.
-    void raise_fence(int dest);
+    /// before leaves as usual. Fences add up. Returns how many messages this rank queued for
+    /// `dest` before (frames_run_from() on `dest` reaches it once they all ran there).
+    std::uint64_t raise_fence(int dest);
+    /// How many messages from `source` this rank began to run so far (communication thread).
+    std::uint64_t frames_run_from(int source) const noexcept {
+        return recv_seq_[static_cast<std::size_t>(source)];
+    }
     /// `dest` acknowledged one delivery that raise_fence announced.
     void lower_fence(int dest);
     /// enqueue() for a message that is not this rank's own but part of a protocol (a

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -29,6 +30,7 @@ struct Header {
     std::uint64_t piece;  // large: piece size (the last one may be shorter)
     std::uint64_t chunk;  // large: MPI message size limit within a piece
     std::uint64_t ack;    // large: the sender's token to acknowledge the whole body with, or 0
+    std::uint64_t after;  // through an inner node: run after this many of the root's messages
 };
 
 class Engine final : public Broadcasts {
@@ -101,6 +103,21 @@ class Engine final : public Broadcasts {
     struct Delivered;
     void route(Shape shape, std::vector<Recipient>& list, std::vector<Child>& kids);
     void on_delivered(int rank);
+    void run_small(const Header& h, const view<const Recipient>& sub,
+                   const view<const char>& payload);
+    void run_large(const Header& h, const view<const Recipient>& sub, const view<const char>& args);
+    bool must_wait(const Header& h) const;
+    void wait(bool large, const Header& h, const view<const Recipient>& sub,
+              const view<const char>& payload);
+    static bool run_waiting(void* self);
+    struct Waiting {
+        bool large;
+        Header h;
+        std::vector<Recipient> sub;
+        std::vector<char> payload;
+    };
+    std::deque<Waiting> waiting_;  // communication thread only (must_wait)
+    bool waiting_installed_ = false;
     // A message of the broadcast protocol (a forward, an acknowledgement): past fences.
     template <class... Ps>
     void send_protocol(int dest, ActiveMsg<Ps...>& am, const Ps&... ps);
