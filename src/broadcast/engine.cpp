@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cascade/core/errors.hpp"
+#include "cascade/core/log.hpp"
 #include "cascade/core/settings.hpp"
 
 namespace cascade {
@@ -356,10 +357,19 @@ bool Engine::must_wait(const Header& h) const {
 
 void Engine::wait(bool large, const Header& h, const view<const Recipient>& sub,
                   const view<const char>& payload) {
+    if (!waiting_installed_ && !comm_.add_after_progress(&Engine::run_waiting, this)) {
+        // Every after-progress slot is taken (many Objects on one communicator): run it now,
+        // out of order, rather than never.
+        log::warn("broadcast: no after-progress slot left to keep a broadcast in order");
+        if (large)
+            run_large(h, sub, payload);
+        else
+            run_small(h, sub, payload);
+        return;
+    }
+    waiting_installed_ = true;
     waiting_.push_back(Waiting{large, h, std::vector<Recipient>(sub.begin(), sub.end()),
                                std::vector<char>(payload.begin(), payload.end())});
-    if (!waiting_installed_ && comm_.add_after_progress(&Engine::run_waiting, this))
-        waiting_installed_ = true;
 }
 
 bool Engine::run_waiting(void* self) {
