@@ -55,6 +55,8 @@ constexpr Variable kVariables[] = {
     {"CASCADE_BCAST_WINDOW", "a whole number of bytes from 0 to 1099511627776", "262144",
      "the bytes of pieces a node of a pipelined broadcast has in flight to its child at most "
      "(whole pieces, at least one); 0: no limit"},
+    {"CASCADE_DEVICE_MEMORY", "bytes, optionally with K, M or G (e.g. 512M)",
+     "the device's own memory", "data bytes each device of the device layer may hold"},
     {"CASCADE_MEMBARRIER", "1 or 0 (also on/off, true/false, yes/no)", "1",
      "0: wake sleeping workers with fenced stores instead of membarrier()"},
     {"CASCADE_TRIM", "seconds (up to 1e6), 0 or off", "adaptive",

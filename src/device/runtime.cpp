@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "cascade/core/errors.hpp"
+#include "cascade/core/settings.hpp"
 #include "cascade/core/spinlock.hpp"
 #include "cascade/trace/event.hpp"
 #include "runtime.hpp"
@@ -31,8 +33,9 @@ namespace {
 std::atomic<std::uint64_t> g_next_id{1};
 
 std::size_t memory_from_env() {
-    const char* v = std::getenv("CASCADE_DEVICE_MEMORY");
-    if (!v || !*v) return 0;
+    const std::optional<std::string> raw = settings::raw("CASCADE_DEVICE_MEMORY");
+    if (!raw || raw->empty()) return 0;
+    const char* v = raw->c_str();
     char* end = nullptr;
     double x = std::strtod(v, &end);
     std::string unit = end ? end : "";
