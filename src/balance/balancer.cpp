@@ -11,8 +11,23 @@ namespace cascade {
 
 using trace::now_ns;  // steady-clock nanoseconds
 
+namespace detail {
+Balancer* make_implicit_balancer(Objects& objs) {
+    const int choice = settings::choice("CASCADE_BALANCE", 0, settings::kBalancePolicies);
+    if (choice == 0) return nullptr;  // none
+    return new Balancer(objs, make_policy(std::string(settings::kBalancePolicies[choice])));
+}
+}  // namespace detail
+
+void Objects::FreeBalancer::operator()(Balancer* b) const noexcept {
+    delete b;
+}
+
 Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, BalanceOptions opts)
     : objs_(objs), policy_(std::move(policy)), opts_(opts), enabled_(opts.enabled) {
+    // A program's own Balancer takes over from the one CASCADE_BALANCE made (switched off:
+    // its message stays registered, and it no longer hears of handlers or idle workers).
+    if (Balancer* before = objs.balancer()) before->enable(false);
     if (!policy_) {
         policy_ = make_policy(std::string(settings::kBalancePolicies[settings::choice(
             "CASCADE_BALANCE", 0, settings::kBalancePolicies)]));
@@ -29,11 +44,15 @@ Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, Balance
         "balance.message");
     objs_.set_observer(this);
     objs_.pool().set_idle_hook(this);
+    objs_.set_balancer(this);
 }
 
 Balancer::~Balancer() {
+    // Only if still the one in place (the CASCADE_BALANCE one, replaced, leaves them alone).
+    if (objs_.balancer() != this) return;
     objs_.pool().set_idle_hook(nullptr);
     objs_.set_observer(nullptr);
+    objs_.set_balancer(nullptr);
 }
 
 std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs) const {

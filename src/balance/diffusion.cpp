@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "cascade/balance/balancer.hpp"
@@ -138,7 +139,8 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     Msg m{};
     std::memcpy(&m, data, std::min(size, sizeof m));
     // r names a rank (-1: none), but in kind 4, where it counts objects.
-    if (source < 0 || source >= b.size() || m.r < -1 || (m.kind != 4 && m.r >= b.size()))
+    if (source < 0 || source >= b.size() || m.r < -1 || (m.kind != 4 && m.r >= b.size()) ||
+        !std::isfinite(m.x) || !std::isfinite(m.y))
         throw WireError("diffusion: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.r) + " (the job has " +
                         std::to_string(b.size()) + " ranks)");

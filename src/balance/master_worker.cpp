@@ -93,7 +93,9 @@ void MasterWorker::serve(Out& out) {
 void MasterWorker::on_message(Balancer& b, int source, const char* data, std::size_t size) {
     Msg m{};
     std::memcpy(&m, data, std::min(size, sizeof m));
-    if (source < 0 || source >= b.size() || m.rank < 0 || m.rank >= b.size())
+    // Loads are finite; kind 4 counts objects in y.
+    if (source < 0 || source >= b.size() || m.rank < 0 || m.rank >= b.size() ||
+        !std::isfinite(m.x) || !std::isfinite(m.y) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
                         std::to_string(b.size()) + " ranks)");

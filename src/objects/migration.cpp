@@ -97,10 +97,15 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
             detail::free_invocation(q);
             throw;
         }
-        if (i < mh.n_ready)
+        if (i < mh.n_ready) {
             rec->ready.push_back(q);
-        else
-            rec->held.emplace(std::make_pair(int(q->h.sender), q->h.seq), q);
+        } else if (!rec->held.emplace(std::make_pair(int(q->h.sender), q->h.seq), q).second) {
+            const std::string what = "objects: migration of object " + to_string(mh.key) +
+                                     " carries request " + std::to_string(q->h.seq) +
+                                     " of rank " + std::to_string(q->h.sender) + " twice";
+            detail::free_invocation(q);
+            throw WireError(what);
+        }
     }
 }
 
@@ -474,6 +479,14 @@ void Objects::place(std::unique_ptr<Record> rec, int source) {
             it = s.map.emplace(key, Entry{}).first;
         }
         Entry& e = it->second;
+        if (e.rec || e.destroyed) {  // it lives here already, or was destroyed: malformed
+            drop_requests(*rec);
+            if (rec->obj) rec->type->destroy(rec->obj);
+            rec->obj = nullptr;
+            throw WireError("objects: object " + to_string(key) + " arrived from rank " +
+                            std::to_string(source) + " while it " +
+                            (e.rec ? "lives here" : "was destroyed"));
+        }
         e.rec = std::move(rec);
         e.loc = rank_;
         e.ver = std::max(e.ver, version);

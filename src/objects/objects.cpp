@@ -15,6 +15,8 @@ using detail::OpKind;
 using detail::Record;
 
 namespace detail {
+// The balance layer's: the Balancer CASCADE_BALANCE asks for (null for none).
+Balancer* make_implicit_balancer(Objects& objs);
 thread_local int t_hops = 0;
 thread_local Record* t_running = nullptr;
 
@@ -146,9 +148,13 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
              migrate_large_am_, destroyed_am_, migrate_bodies_am_, body_am_})
         am->set_broadcast_detection(false);
     after_progress_ = comm.add_after_progress(&Objects::run_deferred, this);
+    // Balancing with no code: CASCADE_BALANCE names the policy (same on every rank, so its
+    // message is registered at the same point everywhere).
+    implicit_balancer_.reset(detail::make_implicit_balancer(*this));
 }
 
 Objects::~Objects() {
+    implicit_balancer_.reset();
     if (after_progress_) {
         run_deferred(this);  // none expected: progress() runs them before it returns
         comm_.remove_after_progress(&Objects::run_deferred, this);

@@ -431,3 +431,73 @@ TEST(BalanceMpi, DiffusionMessagesNamingRanksOutsideTheJobAreRefused) {
     }
     tp.join();
 }
+
+// CASCADE_BALANCE alone balances a program with no balancing code: every Objects runs the
+// policy it names; a Balancer the program makes takes over (and Objects::balancer names it).
+TEST(BalanceMpi, TheEnvironmentAloneBalancesAProgramWithNoBalancer) {
+    // One run: 6 objects per rank on rank 0, 40 requests of 1 ms each queued up front.
+    auto run = [](const char* policy, long& moved, double& least_busy) {
+        setenv("CASCADE_BALANCE", policy, 1);
+        Communicator comm;
+        Threadpool tp(1, &comm);
+        Objects objs(tp, comm);
+        unsetenv("CASCADE_BALANCE");
+        ASSERT_NE(objs.balancer(), nullptr);
+        EXPECT_STREQ(objs.balancer()->policy().name(), policy);
+        const int me = comm.comm_rank(), n = comm.comm_size();
+        std::atomic<double> busy{0};
+        auto work = objs.make_handler<Work>(
+            [&](Work& w) {
+                const auto t0 = std::chrono::steady_clock::now();
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                ++w.done;
+                busy.fetch_add(
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            },
+            {.name = "work"});
+        std::vector<mobile_ptr<Work>> ps;
+        if (me == 0)
+            for (int i = 0; i < 6 * n; ++i)
+                ps.push_back(objs.create<Work>());
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (me == 0)
+            tp.insert([&] {
+                for (int k = 0; k < 40; ++k)
+                    for (auto& p : ps)
+                        work->invoke(p);
+            });
+        tp.join();
+        moved = sum(long(objs.stats().migrations_out));
+        const auto all = gather(busy.load());
+        least_busy = *std::min_element(all.begin(), all.end());
+    };
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    for (const char* policy : {"diffusion", "master_worker"}) {
+        long moved = 0;
+        double least = 0;
+        // Timing on an oversubscribed machine: up to three runs (the same on every rank).
+        for (int attempt = 0; attempt < 3 && (attempt == 0 || moved == 0); ++attempt)
+            run(policy, moved, least);
+        if (n > 1) {
+            EXPECT_GT(moved, 0) << policy;
+            EXPECT_GT(least, 0.0) << policy;
+        }
+    }
+    // Made by the program: it takes over.
+    setenv("CASCADE_BALANCE", "rotate", 1);
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    unsetenv("CASCADE_BALANCE");
+    Balancer* implicit = objs.balancer();
+    ASSERT_NE(implicit, nullptr);
+    {
+        Balancer mine(objs, std::make_unique<Diffusion>());
+        EXPECT_EQ(objs.balancer(), &mine);
+        EXPECT_FALSE(implicit->enabled());
+        tp.join();
+    }
+    EXPECT_EQ(objs.balancer(), nullptr);
+    tp.join();
+}

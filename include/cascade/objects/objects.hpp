@@ -46,6 +46,8 @@
 
 namespace cascade {
 
+class Balancer;  // cascade/balance/balancer.hpp
+
 namespace detail {
 struct MigrateHead;
 struct FuzzObjects;  // the fuzzer's access to the message handlers (fuzz/)
@@ -152,6 +154,12 @@ class Objects {
     bool rebalance(const ObjectKey& k, int dest);
     /// Tells `obs` about every handler run here (null: nobody). Set before work starts.
     void set_observer(ObjectsObserver* obs) noexcept { observer_.store(obs); }
+    /// The Balancer balancing these objects: the one the program made, else the one made
+    /// with this Objects when CASCADE_BALANCE names a policy (rotate, diffusion,
+    /// master_worker); null when nothing balances them (CASCADE_BALANCE unset or none).
+    Balancer* balancer() const noexcept { return balancer_.load(std::memory_order_acquire); }
+    /// (Balancer) the Balancer that balances these objects from now on (null: none).
+    void set_balancer(Balancer* b) noexcept { balancer_.store(b, std::memory_order_release); }
 
     /// The load of a T: f(obj) instead of the measured handler time (for the load queries
     /// below and the balancing layer). f may run while handlers run on the object.
@@ -369,6 +377,13 @@ class Objects {
     std::atomic<ObjectsObserver*> observer_{nullptr};
     // The result states of this rank's call()s waiting for a reply from another rank.
     detail::ReplyTokens<detail::StateBase> reply_tokens_;
+    // The Balancer made for CASCADE_BALANCE (the balance layer makes and frees it: it stays
+    // switched off once a program's own Balancer took over), and the one balancing now.
+    struct FreeBalancer {
+        void operator()(Balancer* b) const noexcept;
+    };
+    std::unique_ptr<Balancer, FreeBalancer> implicit_balancer_;
+    std::atomic<Balancer*> balancer_{nullptr};
 };
 
 // ---- templates -------------------------------------------------------------------------------
