@@ -40,7 +40,8 @@ constexpr Variable kVariables[] = {
      "pins worker i of each pool to the i-th CPU the rank may run on (an unbound rank: after "
      "the workers of its node's lower ranks)"},
     {"CASCADE_BALANCE", "none, rotate, diffusion or master_worker", "none",
-     "the load-balancing policy of a Balancer made without one"},
+     "the load-balancing policy every `Objects` runs with no code (and a Balancer made without "
+     "one)"},
     {"CASCADE_BCAST", "1 or 0 (also on/off, true/false, yes/no)", "1",
      "broadcast detection: one payload sent from one task to several ranks travels as a tree "
      "broadcast"},
