@@ -101,8 +101,8 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
             rec->ready.push_back(q);
         } else if (!rec->held.emplace(std::make_pair(int(q->h.sender), q->h.seq), q).second) {
             const std::string what = "objects: migration of object " + to_string(mh.key) +
-                                     " carries request " + std::to_string(q->h.seq) +
-                                     " of rank " + std::to_string(q->h.sender) + " twice";
+                                     " carries request " + std::to_string(q->h.seq) + " of rank " +
+                                     std::to_string(q->h.sender) + " twice";
             detail::free_invocation(q);
             throw WireError(what);
         }
