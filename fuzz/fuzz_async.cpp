@@ -6,7 +6,6 @@
 // (WireError, UsageError, bad_alloc), nothing else: no reply token is ever taken for an
 // address.
 #include <mpi.h>
-#include <sanitizer/lsan_interface.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "fuzz_common.hpp"
 
 namespace cascade::detail {
 
@@ -60,38 +60,17 @@ struct World {
         fx.make_async([](Pod p, shared_future<int> f) { (void)p, (void)f; }, "f2", opts);
         fx.make_async([](Pod p) { return Pod{p.a + 1, p.b}; }, "f3", opts);
     }
-    // Delivers what the handlers sent to this rank (replies), a bounded number of times.
-    void drain() {
-        for (int i = 0; i < 4 && comm.progress(); ++i) {
-        }
-    }
 };
-
-World* world() {
-    static World* w = [] {
-        int argc = 0;
-        char** argv = nullptr;
-        // What MPI allocates for itself (at MPI_Init and when the communicator is set up)
-        // is not this target's to find: leak checking covers the inputs only.
-        __lsan_disable();
-        MPI_Init(&argc, &argv);
-        World* made = new World;  // never destroyed: libFuzzer exits without unwinding
-        __lsan_enable();
-        return made;
-    }();
-    return w;
-}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    World& w = *world();
+    World& w = fuzz::world<World>();
     if (size < 2) return 0;
-    const std::uint8_t mode = data[0];
-    std::vector<std::uint64_t> buf(size / 8 + 1);  // messages arrive 8-byte aligned
-    std::memcpy(buf.data(), data + 1, size - 1);
-    char* p = reinterpret_cast<char*>(buf.data());
-    const std::size_t n = size - 1;
+    fuzz::Input in(data, size);  // messages arrive 8-byte aligned
+    const std::uint8_t mode = in.mode;
+    char* p = in.p;
+    const std::size_t n = in.n;
     auto& tokens = FuzzFutures::tokens(w.fx);
     std::uint64_t token = 0;
     try {
@@ -134,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // from a clean rank.
     w.comm.drop_body_receives_for_test();
     try {
-        w.drain();
+        fuzz::drain(w.comm);
     } catch (const std::exception&) {
     }
     // A token the input did not use up: take its state back.

@@ -6,7 +6,6 @@
 // nothing else: no division by a piece size of zero, no unbounded receives, no tag outside
 // the broadcasts' range.
 #include <mpi.h>
-#include <sanitizer/lsan_interface.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +14,7 @@
 
 #include "cascade/broadcast/detail/engine.hpp"
 #include "cascade/cascade.hpp"
+#include "fuzz_common.hpp"
 
 using namespace cascade;
 using cascade::broadcast::detail::Header;
@@ -29,47 +29,28 @@ struct World {
     ActiveMsgBase* user_large = nullptr;
     World() {
         user_small = comm.make_active_msg([](int&, std::vector<int>&) {}, "user_small");
-        user_large = comm.make_large_active_msg(
-            [](int&) {}, [this](int&) { return sink.data(); }, [](int&) {}, "user_large");
-    }
-    // Delivers what the handlers sent to this rank, a bounded number of times.
-    void drain() {
-        for (int i = 0; i < 4 && comm.progress(); ++i) {
-        }
+        user_large = comm.make_large_active_msg([](int&) {}, [this](int&) { return sink.data(); },
+                                                [](int&) {}, "user_large");
     }
 };
-
-World* world() {
-    static World* w = [] {
-        int argc = 0;
-        char** argv = nullptr;
-        __lsan_disable();  // what MPI allocates for itself is not this target's to find
-        MPI_Init(&argc, &argv);
-        World* made = new World;  // never destroyed: libFuzzer exits without unwinding
-        __lsan_enable();
-        return made;
-    }();
-    return w;
-}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    World& w = *world();
+    World& w = fuzz::world<World>();
     if (size < 2) return 0;
-    const std::uint8_t mode = data[0];
-    std::vector<std::uint64_t> buf(size / 8 + 1);  // messages arrive 8-byte aligned
-    std::memcpy(buf.data(), data + 1, size - 1);
-    char* p = reinterpret_cast<char*>(buf.data());
-    const std::size_t n = size - 1;
+    fuzz::Input in(data, size);  // messages arrive 8-byte aligned
+    const std::uint8_t mode = in.mode;
+    char* p = in.p;
+    const std::size_t n = in.n;
     // The broadcast layer registers its messages first, in this order.
     ActiveMsgBase* am = w.comm.find_am(mode % 4);
     try {
         if (mode % 4 < 2 && n >= sizeof(Header)) {
             Header h;
             std::memcpy(&h, p, sizeof h);
-            const ActiveMsgBase& user = mode % 4 == 0 ? static_cast<ActiveMsgBase&>(*w.user_small)
-                                                      : *w.user_large;
+            const ActiveMsgBase& user =
+                mode % 4 == 0 ? static_cast<ActiveMsgBase&>(*w.user_small) : *w.user_large;
             h.am = user.id();
             h.sig = user.signature();
             if (mode & 0x80) {  // the one header this rank accepts: its own, to itself
@@ -85,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // from a clean rank.
     w.comm.drop_body_receives_for_test();
     try {
-        w.drain();
+        fuzz::drain(w.comm);
     } catch (const std::exception&) {
     }
     return 0;

@@ -8,7 +8,6 @@
 // (WireError, UsageError, bad_alloc), nothing else; whatever an input installed is removed before
 // the next.
 #include <mpi.h>
-#include <sanitizer/lsan_interface.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +20,7 @@
 #include "cascade/balance/diffusion.hpp"
 #include "cascade/balance/master_worker.hpp"
 #include "cascade/cascade.hpp"
+#include "fuzz_common.hpp"
 
 namespace cascade::detail {
 
@@ -115,24 +115,7 @@ struct World {
         dbal = std::make_unique<Balancer>(objs, std::make_unique<Diffusion>(),
                                           BalanceOptions{.enabled = false});
     }
-    void drain() {
-        for (int i = 0; i < 4 && comm.progress(); ++i) {
-        }
-    }
 };
-
-World* world() {
-    static World* w = [] {
-        int argc = 0;
-        char** argv = nullptr;
-        __lsan_disable();  // what MPI allocates for itself is not this target's to find
-        MPI_Init(&argc, &argv);
-        World* made = new World;  // never destroyed: libFuzzer exits without unwinding
-        __lsan_enable();
-        return made;
-    }();
-    return w;
-}
 
 // A view<char> argument as its frame carries it: the length, then the bytes.
 std::vector<std::uint64_t> view_frame(const char* p, std::size_t n) {
@@ -146,7 +129,7 @@ std::vector<std::uint64_t> view_frame(const char* p, std::size_t n) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    World& w = *world();
+    World& w = fuzz::world<World>();
     if (size < 2) return 0;
     const std::uint8_t mode = data[0];
     const bool patch = (mode & 0x80) != 0;
@@ -233,7 +216,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     w.comm.drop_body_receives_for_test();
     try {
-        w.drain();
+        fuzz::drain(w.comm);
     } catch (const std::exception&) {
     }
     if (token)
