@@ -15,14 +15,16 @@ struct Named {
     static std::string describe(const Task& t) { return t.as<Named>().text; }
     static constexpr TaskVTable vtable{nullptr, &describe, nullptr};
 };
+// The names outlive every static destructor: the trace is written by an exit handler, which
+// may run after a function-local static here has been destroyed.
 const char* name_of(const std::string& s) {
     static std::mutex m;
-    static std::vector<std::unique_ptr<std::string>> names;
+    static auto* names = new std::vector<std::unique_ptr<std::string>>;  // never freed
     std::lock_guard<std::mutex> g(m);
-    for (auto& n : names)
+    for (auto& n : *names)
         if (*n == s) return n->c_str();
-    names.push_back(std::make_unique<std::string>(s));
-    return names.back()->c_str();
+    names->push_back(std::make_unique<std::string>(s));
+    return names->back()->c_str();
 }
 }  // namespace
 
