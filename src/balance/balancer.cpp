@@ -61,12 +61,33 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs) con
     for (const auto& o : objs)
         if (o.recent_s > 0) sum += o.recent_s, ++n;
     const double fallback = n ? sum / n : opts_.default_request_s;
+    // Queued work and each object's projection (what it generates: a chain's next steps).
     std::vector<double> w;
     w.reserve(objs.size());
-    for (const auto& o : objs)
-        w.push_back(o.leaving     ? 0.0  // already given away
-                    : o.user_load ? o.load
-                                  : double(o.pending) * (o.recent_s > 0 ? o.recent_s : fallback));
+    double projected = 0, rank_rate = 0;
+    std::size_t queued = 0;
+    for (const auto& o : objs) {
+        if (o.leaving || o.user_load) {
+            w.push_back(o.leaving ? 0.0 : o.load);
+            continue;
+        }
+        // Only an object with a request projects more: one with none may be done (and a rank
+        // with none at all is idle now, the time to ask for work).
+        const double cost = o.recent_s > 0 ? o.recent_s : fallback;
+        const double ahead = o.pending > 0 ? o.demand * opts_.horizon_handlers * cost : 0.0;
+        w.push_back(double(o.pending) * cost + ahead);
+        projected += ahead;
+        rank_rate += o.busy_rate;
+        queued += o.pending;
+    }
+    // The rank as a whole: its workers stay busy with these objects for horizon_s at their
+    // recent rate, though each object may be idle between requests (work flowing from object
+    // to object); the difference goes to the objects by their share of that rate.
+    const double extra = rank_rate * opts_.horizon_s - projected;
+    if (queued > 0 && extra > 0 && rank_rate > 0)
+        for (std::size_t i = 0; i < objs.size(); ++i)
+            if (!objs[i].leaving && !objs[i].user_load)
+                w[i] += extra * objs[i].busy_rate / rank_rate;
     return w;
 }
 

@@ -87,6 +87,12 @@ void Diffusion::start_round(Balancer& b, double my_load, std::vector<std::pair<i
         out.push_back({n, Msg{1, -1, 0, 0}});
 }
 
+void Diffusion::turn_away(const Balancer& b, int rank) {
+    turned_away_.resize(std::size_t(b.size()), 0);
+    turned_away_[std::size_t(rank)] = 1;
+    any_turned_away_ = true;
+}
+
 void Diffusion::notify(Balancer&, const ObjectKey&, double) {
     // After a handler: the loads moved, an idle moment later is worth a new round.
     if (!credit_.load(std::memory_order_relaxed)) {
@@ -105,6 +111,14 @@ void Diffusion::balance(Balancer& b) {
         if (phase_ == Phase::quiet && load < opts_.limit_s &&
             !incoming_.pending(load, b.arrivals(), b.options().hold_s))
             start_round(b, load, out);
+        if (any_turned_away_ && load > opts_.limit_s + opts_.min_gap_s &&
+            now_ns() - told_ns_ > std::int64_t(b.options().hold_s * 1e9)) {
+            told_ns_ = now_ns();
+            for (int r = 0; r < int(turned_away_.size()); ++r)
+                if (turned_away_[std::size_t(r)]) out.push_back({r, Msg{5, -1, load, 0}});
+            turned_away_.assign(turned_away_.size(), 0);
+            any_turned_away_ = false;
+        }
         if (load > opts_.announce * opts_.limit_s && ++steps_ % opts_.announce_every == 0) {
             std::uniform_int_distribution<int> pick(0, b.size() - 1);
             for (int i = 0; i < opts_.neighbours; ++i) {
@@ -149,6 +163,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         case 1: {  // a neighbour wants our load
             const double load = b.work_left();
             std::lock_guard<std::mutex> g(m_);
+            if (load < opts_.limit_s) turn_away(b, source);  // told when we have work to spare
             const double hint = hint_load();
             out.push_back({source, hint_rank_ != source && hint > load
                                        ? Msg{2, hint_rank_, load, hint}
@@ -200,6 +215,12 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         case 3: {  // give `source` some of our work
             const auto gift = b.enabled() ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s})
                                           : detail::Gift{};
+            if (gift.work <= 0 && b.enabled()) {
+                // Nothing could go yet (no object here long enough, none measured): told
+                // again later if we still have work to spare.
+                std::lock_guard<std::mutex> g(m_);
+                turn_away(b, source);
+            }
             out.push_back({source, Msg{4, gift.objects, gift.work, 0}});
             break;
         }

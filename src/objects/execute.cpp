@@ -2,6 +2,8 @@
 // ends, and the operations (migrate, destroy) queued on an object like requests.
 #include "internal.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace cascade {
@@ -29,7 +31,7 @@ void Objects::execute(Record* r, Invocation* inv) {
                     std::lock_guard<Spinlock> g(shard(r->key).m);
                     r->rebalancing = false;
                 }
-                return finish(r, true, 0);
+                return finish(r, true);
             }
             guard.release();
             return do_migrate(r, inv);
@@ -39,7 +41,7 @@ void Objects::execute(Record* r, Invocation* inv) {
                 std::lock_guard<Spinlock> g(shard(r->key).m);
                 r->pinned = true;
             }
-            return finish(r, true, 0);
+            return finish(r, true);
         }
         case OpKind::migrate:
             guard.release();
@@ -64,16 +66,17 @@ void Objects::execute(Record* r, Invocation* inv) {
     } catch (...) {
         detail::t_running = outer;
         h->stats.record(false);
-        finish(r, excl, now_s() - t0);
+        finish(r, excl, t0, now_s());
         throw;
     }
     detail::t_running = outer;
     counters_.handlers_run.fetch_add(1, std::memory_order_relaxed);
-    const double dt = now_s() - t0;
+    const double t1 = now_s();
+    const double dt = t1 - t0;
     h->stats.record(dt * 1e9 < static_cast<double>(detail::CallStats::kShortNs) &&
                     detail::waits_on_this_thread() == waits);
     const ObjectKey key = r->key;  // r may move once finished
-    finish(r, excl, dt);
+    finish(r, excl, t0, t1);
     if (ObjectsObserver* obs = observer_.load(std::memory_order_acquire))
         obs->after_handler(key, dt);
 }
@@ -163,17 +166,31 @@ void Objects::discard(Record* r, Invocation* inv) noexcept {
     }
 }
 
-void Objects::finish(Record* r, bool excl, double seconds) {
+void Objects::finish(Record* r, bool excl, double start_s, double end_s) {
     Shard& s = shard(r->key);
     Scratch scratch;
     std::vector<Pending>& out = scratch.out;
     int migrate_to = -1;
+    const double seconds = end_s - start_s;
     {
         std::lock_guard<Spinlock> g(s.m);
-        r->busy_s += seconds;
-        // Recent handler time: what the next handlers will likely cost (a balancing policy's
-        // estimate of the work queued on the object).
-        if (seconds > 0) r->recent_s = r->recent_s > 0 ? 0.5 * (r->recent_s + seconds) : seconds;
+        if (end_s > 0) {
+            r->busy_s += seconds;
+            // Recent handler time: what the next handlers will likely cost (a balancing
+            // policy's estimate of the work queued on the object).
+            if (seconds > 0)
+                r->recent_s = r->recent_s > 0 ? 0.5 * (r->recent_s + seconds) : seconds;
+            // Busy-time rate: this handler's time, and the time the object had no request
+            // before it (from when it ran out of them to this start: an upper bound, it
+            // includes the wait for a worker), both decayed over the window.
+            const double decay =
+                r->rate_at > 0 ? std::exp(-std::max(end_s - r->rate_at, 0.0) / kRateWindowS) : 0;
+            r->rate_busy = r->rate_busy * decay + seconds;
+            r->rate_idle = r->rate_idle * decay +
+                           (r->idle_since > 0 ? std::max(start_s - r->idle_since, 0.0) : 0.0);
+            r->rate_at = end_s;
+            r->idle_since = 0;
+        }
         ++r->handled;
         if (excl && r->migrate_to >= 0) {
             // The handler moved its object: the migration keeps the access the handler had,
@@ -185,6 +202,9 @@ void Objects::finish(Record* r, bool excl, double seconds) {
             else
                 --r->running_shared;
             dispatch_locked(*r, out);
+            // Nothing queued or running on it now: idle from here (its rate fades).
+            if (end_s > 0 && !r->running_exclusive && r->running_shared == 0 && r->ready.empty())
+                r->idle_since = end_s;
         }
     }
     if (migrate_to >= 0) {

@@ -24,6 +24,8 @@ struct MigrateHead {
     std::uint64_t version;
     double busy_s;
     double recent_s;
+    double rate_busy;  // Record::rate_busy and rate_idle, decayed to its departure
+    double rate_idle;
     std::uint64_t handled;
     std::uint32_t n_ready;
     std::uint32_t n_held;

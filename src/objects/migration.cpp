@@ -3,6 +3,7 @@
 #include "internal.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -20,12 +21,18 @@ using detail::Record;
 namespace {
 
 MigrateHead head_of(const Record& r, int source) {
+    const double now = detail::now_s();
+    const double decay =
+        r.rate_at > 0 ? std::exp(-std::max(now - r.rate_at, 0.0) / Objects::kRateWindowS) : 0;
+    const double idle = r.idle_since > 0 ? std::max(now - r.idle_since, 0.0) : 0.0;
     return MigrateHead{r.key,
                        r.type->hash,
                        static_cast<std::uint32_t>(r.expected.size()),
                        r.version + 1,
                        r.busy_s,
                        r.recent_s,
+                       r.rate_busy * decay,
+                       r.rate_idle * decay + idle,
                        r.handled,
                        static_cast<std::uint32_t>(r.ready.size()),
                        static_cast<std::uint32_t>(r.held.size()),
@@ -73,8 +80,18 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
     rec->key = mh.key;
     rec->type = t;
     rec->version = mh.version;
+    const double loads[] = {mh.busy_s, mh.recent_s, mh.rate_busy, mh.rate_idle};
+    for (double x : loads)
+        if (!std::isfinite(x) || x < 0)
+            throw WireError("objects: migration of object " + to_string(mh.key) +
+                            " carries a malformed load");
     rec->busy_s = mh.busy_s;
     rec->recent_s = mh.recent_s;
+    // Its rate as it left; idle from now if no request came with it.
+    rec->rate_busy = mh.rate_busy;
+    rec->rate_idle = mh.rate_idle;
+    rec->rate_at = detail::now_s();
+    rec->idle_since = mh.n_ready + mh.n_held == 0 ? rec->rate_at : 0;
     rec->handled = mh.handled;
     rec->pinned = mh.pinned != 0;
     for (std::uint32_t i = 0; i < mh.n_expected; ++i) {

@@ -4,6 +4,7 @@
 #include "internal.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <unordered_set>
 
@@ -336,6 +337,7 @@ void* Objects::local_object(const ObjectKey& k) const {
 
 std::vector<ObjectLoad> Objects::local_objects() const {
     std::vector<ObjectLoad> v;
+    const double now = detail::now_s();
     for (int i = 0; i < kShards; ++i) {
         Shard& s = shards_[i];
         std::lock_guard<Spinlock> g(s.m);
@@ -349,7 +351,24 @@ std::vector<ObjectLoad> Objects::local_objects() const {
             l.recent_s = r.recent_s;
             l.user_load = static_cast<bool>(r.type->load);
             l.load = l.user_load ? r.type->load(r.obj) : r.busy_s;
-            l.pending = r.ready.size() + r.held.size();
+            // The request running or handed to a worker holds the object's access: it is
+            // work left too (a chain has no other).
+            l.pending = r.ready.size() + r.held.size() + std::size_t(r.running_shared) +
+                        (r.running_exclusive ? 1 : 0);
+            // Busy-time rate and demand over the window; both fade once the object has had
+            // no request for a few of its cycles (handler plus usual idle time).
+            if (r.rate_busy > 0) {
+                const double decay = std::exp(-std::max(now - r.rate_at, 0.0) / kRateWindowS);
+                const double busy = r.rate_busy * decay;
+                const double demand = r.rate_busy / (r.rate_busy + r.rate_idle);
+                double fade = 1;
+                if (r.idle_since > 0) {
+                    const double cycle = std::max(r.recent_s, 1e-4) / std::max(demand, 0.05);
+                    fade = std::exp(-std::max(now - r.idle_since, 0.0) / (4 * cycle));
+                }
+                l.busy_rate = busy / kRateWindowS * fade;
+                l.demand = demand * fade;
+            }
             l.pinned = r.pinned;
             l.leaving = r.rebalancing || r.leaving;
             l.handled = r.handled;

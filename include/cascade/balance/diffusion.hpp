@@ -2,7 +2,9 @@
 // small neighbourhood of ranks for their loads, then asks the most loaded one for objects;
 // the neighbourhood is redrawn at random when none has work, and a neighbour that refused
 // is replaced. A rank with much more work than the limit also tells a random neighbourhood
-// now and then, so that ranks which went quiet (nothing found) ask it directly.
+// now and then, and a rank with work to spare tells the ranks that asked it for its load
+// while it had little, or that it could not give any yet, so that ranks which went quiet
+// (nothing found) ask it directly.
 //
 //   cascade::Balancer bal(objs, std::make_unique<cascade::Diffusion>(
 //                                   cascade::DiffusionOptions{.limit_s = 0.005}));
@@ -84,6 +86,12 @@ class Diffusion final : public BalancePolicy {
     // Something happened here since the last round (set by notify without the lock).
     std::atomic<bool> credit_{true};
     std::atomic<int> empty_rounds_{0};
+    // Ranks that asked for our load while we had little (they may have gone quiet since):
+    // told once we have work to spare (at the start, a rank asks before any work is queued).
+    std::vector<char> turned_away_;
+    bool any_turned_away_ = false;
+    std::int64_t told_ns_ = 0;  // when we last told them (at most once per hold_s)
+    void turn_away(const Balancer& b, int rank);  // locked
 };
 
 }  // namespace cascade

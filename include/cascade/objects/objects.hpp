@@ -55,13 +55,21 @@ struct FuzzObjects;  // the fuzzer's access to the message handlers (fuzz/)
 
 /// Load of one object living on this rank.
 struct ObjectLoad {
-    ObjectKey key;              ///< the object
-    const char* type = "";      ///< its registered type name
-    double load = 0;            ///< the user load function's value, else busy_s
-    bool user_load = false;     ///< load comes from the user's function (Objects::set_load)
-    double busy_s = 0;          ///< measured time of the handlers run on it (everywhere)
-    double recent_s = 0;        ///< recent handler time (moving average; 0: none ran yet)
-    std::size_t pending = 0;    ///< requests queued on it here
+    ObjectKey key;           ///< the object
+    const char* type = "";   ///< its registered type name
+    double load = 0;         ///< the user load function's value, else busy_s
+    bool user_load = false;  ///< load comes from the user's function (Objects::set_load)
+    double busy_s = 0;       ///< measured time of the handlers run on it (everywhere)
+    double recent_s = 0;     ///< recent handler time (moving average; 0: none ran yet)
+    /// Busy-time rate: the fraction of the last Objects::kRateWindowS one worker spent in its
+    /// handlers here (the sum over a rank's objects: how busy its workers were with them).
+    double busy_rate = 0;
+    /// Demand: the busy-time rate it would have with a worker to itself (handler time over
+    /// handler time plus the time it had no request; the wait for a worker left out): 1 for a
+    /// chain or a queue of requests, 0.1 for a 1 ms handler invoked every 10 ms.
+    double demand = 0;
+    std::size_t pending = 0;    ///< requests queued on it here, the one running or about to
+                                ///< run (given a worker) included
     bool pinned = false;        ///< Objects::pin: balancing leaves it here
     bool leaving = false;       ///< a balancing migration of it is queued or running, or a
                                 ///< migrate or destroy of it is about to run
@@ -104,6 +112,9 @@ class Objects {
   public:
     /// Forwards made from stale locations before a request is sent to the object's home.
     static constexpr int kMaxHopsBeforeHome = 2;
+    /// The window of ObjectLoad::busy_rate and demand (seconds; older handlers count less,
+    /// exponentially).
+    static constexpr double kRateWindowS = 0.05;
 
     /// The layer for pool `tp` and its communicator `comm`; created at the same point on
     /// every rank (it registers active messages). Makes a Futures for `tp` if there is none
@@ -263,7 +274,8 @@ class Objects {
 
     // Running requests (pool tasks).
     void execute(detail::Record* r, detail::Invocation* inv);
-    void finish(detail::Record* r, bool exclusive, double seconds);
+    // The handler (if any) ran from start_s to end_s (detail::now_s()): the object's load.
+    void finish(detail::Record* r, bool exclusive, double start_s = 0, double end_s = 0);
     void discard(detail::Record* r, detail::Invocation* inv) noexcept;
     void do_migrate(detail::Record* r, detail::Invocation* inv);
     void migrate_now(detail::Record* r, int dest);

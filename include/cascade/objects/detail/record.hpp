@@ -130,6 +130,10 @@ struct Record {
     double busy_s = 0;                                    // measured handler time (load)
     double recent_s = 0;        // moving average of the last handlers' times (travels with it)
     std::uint64_t handled = 0;  // handlers run
+    // Its busy-time rate (Objects::kRateWindowS): handler seconds and idle seconds (no request
+    // queued or running), both decayed over the window (they travel with it), as of rate_at;
+    // idle_since: when it last ran out of requests (0: it has some). now_s() times.
+    double rate_busy = 0, rate_idle = 0, rate_at = 0, idle_since = 0;
     std::uint64_t& next_expected(int sender) {
         for (auto& e : expected)
             if (e.first == sender) return e.second;
@@ -153,6 +157,7 @@ inline void reset(Record& r) noexcept {
     r.expected.clear();
     r.busy_s = r.recent_s = 0;
     r.handled = 0;
+    r.rate_busy = r.rate_idle = r.rate_at = r.idle_since = 0;
 }
 
 // What this rank knows of one object.
