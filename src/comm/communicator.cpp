@@ -76,6 +76,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     MPI_Comm_size(comm_, &size_);
     node_rank_ = node_local_rank(comm_);
     node_ranks_ = node_local_ranks(comm_);
+    count_delay_ = kFirstCountDelay;  // and again at every epoch's end (completion.cpp)
     outbox_.reset(new Outbox[size_]);
     recv_seq_.assign(static_cast<std::size_t>(size_), 0);
     open_.assign(static_cast<std::size_t>(size_), 0);

@@ -585,8 +585,8 @@ class Communicator : public JoinHook {
     std::uint64_t req_q_ = 0, req_p_ = 0, req_tag_ = 0;
     bool shutdown_ = false;
     std::optional<std::chrono::steady_clock::time_point> idle_since_;  // idle stretch start
-    std::chrono::steady_clock::duration count_delay_ = std::chrono::microseconds(20);
-    std::vector<std::pair<int, CtrlMsg>> early_ctrl_;  // control messages of a later epoch
+    std::chrono::steady_clock::duration count_delay_{};  // kFirstCountDelay at each epoch start
+    std::vector<std::pair<int, CtrlMsg>> early_ctrl_;    // control messages of a later epoch
     // rank 0 only
     std::vector<std::uint64_t> cnt_q_, cnt_p_;
     std::vector<bool> reported_;
