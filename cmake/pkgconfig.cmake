@@ -1,11 +1,15 @@
-# cascade_write_pc(<name> <library> <output> [CORE] [REQUIRES <package>...]): writes the
-# pkg-config file <name>.pc for the installed library <library>. Without CORE the file lists
-# MPI's compile flags and libraries (from FindMPI), since a static libcascade needs them at the
-# consumer's link. REQUIRES names the pkg-config packages this one needs (their flags follow).
-function(cascade_write_pc name library output)
+# cascade_write_pc(<name> <libraries> <output> [CORE] [REQUIRES <package>...] [LIBS <flags>...]):
+# writes the pkg-config file <name>.pc for the installed libraries <libraries> (a list, each
+# before the ones it needs). Without CORE the file lists MPI's compile flags and libraries (from
+# FindMPI), since the static libraries on MPI need them at the consumer's link. LIBS: more
+# link flags. REQUIRES names the pkg-config packages this one needs (their flags follow).
+function(cascade_write_pc name libraries output)
   cmake_parse_arguments(PC "CORE" "WHAT" "REQUIRES;LIBS" ${ARGN})
   set(cflags "-I\${includedir}")
-  set(libs "-L\${libdir} -l${library}")
+  set(libs "-L\${libdir}")
+  foreach(l ${libraries})
+    string(APPEND libs " -l${l}")
+  endforeach()
   if(NOT PC_CORE)
     foreach(d ${MPI_CXX_COMPILE_DEFINITIONS})
       string(APPEND cflags " -D${d}")

@@ -3,6 +3,7 @@
 #include "cascade/balance/balancer.hpp"
 #include "cascade/core/settings.hpp"
 #include "cascade/trace/event.hpp"
+#include "layer.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -11,26 +12,13 @@ namespace cascade {
 
 using trace::now_ns;  // steady-clock nanoseconds
 
-namespace detail {
-Balancer* make_implicit_balancer(Objects& objs) {
-    const int choice = settings::choice("CASCADE_BALANCE", 0, settings::kBalancePolicies);
-    if (choice == 0) return nullptr;  // none
-    return new Balancer(objs, make_policy(std::string(settings::kBalancePolicies[choice])));
-}
-}  // namespace detail
-
-void Objects::FreeBalancer::operator()(Balancer* b) const noexcept {
-    delete b;
-}
-
 Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, BalanceOptions opts)
     : objs_(objs), policy_(std::move(policy)), opts_(opts), enabled_(opts.enabled) {
     // A program's own Balancer takes over from the one CASCADE_BALANCE made (switched off:
     // its message stays registered, and it no longer hears of handlers or idle workers).
     if (Balancer* before = objs.balancer()) before->enable(false);
     if (!policy_) {
-        policy_ = make_policy(std::string(settings::kBalancePolicies[settings::choice(
-            "CASCADE_BALANCE", 0, settings::kBalancePolicies)]));
+        policy_ = make_policy(std::string(detail::policy_from_env()));
     }
     msg_ = objs.comm().make_active_msg(
         [this](std::int32_t& source, view<char>& v) {

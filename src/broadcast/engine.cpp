@@ -168,15 +168,13 @@ Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(c
     large_->set_broadcast_detection(false);
     ack_->set_broadcast_detection(false);
     sink_ = std::make_unique<Sink>(*this, large_->id());
-    static constexpr std::string_view kShapes[] = {"automatic", "binomial", "pipelined"};
     static constexpr BroadcastShape kShapeValues[] = {
         BroadcastShape::automatic, BroadcastShape::binomial, BroadcastShape::pipelined};
-    shape_ = kShapeValues[settings::choice("CASCADE_BCAST_SHAPE", 0, kShapes)];
-    piece_ = settings::count("CASCADE_BCAST_PIECE", 0, 0, settings::kBroadcastBytesMax);
-    pipeline_ = settings::count("CASCADE_BCAST_PIPELINE", kPipelineThreshold, 0,
-                                settings::kBroadcastBytesMax);
-    window_ =
-        settings::count("CASCADE_BCAST_WINDOW", kWindowBytes, 0, settings::kBroadcastBytesMax);
+    shape_ = kShapeValues[settings::choice("CASCADE_BCAST_SHAPE", 0, kShapeNames)];
+    piece_ = settings::count("CASCADE_BCAST_PIECE", 0, 0, kBytesMax);
+    pipeline_ = settings::count("CASCADE_BCAST_PIPELINE", kPipelineThreshold, 0, kBytesMax);
+    window_ = settings::count("CASCADE_BCAST_WINDOW", kWindowBytes, 0, kBytesMax);
+    set_detection(settings::flag("CASCADE_BCAST", true));  // the Communicator's option overrides
 }
 
 Engine::~Engine() = default;
@@ -828,9 +826,5 @@ void Engine::root_sent(RootState* st, std::uint64_t mark) {
 }
 
 }  // namespace broadcast::detail
-
-std::unique_ptr<Broadcasts> detail::make_broadcasts(Communicator& comm) {
-    return std::make_unique<broadcast::detail::Engine>(comm);
-}
 
 }  // namespace cascade

@@ -84,7 +84,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     tls_comm_thread = this;
     detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
     post_receives();
-    bcast_ = detail::make_broadcasts(*this);
+    bcast_ = comm_detail::make_broadcasts(*this);  // reads CASCADE_BCAST
     // An error of a task or handler of one rank, told to the others (poll_once).
     error_am_ = make_active_msg(
         [this](int& rank, int& thread, std::string& task, std::string& what) {
@@ -92,8 +92,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
         },
         "cascade.error");
     error_am_->set_broadcast_detection(false);
-    bcast_->set_detection(opts_.broadcast_detection >= 0 ? opts_.broadcast_detection != 0
-                                                         : settings::flag("CASCADE_BCAST", true));
+    if (opts_.broadcast_detection >= 0) bcast_->set_detection(opts_.broadcast_detection != 0);
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
         cnt_p_.assign(size_, 0);

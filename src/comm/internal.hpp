@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "cascade/comm/detail/frames.hpp"
 
 namespace cascade {
+class Broadcasts;
 class Communicator;
 namespace comm_detail {
 
@@ -51,6 +53,10 @@ constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
 
 // The Communicator whose progress this thread drives (set in progress() / poll()).
 extern thread_local const Communicator* tls_comm_thread;
+
+// The Communicator's Broadcasts: the broadcast layer's when it is linked (it registered its
+// factory), else a stand-in without detection that refuses sends to a list (broadcasts.cpp).
+std::unique_ptr<Broadcasts> make_broadcasts(Communicator& comm);
 
 inline std::size_t round8(std::size_t n) {
     return (n + 7) & ~std::size_t(7);

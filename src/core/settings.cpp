@@ -4,8 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "cascade/core/errors.hpp"
 
@@ -13,7 +15,8 @@ namespace cascade::settings {
 
 namespace {
 
-// Keep in step with the README's settings table (a test compares them).
+// The core's own variables; the layers above add theirs (add()). Keep in step with the README's
+// settings table (a test compares them).
 constexpr Variable kVariables[] = {
     {"CASCADE_LOG", "error, warn, info or debug", "warn",
      "what Cascade writes to stderr; every line starts with `cascade: rank R:`"},
@@ -24,8 +27,6 @@ constexpr Variable kVariables[] = {
     {"CASCADE_WATCHDOG", "seconds (up to 1e6), 0 or off", "600",
      "when join() sees no progress for that long, every rank prints what it waits for and "
      "the job ends"},
-    {"CASCADE_FUTURE_WARN_S", "seconds (up to 1e6), 0 or off", "30",
-     "a future's get() that waits longer warns once, naming the rank"},
     {"CASCADE_TRACE", "a file path (%r in it: one file per rank, named by rank), or off",
      "no trace",
      "records every rank's tasks and messages into one Chrome trace-event JSON file (Perfetto)"},
@@ -39,25 +40,6 @@ constexpr Variable kVariables[] = {
     {"CASCADE_PIN_WORKERS", "1 or 0 (also on/off, true/false, yes/no)", "0",
      "pins worker i of each pool to the i-th CPU the rank may run on (an unbound rank: after "
      "the workers of its node's lower ranks)"},
-    {"CASCADE_BALANCE", "none, rotate, diffusion or master_worker", "none",
-     "the load-balancing policy every `Objects` runs with no code (and a Balancer made without "
-     "one)"},
-    {"CASCADE_BCAST", "1 or 0 (also on/off, true/false, yes/no)", "1",
-     "broadcast detection: one payload sent from one task to several ranks travels as a tree "
-     "broadcast"},
-    {"CASCADE_BCAST_SHAPE", "automatic, binomial or pipelined", "automatic",
-     "the tree of large broadcasts; automatic: binomial below CASCADE_BCAST_PIPELINE bytes, a "
-     "pipelined chain from there"},
-    {"CASCADE_BCAST_PIPELINE", "a whole number of bytes from 0 to 1099511627776", "1048576",
-     "large broadcasts from this size on (and with at least 2 recipients) go as a pipelined "
-     "chain when the shape is automatic"},
-    {"CASCADE_BCAST_PIECE", "a whole number of bytes from 0 to 1099511627776", "0",
-     "the piece size of pipelined broadcasts; 0: bytes/32 within [64 KiB, 1 MiB]"},
-    {"CASCADE_BCAST_WINDOW", "a whole number of bytes from 0 to 1099511627776", "262144",
-     "the bytes of pieces a node of a pipelined broadcast has in flight to its child at most "
-     "(whole pieces, at least one); 0: no limit"},
-    {"CASCADE_DEVICE_MEMORY", "bytes, optionally with K, M or G (e.g. 512M)",
-     "the device's own memory", "data bytes each device of the device layer may hold"},
     {"CASCADE_MEMBARRIER", "1 or 0 (also on/off, true/false, yes/no)", "1",
      "0: wake sleeping workers with fenced stores instead of membarrier()"},
     {"CASCADE_TRIM", "seconds (up to 1e6), 0 or off", "adaptive",
@@ -82,15 +64,31 @@ bool iequal(std::string_view a, std::string_view b) {
            });
 }
 
+// The table: the core's variables, then each layer's (add()); and the layers' checks.
+struct Table {
+    std::vector<Variable> all{std::begin(kVariables), std::end(kVariables)};
+    std::vector<void (*)()> checks;
+};
+Table& table() {
+    static Table t;
+    return t;
+}
+
 }  // namespace
 
 std::span<const Variable> variables() noexcept {
-    return kVariables;
+    return table().all;
+}
+
+void add(std::span<const Variable> vars, void (*check)()) {
+    Table& t = table();
+    t.all.insert(t.all.end(), vars.begin(), vars.end());
+    if (check) t.checks.push_back(check);
 }
 
 std::string table_text() {
     std::string out;
-    for (const Variable& v : kVariables) {
+    for (const Variable& v : variables()) {
         out += "  " + std::string(v.name) + "\n";
         out += "      values:  " + std::string(v.values) + "\n";
         out += "      default: " + std::string(v.dflt) + "\n";
@@ -159,19 +157,13 @@ void validate() {
     choice("CASCADE_LOG", 0, kLevels);
     flag("CASCADE_CHECK", false);
     seconds("CASCADE_WATCHDOG", 0, kMaxSeconds);
-    seconds("CASCADE_FUTURE_WARN_S", 0, kMaxSeconds);
     count("CASCADE_TRACE_EVENTS", kTraceEventsMin, kTraceEventsMin, kTraceEventsMax);
     count("CASCADE_WORKERS", 1, 1, 4096);
     flag("CASCADE_PIN_WORKERS", false);
-    choice("CASCADE_BALANCE", 0, kBalancePolicies);
     flag("CASCADE_MEMBARRIER", true);
     seconds("CASCADE_TRIM", 0, kMaxSeconds);
-    flag("CASCADE_BCAST", true);
-    static constexpr std::string_view kShapes[] = {"automatic", "binomial", "pipelined"};
-    choice("CASCADE_BCAST_SHAPE", 0, kShapes);
-    count("CASCADE_BCAST_PIPELINE", 0, 0, kBroadcastBytesMax);
-    count("CASCADE_BCAST_PIECE", 0, 0, kBroadcastBytesMax);
-    count("CASCADE_BCAST_WINDOW", 0, 0, kBroadcastBytesMax);
+    for (void (*check)() : table().checks)
+        check();
 }
 
 bool flag(std::string_view name, bool dflt) {

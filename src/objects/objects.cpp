@@ -3,6 +3,8 @@
 // migration and destruction in migration.cpp. See docs/objects.md.
 #include "internal.hpp"
 
+#include "cascade/objects/detail/balancing.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -16,8 +18,14 @@ using detail::OpKind;
 using detail::Record;
 
 namespace detail {
-// The balance layer's: the Balancer CASCADE_BALANCE asks for (null for none).
-Balancer* make_implicit_balancer(Objects& objs);
+namespace {
+std::atomic<const ImplicitBalancing*> g_implicit_balancing{nullptr};
+}  // namespace
+
+void set_implicit_balancing(const ImplicitBalancing* b) noexcept {
+    g_implicit_balancing.store(b, std::memory_order_release);
+}
+
 thread_local int t_hops = 0;
 thread_local Record* t_running = nullptr;
 
@@ -151,7 +159,14 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
     after_progress_ = comm.add_after_progress(&Objects::run_deferred, this);
     // Balancing with no code: CASCADE_BALANCE names the policy (same on every rank, so its
     // message is registered at the same point everywhere).
-    implicit_balancer_.reset(detail::make_implicit_balancer(*this));
+    if (const detail::ImplicitBalancing* b =
+            detail::g_implicit_balancing.load(std::memory_order_acquire))
+        implicit_balancer_.reset(b->make(*this));
+}
+
+void Objects::FreeBalancer::operator()(Balancer* b) const noexcept {
+    // Only made with a registered ImplicitBalancing (above), which is never unregistered.
+    detail::g_implicit_balancing.load(std::memory_order_acquire)->free(b);
 }
 
 Objects::~Objects() {

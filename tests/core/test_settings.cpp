@@ -153,8 +153,12 @@ TEST(Settings, TableListsEveryVariableOnce) {
         EXPECT_FALSE(v.dflt.empty());
         EXPECT_FALSE(v.meaning.empty());
     }
-    for (const char* name : {"CASCADE_LOG", "CASCADE_CHECK", "CASCADE_WATCHDOG", "CASCADE_TRACE",
-                             "CASCADE_DAG", "CASCADE_TRACE_EVENTS", "CASCADE_FUTURE_WARN_S"})
+    // The core's own, and those the layers above add when they are linked (this test links
+    // them all: futures, broadcast, balance, device).
+    for (const char* name :
+         {"CASCADE_LOG", "CASCADE_CHECK", "CASCADE_WATCHDOG", "CASCADE_TRACE", "CASCADE_DAG",
+          "CASCADE_TRACE_EVENTS", "CASCADE_FUTURE_WARN_S", "CASCADE_BCAST", "CASCADE_BCAST_SHAPE",
+          "CASCADE_BALANCE", "CASCADE_DEVICE_MEMORY"})
         EXPECT_TRUE(seen.count(name)) << name;
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_check_layers.sh PYTHON ROOT: tools/check-layers passes on the tree, and fails on a
 # copy of it with one include that points up (core -> comm), one that brings MPI into core,
-# one that brings MPI into the MPI-free umbrella <cascade/core.hpp>, and one from core to that
-# umbrella (it includes trace).
+# one that brings MPI into the MPI-free umbrella <cascade/core.hpp>, one from core to that
+# umbrella (it includes trace), and functions declared in core or comm and defined in a layer
+# above (two free functions defined in comm, a member function defined in broadcast).
 set -euo pipefail
 py=$1 root=$2
 "$py" "$root/tools/check-layers" --root "$root"
@@ -28,3 +29,30 @@ for c in "${cases[@]}"; do
     echo "rejected as expected: $(head -1 <<<"$out")"
     cp "$root/include/cascade/$file" "$tmp/include/cascade/$file"
 done
+# Declared below, defined above: each case is the declaring file, the declaration (inside
+# namespace cascade), the defining file (under src/) and the definition.
+defs=(
+    'include/cascade/core/threadpool.hpp|namespace detail { int planted_up(const Threadpool& tp, int n = 0); }|src/comm/node.cpp|int detail::planted_up(const Threadpool&, int n) { return n; }'
+    'include/cascade/core/task.hpp|void planted_hook();|src/comm/send.cpp|void planted_hook() {}'
+    'include/cascade/comm/broadcasts.hpp|namespace detail { struct Planted { void operator()(int) const; }; }|src/broadcast/tree.cpp|void detail::Planted::operator()(int) const {}'
+)
+for c in "${defs[@]}"; do
+    IFS='|' read -r decl_file decl def_file def <<<"$c"
+    cp "$root/$decl_file" "$tmp/$decl_file"
+    cp "$root/$def_file" "$tmp/$def_file"
+    printf '\nnamespace cascade {\n%s\n}\n' "$decl" >>"$tmp/$decl_file"
+    printf '\nnamespace cascade {\n%s\n}\n' "$def" >>"$tmp/$def_file"
+    if out=$("$py" "$root/tools/check-layers" --root "$tmp" 2>&1); then
+        echo "check-layers accepted $def_file defining what $decl_file declares: $def" >&2
+        exit 1
+    fi
+    grep -q "$def_file" <<<"$out" || { echo "$out" >&2; exit 1; }
+    echo "rejected as expected: $(head -1 <<<"$out")"
+    cp "$root/$decl_file" "$tmp/$decl_file"
+    cp "$root/$def_file" "$tmp/$def_file"
+done
+# The same in the tree itself stays accepted: core defines what core declares.
+cp "$root/src/core/log.cpp" "$tmp/src/core/log.cpp"
+printf '\nnamespace cascade {\nvoid planted_hook() {}\n}\n' >>"$tmp/src/core/log.cpp"
+printf '\nnamespace cascade {\nvoid planted_hook();\n}\n' >>"$tmp/include/cascade/core/task.hpp"
+"$py" "$root/tools/check-layers" --root "$tmp" >/dev/null

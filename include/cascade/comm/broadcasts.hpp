@@ -1,7 +1,10 @@
 // What the Communicator knows of broadcasts: the interface the broadcast layer implements
 // (src/broadcast/), its settings and its counters. Each Communicator owns one
 // (Communicator::broadcasts()); ActiveMsg::send with a list of destinations and the detection
-// of destination loops go through it. See docs/broadcast.md.
+// of destination loops go through it. The broadcast layer plugs in when its library is linked
+// (Cascade::broadcast, part of Cascade::cascade): it registers the function that makes one
+// (detail::set_broadcasts_factory). Without it, sends to a list are refused and nothing is
+// held back for detection. See docs/broadcast.md.
 #pragma once
 
 #include <atomic>
@@ -91,9 +94,13 @@ class Broadcasts {
 };
 
 namespace detail {
-// Defined by the broadcast layer; the Communicator's constructor calls it (every rank, in the
-// same order: it registers the broadcast's own active messages).
-std::unique_ptr<Broadcasts> make_broadcasts(Communicator& comm);
+// What makes a Communicator's Broadcasts. The broadcast layer registers one while the program
+// starts (src/broadcast/layer.cpp); the Communicator's constructor calls it (every rank, in the
+// same order: it registers the broadcast's own active messages), or, with none registered,
+// makes the stand-in that sends to one rank at a time only.
+using BroadcastsFactory = std::unique_ptr<Broadcasts> (*)(Communicator& comm);
+void set_broadcasts_factory(BroadcastsFactory f) noexcept;
+BroadcastsFactory broadcasts_factory() noexcept;
 }  // namespace detail
 
 }  // namespace cascade

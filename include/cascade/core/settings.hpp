@@ -20,8 +20,14 @@ struct Variable {
     std::string_view meaning;  ///< what it does
 };
 
-/// Every CASCADE_* variable the library reads, in the order of the documentation.
+/// Every CASCADE_* variable the library reads: the core's, then those of the layers linked
+/// into the program (see add()), in the order they were added. Valid until the next add().
 std::span<const Variable> variables() noexcept;
+
+/// Adds a layer's variables to the table, and `check` (may be null) to what validate() runs:
+/// how a layer above the core owns its settings without the core naming them. Called once per
+/// layer while the program starts (src/<layer>/layer.cpp), before any thread of Cascade runs.
+void add(std::span<const Variable> vars, void (*check)());
 
 /// The table as text (one variable per paragraph), for `cascade help` and the README.
 std::string table_text();
@@ -69,17 +75,9 @@ inline constexpr std::uint64_t kTraceEventsMin = 16;
 /// See kTraceEventsMin.
 inline constexpr std::uint64_t kTraceEventsMax = std::uint64_t(1) << 28;
 
-/// The values of CASCADE_BALANCE: the policies balance::make_policy knows by name.
-inline constexpr std::string_view kBalancePolicies[] = {"none", "rotate", "diffusion",
-                                                        "master_worker"};
-
-/// The largest byte count CASCADE_BCAST_PIECE, CASCADE_BCAST_PIPELINE and CASCADE_BCAST_WINDOW
-/// accept (1 TiB).
-inline constexpr std::uint64_t kBroadcastBytesMax = std::uint64_t(1) << 40;
-
-/// Parses every CASCADE_* variable that is set and throws UsageError for the first one whose
-/// value is wrong, so a typo stops the program at start rather than at first use. Pools call
-/// it when they start.
+/// Parses every CASCADE_* variable that is set (the core's and those of the layers that were
+/// added) and throws UsageError for the first one whose value is wrong, so a typo stops the
+/// program at start rather than at first use. Pools call it when they start.
 void validate();
 
 }  // namespace cascade::settings

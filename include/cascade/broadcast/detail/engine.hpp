@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct Header {
     std::uint64_t ack;    // large: the sender's token to acknowledge the whole body with, or 0
     std::uint64_t after;  // through an inner node: run after this many of the root's messages
 };
+
+// The values of CASCADE_BCAST_SHAPE, in BroadcastShape's order.
+inline constexpr std::string_view kShapeNames[] = {"automatic", "binomial", "pipelined"};
+// The largest byte count CASCADE_BCAST_PIECE, CASCADE_BCAST_PIPELINE and CASCADE_BCAST_WINDOW
+// accept (1 TiB).
+inline constexpr std::uint64_t kBytesMax = std::uint64_t(1) << 40;
 
 class Engine final : public Broadcasts {
   public:
