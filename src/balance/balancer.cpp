@@ -59,23 +59,25 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs) con
             w.push_back(o.leaving ? 0.0 : o.load);
             continue;
         }
-        // Only an object with a request projects more: one with none may be done (and a rank
-        // with none at all is idle now, the time to ask for work).
+        // A chain projects its next steps; requests from elsewhere are counted as they
+        // come (queued, or in the rank's rate below). Only an object with a request
+        // projects: one with none may be done, and a rank with none is idle, time to ask.
         const double cost = o.recent_s > 0 ? o.recent_s : fallback;
-        const double ahead = o.pending > 0 ? o.demand * opts_.horizon_handlers * cost : 0.0;
+        const double ahead =
+            o.pending > 0 ? o.chained * o.demand * opts_.horizon_handlers * cost : 0.0;
         w.push_back(double(o.pending) * cost + ahead);
         projected += ahead;
-        rank_rate += o.busy_rate;
+        rank_rate += o.busy_rate * o.issuing;
         queued += o.pending;
     }
-    // The rank as a whole: its workers stay busy with these objects for horizon_s at their
-    // recent rate, though each object may be idle between requests (work flowing from object
-    // to object); the difference goes to the objects by their share of that rate.
+    // The rank as a whole: its workers stay busy for horizon_s at their recent rate with the
+    // handlers that issue requests (work flowing from object to object, each idle between
+    // requests); the difference goes to the objects by their share of that rate.
     const double extra = rank_rate * opts_.horizon_s - projected;
     if (queued > 0 && extra > 0 && rank_rate > 0)
         for (std::size_t i = 0; i < objs.size(); ++i)
             if (!objs[i].leaving && !objs[i].user_load)
-                w[i] += extra * objs[i].busy_rate / rank_rate;
+                w[i] += extra * objs[i].busy_rate * objs[i].issuing / rank_rate;
     return w;
 }
 

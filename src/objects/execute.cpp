@@ -61,12 +61,13 @@ void Objects::execute(Record* r, Invocation* inv) {
     // (migrate_when_handler_ends); handlers run nested on this thread name their own.
     detail::Record* const outer = detail::t_running;
     detail::t_running = excl ? r : nullptr;
+    const std::uint32_t issued = detail::t_issued;
     try {
         h->run(*this, r->obj, r->key, *inv);
     } catch (...) {
         detail::t_running = outer;
         h->stats.record(false);
-        finish(r, excl, t0, now_s());
+        finish(r, excl, t0, now_s(), detail::t_issued != issued);
         throw;
     }
     detail::t_running = outer;
@@ -76,7 +77,7 @@ void Objects::execute(Record* r, Invocation* inv) {
     h->stats.record(dt * 1e9 < static_cast<double>(detail::CallStats::kShortNs) &&
                     detail::waits_on_this_thread() == waits);
     const ObjectKey key = r->key;  // r may move once finished
-    finish(r, excl, t0, t1);
+    finish(r, excl, t0, t1, detail::t_issued != issued);
     if (ObjectsObserver* obs = observer_.load(std::memory_order_acquire))
         obs->after_handler(key, dt);
 }
@@ -166,7 +167,7 @@ void Objects::discard(Record* r, Invocation* inv) noexcept {
     }
 }
 
-void Objects::finish(Record* r, bool excl, double start_s, double end_s) {
+void Objects::finish(Record* r, bool excl, double start_s, double end_s, bool issued) {
     Shard& s = shard(r->key);
     Scratch scratch;
     std::vector<Pending>& out = scratch.out;
@@ -190,6 +191,7 @@ void Objects::finish(Record* r, bool excl, double start_s, double end_s) {
                            (r->idle_since > 0 ? std::max(start_s - r->idle_since, 0.0) : 0.0);
             r->rate_at = end_s;
             r->idle_since = 0;
+            r->issuing = 0.75 * r->issuing + (issued ? 0.25 : 0.0);
         }
         ++r->handled;
         if (excl && r->migrate_to >= 0) {

@@ -26,6 +26,8 @@ struct MigrateHead {
     double recent_s;
     double rate_busy;  // Record::rate_busy and rate_idle, decayed to its departure
     double rate_idle;
+    double chained;  // Record::chained and issuing
+    double issuing;
     std::uint64_t handled;
     std::uint32_t n_ready;
     std::uint32_t n_held;
@@ -63,6 +65,8 @@ inline bool head_ok(const InvokeHead& h, int size) {
 extern thread_local int t_hops;  // forwards of the request running on this thread
 // The object whose exclusive handler runs on this thread (the innermost one), or null.
 extern thread_local Record* t_running;
+// Requests this thread issued so far (a handler that issued some generates work).
+extern thread_local std::uint32_t t_issued;
 
 inline double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())

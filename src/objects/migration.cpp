@@ -33,6 +33,8 @@ MigrateHead head_of(const Record& r, int source) {
                        r.recent_s,
                        r.rate_busy * decay,
                        r.rate_idle * decay + idle,
+                       r.chained,
+                       r.issuing,
                        r.handled,
                        static_cast<std::uint32_t>(r.ready.size()),
                        static_cast<std::uint32_t>(r.held.size()),
@@ -80,9 +82,10 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
     rec->key = mh.key;
     rec->type = t;
     rec->version = mh.version;
-    const double loads[] = {mh.busy_s, mh.recent_s, mh.rate_busy, mh.rate_idle};
+    const double loads[] = {mh.busy_s,    mh.recent_s, mh.rate_busy,
+                            mh.rate_idle, mh.chained,  mh.issuing};
     for (double x : loads)
-        if (!std::isfinite(x) || x < 0)
+        if (!std::isfinite(x) || x < 0 || mh.chained > 1 || mh.issuing > 1)
             throw WireError("objects: migration of object " + to_string(mh.key) +
                             " carries a malformed load");
     rec->busy_s = mh.busy_s;
@@ -90,6 +93,8 @@ void read_record(wire::Reader& rd, const MigrateHead& mh, const detail::ObjectTy
     // Its rate as it left; idle from now if no request came with it.
     rec->rate_busy = mh.rate_busy;
     rec->rate_idle = mh.rate_idle;
+    rec->chained = mh.chained;
+    rec->issuing = mh.issuing;
     rec->rate_at = detail::now_s();
     rec->idle_since = mh.n_ready + mh.n_held == 0 ? rec->rate_at : 0;
     rec->handled = mh.handled;

@@ -384,6 +384,8 @@ std::vector<ObjectLoad> Objects::local_objects() const {
                 l.busy_rate = busy / kRateWindowS * fade;
                 l.demand = demand * fade;
             }
+            l.chained = r.chained;
+            l.issuing = r.issuing;
             l.pinned = r.pinned;
             l.leaving = r.rebalancing || r.leaving;
             l.handled = r.handled;

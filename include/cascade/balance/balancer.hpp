@@ -31,15 +31,14 @@ struct BalanceOptions {
     /// An object that came to this rank (or was created here) stays at least this long
     /// before the shipped policies give it away: no ping-pong (seconds).
     double hold_s = 0.02;
-    /// The work an object generates beyond its queued requests: its demand
-    /// (ObjectLoad::demand) times this many of its handlers. A chain (each handler invokes its
-    /// own object for the next step) queues one request at a time; its demand shows the
-    /// steps to come. 0: no projection.
+    /// The work a chain generates beyond its queued request: an object whose requests its own
+    /// handler issues (ObjectLoad::chained; each step invokes the next) counts its demand
+    /// (ObjectLoad::demand) times this many more of its handlers. 0: no projection.
     double horizon_handlers = 4;
-    /// The work a rank's objects generate, as a whole: its workers' busy-time rate with them
-    /// (the sum of ObjectLoad::busy_rate) times this long, where that is more than the sum of
-    /// the objects' projections (work flowing between objects, as in a fan-out where each
-    /// handler invokes another object, leaves each object idle between requests).
+    /// The work a rank's objects generate, as a whole: its workers' busy-time rate with
+    /// handlers that issue requests (ObjectLoad::busy_rate x issuing) times this long, where
+    /// that is more than the chains' projections (a fan-out, where each handler invokes
+    /// another object, leaves each object idle between requests).
     double horizon_s = 0.02;
 };
 
@@ -79,10 +78,11 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     double rank_load() const { return objs_.rank_load(); }
     /// Estimated work left on each object (seconds): the user's load where the type has a
     /// load function (Objects::set_load); else its queued requests (the one running
-    /// included) plus demand x horizon_handlers, times its recent handler time (this rank's
-    /// average, or default_request_s, for an object that never ran one); and where the
-    /// rank's busy-time rate x horizon_s is more than the sum of those projections, the
-    /// difference shared by busy_rate. 0 for an object a balancing migration is taking away.
+    /// included) plus chained x demand x horizon_handlers, times its recent handler time
+    /// (this rank's average, or default_request_s, for an object that never ran one); where
+    /// the rank's busy-time rate with issuing handlers x horizon_s is more than the sum of
+    /// those projections, the difference is shared by that rate. Only objects with a request
+    /// project. 0 for an object a balancing migration is taking away.
     std::vector<double> work_left(const std::vector<ObjectLoad>& objs) const;
     /// The sum over the objects living here: this rank's load as the policies see it.
     double work_left() const;

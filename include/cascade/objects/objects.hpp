@@ -68,6 +68,11 @@ struct ObjectLoad {
     /// handler time plus the time it had no request; the wait for a worker left out): 1 for a
     /// chain or a queue of requests, 0.1 for a 1 ms handler invoked every 10 ms.
     double demand = 0;
+    /// Share of its recent requests its own handler issued (1: a chain, each step invoking
+    /// the next; 0: requests from elsewhere).
+    double chained = 0;
+    /// Share of its recent handlers that issued requests (to any object): work it generates.
+    double issuing = 0;
     std::size_t pending = 0;    ///< requests queued on it here, the one running or about to
                                 ///< run (given a worker) included
     bool pinned = false;        ///< Objects::pin: balancing leaves it here
@@ -274,8 +279,10 @@ class Objects {
 
     // Running requests (pool tasks).
     void execute(detail::Record* r, detail::Invocation* inv);
-    // The handler (if any) ran from start_s to end_s (detail::now_s()): the object's load.
-    void finish(detail::Record* r, bool exclusive, double start_s = 0, double end_s = 0);
+    // The handler (if any) ran from start_s to end_s (detail::now_s()) and `issued` requests
+    // or not: the object's load.
+    void finish(detail::Record* r, bool exclusive, double start_s = 0, double end_s = 0,
+                bool issued = false);
     void discard(detail::Record* r, detail::Invocation* inv) noexcept;
     void do_migrate(detail::Record* r, detail::Invocation* inv);
     void migrate_now(detail::Record* r, int dest);

@@ -134,6 +134,12 @@ struct Record {
     // queued or running), both decayed over the window (they travel with it), as of rate_at;
     // idle_since: when it last ran out of requests (0: it has some). now_s() times.
     double rate_busy = 0, rate_idle = 0, rate_at = 0, idle_since = 0;
+    // Share of its recent requests that its own exclusive handler issued (a chain: each step
+    // invokes the next), a moving average over deliveries (it travels with it).
+    double chained = 0;
+    // Share of its recent handlers that issued requests (to any object): work it generates
+    // (a moving average over handlers; it travels with it).
+    double issuing = 0;
     std::uint64_t& next_expected(int sender) {
         for (auto& e : expected)
             if (e.first == sender) return e.second;
@@ -157,7 +163,7 @@ inline void reset(Record& r) noexcept {
     r.expected.clear();
     r.busy_s = r.recent_s = 0;
     r.handled = 0;
-    r.rate_busy = r.rate_idle = r.rate_at = r.idle_since = 0;
+    r.rate_busy = r.rate_idle = r.rate_at = r.idle_since = r.chained = r.issuing = 0;
 }
 
 // What this rank knows of one object.
