@@ -1,5 +1,10 @@
 // PREMA's synthetic load-balancing benchmark (thesis §3.3.3): 10 mobile objects per worker,
 // 20 % of them heavy (2.5x the work of a light one), each running a fixed number of handlers.
+// Shapes of work: "upfront" (every handler of every object queued at the start), "chain" (one
+// request per object at a time: each handler invokes its own object for the next step),
+// "fanout" (each handler invokes another object, mostly on another rank: the work flows from
+// object to object) and "irregular" (handler times from 0.2x to 1.8x at random, even objects
+// chained and odd ones queued up front: a mixture).
 // Placements: "concentrated" (the heavy objects piled on the first quarter of the ranks, which
 // carry twice the work of the others: static max/min busy ~ 2, like the thesis's MPI run) and
 // "round_robin" (every rank gets the same mix: already balanced). Work is a calibrated spin,
@@ -62,7 +67,7 @@ int main(int argc, char** argv) {
     CLI::App app{"PREMA's synthetic benchmark: light and heavy mobile objects, balanced or not"};
     int per_worker = 10, handlers = 20, threads = 1;
     double heavy_fraction = 0.2, heavy_factor = 2.5, light_ms = 2.0, period_ms = 2.0;
-    std::string placement = "concentrated", policy = "diffusion";
+    std::string placement = "concentrated", policy = "diffusion", shape = "upfront";
     bool fake = false;
     app.add_option("--objects-per-worker", per_worker, "mobile objects per worker thread");
     app.add_option("--handlers", handlers, "handlers run on each object");
@@ -74,6 +79,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"concentrated", "round_robin"}));
     app.add_option("--policy", policy, "static | diffusion | master_worker | rotate")
         ->check(CLI::IsMember({"static", "diffusion", "master_worker", "rotate"}));
+    app.add_option("--shape", shape, "upfront | chain | fanout | irregular")
+        ->check(CLI::IsMember({"upfront", "chain", "fanout", "irregular"}));
     app.add_option("--period-ms", period_ms, "balancing period (ms)");
     app.add_flag("--fake-work", fake, "sleep instead of spinning (each rank stands for a core)");
     CLI11_PARSE(app, argc, argv);
@@ -88,6 +95,17 @@ int main(int argc, char** argv) {
     const int n_objects = per_worker * workers;
     const int n_heavy = static_cast<int>(heavy_fraction * n_objects + 0.5);
     auto weight = [&](int i) { return i < n_heavy ? heavy_factor : 1.0; };
+    // Work of handler number `k` (from 1) of object i, in light handlers.
+    const bool irregular = shape == "irregular";
+    auto cost = [&](int i, std::uint32_t k) {
+        if (!irregular) return weight(i);
+        const std::uint64_t h = mix(std::uint64_t(i) * 7919 + 17, k) * 0x9e3779b97f4a7c15ULL;
+        return weight(i) * (0.2 + 1.6 * double(h >> 11) / double(1ULL << 53));
+    };
+    // Chained objects: the others have every handler queued up front.
+    auto chained = [&](int i) {
+        return shape == "chain" || shape == "fanout" || (irregular && i % 2 == 0);
+    };
 
     // Placement: rank of each object (same computation on every rank).
     std::vector<int> where(n_objects);
@@ -107,17 +125,31 @@ int main(int argc, char** argv) {
     }
 
     const double iters_per_s = fake ? 0 : calibrate();
+    // Every object's global name (each rank numbers its objects from 1 in creation order).
+    std::vector<cascade::mobile_ptr<Unit>> all(n_objects);
+    {
+        std::vector<std::uint64_t> next_id(n, 0);
+        for (int i = 0; i < n_objects; ++i)
+            all[i] =
+                cascade::mobile_ptr<Unit>(cascade::ObjectKey{where[i], 0, ++next_id[where[i]]});
+    }
     std::atomic<double> busy{0}, last_end{0};  // last_end: when the last handler here ended
-    auto run = objs.make_handler<Unit>(
-        [&](Unit& u) {
+    cascade::Handler<Unit, void, int>* run = nullptr;
+    run = objs.make_handler<Unit>(
+        [&](Unit& u, int& left) {
             const double t0 = now();
-            const double s = light_ms * 1e-3 * weight(int(u.index));
+            const double s = light_ms * 1e-3 * cost(int(u.index), u.done + 1);
             if (fake)
                 std::this_thread::sleep_for(std::chrono::duration<double>(s));
             else
                 cascade_bench::spin(static_cast<std::uint64_t>(s * iters_per_s));
             ++u.done;
             u.sum = mix(u.sum, u.index * 1000003ULL + u.done);
+            if (left > 1) {  // the next step: this object's (chain) or the next one's (fanout)
+                const int next = shape == "fanout" ? (int(u.index) + n_objects / 2 + 1) % n_objects
+                                                   : int(u.index);
+                run->invoke(all[next], left - 1);
+            }
             const double t1 = now();
             busy.fetch_add(t1 - t0, std::memory_order_relaxed);
             double seen = last_end.load(std::memory_order_relaxed);
@@ -126,15 +158,22 @@ int main(int argc, char** argv) {
         },
         {.name = "unit"});
 
-    std::vector<cascade::mobile_ptr<Unit>> mine;
+    std::vector<int> mine;
     for (int i = 0; i < n_objects; ++i)
-        if (where[i] == me) mine.push_back(objs.create<Unit>(Unit{std::uint32_t(i), 0, 0}));
+        if (where[i] == me) {
+            objs.create<Unit>(Unit{std::uint32_t(i), 0, 0});
+            mine.push_back(i);
+        }
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = now();
-    tp.insert([&] {  // every handler of every local object, interleaved
+    tp.insert([&] {  // up front: every handler of every local object, interleaved; chained:
+                     // the first step of each (a fan-out's token starts at its object)
         for (int h = 0; h < handlers; ++h)
-            for (auto& p : mine)
-                run->invoke(p);
+            for (int i : mine)
+                if (!chained(i))
+                    run->invoke(all[i], 0);
+                else if (h == 0)
+                    run->invoke(all[i], handlers);
     });
     tp.join();
     const double mine_s = now() - t0;
@@ -168,19 +207,21 @@ int main(int argc, char** argv) {
     MPI_Allreduce(&b, &min_busy, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     double total_work = 0;
     for (int i = 0; i < n_objects; ++i)
-        total_work += handlers * light_ms * 1e-3 * weight(i);
+        for (int k = 1; k <= handlers; ++k)
+            total_work += light_ms * 1e-3 * cost(i, std::uint32_t(k));
     const double ideal = total_work / workers;
     const bool ok = all_done == long(n_objects) * handlers && all_bad == 0;
     if (me == 0) {
         std::printf(
-            "synthetic: %d ranks x %d threads, %d objects (%d heavy), %s placement, %s, %s work: "
-            "%.3f s (ideal %.3f s, %.2fx; last handler ended at %.3f s), busy max %.3f s min %.3f "
-            "s, %ld migrations: %s\n",
-            n, threads, n_objects, n_heavy, placement.c_str(), policy.c_str(),
+            "synthetic: %d ranks x %d threads, %d objects (%d heavy), %s, %s placement, %s, %s "
+            "work: %.3f s (ideal %.3f s, %.2fx; last handler ended at %.3f s), busy max %.3f s "
+            "min %.3f s, %ld migrations: %s\n",
+            n, threads, n_objects, n_heavy, shape.c_str(), placement.c_str(), policy.c_str(),
             fake ? "sleep" : "spin", seconds, ideal, seconds / ideal, drained, max_busy, min_busy,
             all_migrations, ok ? "OK" : "WRONG");
         cascade_bench::Record()
             .add("bench", "synthetic")
+            .add("shape", shape)
             .add("placement", placement)
             .add("policy", policy)
             .add("ranks", n)
