@@ -30,6 +30,10 @@ struct ForgedMigrateHead {
     std::uint64_t version;
     double busy_s;
     double recent_s;
+    double rate_busy;
+    double rate_idle;
+    double chained;
+    double issuing;
     std::uint64_t handled;
     std::uint32_t n_ready;
     std::uint32_t n_held;
@@ -46,7 +50,7 @@ struct ForgedBodiesHead {
 // same names and types) without being one, and sends rank 0 a migration that names rank 0
 // as the rank its body comes from: rank 0 must refuse it, not wait for a body from itself.
 int forged_body_source(Communicator& comm, Threadpool& tp) {
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     if (me == 0) {
         Objects objs(tp, comm);
         objs.register_type<Blob>();
@@ -71,8 +75,21 @@ int forged_body_source(Communicator& comm, Threadpool& tp) {
     Blob b;
     b.v.assign(1 << 14, 1.5);  // 128 KiB: a body
     std::vector<char> buf(4096);
-    ForgedMigrateHead mh{
-        ObjectKey{1, 0, 1}, wire::hash_name(wire::type_names<Blob>()), 0, 1, 0, 0, 0, 0, 0, 0, 1};
+    ForgedMigrateHead mh{ObjectKey{1, 0, 1},
+                         wire::hash_name(wire::type_names<Blob>()),
+                         0,
+                         1,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         1};
     ForgedBodiesHead bh{0, 1, 1 << 20};  // "the body comes from rank 0"
     std::memcpy(buf.data(), &mh, sizeof mh);
     std::memcpy(buf.data() + sizeof mh, &bh, sizeof bh);
@@ -91,7 +108,7 @@ int main(int argc, char** argv) {
     Threadpool tp(2, &comm);
     if (std::strcmp(mode, "body_source") == 0) return forged_body_source(comm, tp);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     if (std::strcmp(mode, "destroyed") == 0) {
         // A request issued after the object was destroyed.
         auto add =
