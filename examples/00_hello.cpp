@@ -8,7 +8,7 @@
 int main() {
     cascade::Communicator comm;        // initializes MPI if nobody did (and finalizes it)
     cascade::Threadpool tp(2, &comm);  // 2 worker threads on each rank
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::vector<std::string> greetings(n);  // filled on rank 0
     // Registered on every rank; runs on the rank a message is sent to.
     auto hello =

@@ -14,7 +14,7 @@ int main() {
     cascade::Taskflow<int> tf(&tp, "sum");  // tasks named by an int key
 
     tf.set_indegree([&](int k) { return k == n ? n : 1; })      // promises task k waits for
-      .set_mapping([&](int k) { return k % tp.size(); })        // worker that runs task k
+      .set_mapping([&](int k) { return k % tp.workers(); })        // worker that runs task k
       .set_priority([&](int k) { return k == n ? 1.0 : 0.0; })  // higher runs first
       .set_name([&](int k) {                                     // used in error messages
           return k == n ? std::string("total") : "square(" + std::to_string(k) + ")";

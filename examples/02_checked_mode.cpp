@@ -9,7 +9,7 @@
 int main() {
     const int n = 10;
     cascade::ThreadpoolOptions opts;
-    opts.checked = 1;                    // as if CASCADE_CHECK=1
+    opts.checked = true;                   // as if CASCADE_CHECK=1
     cascade::Threadpool tp(2, opts);
     cascade::Taskflow<int> tf(&tp, "sum");
     tf.set_indegree([&](int k) { return k == n ? n + 1 : 1; })  // one too many: a mistake

@@ -7,7 +7,7 @@ int main() {
     cascade::Communicator comm;                 // initializes MPI if needed
     cascade::Threadpool tp(2, &comm);           // join() = distributed completion
     cascade::Taskflow<int> tf(&tp, "step");
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     // Runs on the receiving rank; the view points into the message buffer.
     auto am = comm.make_active_msg([&](int& k, cascade::view<double>& v) {
         if (v.size() == 100) tf.fulfill_promise(k);

@@ -9,7 +9,7 @@
 int main() {
     cascade::Communicator comm;
     cascade::Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::vector<double> block(1 << 17, me), inbox;
     bool ok = false;
     auto am = comm.make_large_active_msg(

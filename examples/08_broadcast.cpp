@@ -10,7 +10,7 @@
 int main() {
     cascade::Communicator comm;
     cascade::Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::vector<double> got(n, 0.0);  // on rank 0: the sum each rank received
     auto answer = comm.make_active_msg([&](int& from, double& sum) { got[from] += sum; });
     auto table = comm.make_active_msg([&](std::vector<double>& v) {
@@ -30,7 +30,7 @@ int main() {
     }
     tp.join();
     if (me == 0) {
-        cascade::BroadcastCounters c = comm.broadcasts().counters();
+        cascade::BroadcastStats c = comm.broadcasts().stats();
         std::printf(
             "%llu broadcasts (%llu detected), %llu messages from rank 0 for %llu recipients\n",
             (unsigned long long)c.broadcasts, (unsigned long long)c.detected,

@@ -12,7 +12,7 @@ int main() {
     cascade::Communicator comm;
     cascade::Threadpool tp(2, &comm);
     cascade::Objects objs(tp, comm);  // same point on every rank
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto add =
         objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; }, {.name = "add"});
     auto peek =

@@ -8,13 +8,13 @@
 int main() {
     cascade::Communicator comm;
     cascade::Threadpool tp(2, &comm);
-    if (comm.comm_rank() == comm.comm_size() - 1)
+    if (comm.rank() == comm.ranks() - 1)
         tp.insert([] { throw std::runtime_error("bad tile"); });
     bool caught = false;
     try {
         tp.join();  // throws on every rank, not only the last one
     } catch (const cascade::TaskError& e) {
-        std::printf("rank %d: %s (from rank %d)\n", comm.comm_rank(), e.what(), e.rank());
+        std::printf("rank %d: %s (from rank %d)\n", comm.rank(), e.what(), e.rank());
         caught = true;
     }
     tp.insert([] {});  // the pool runs the next epoch

@@ -17,7 +17,7 @@ int main() {
     cascade::Communicator comm;
     cascade::Threadpool tp(1, &comm);
     cascade::Objects objs(tp, comm);  // same point on every rank
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     int ran = 0;  // steps run on this rank (one worker: no race)
     cascade::Handler<Cell, void, cascade::mobile_ptr<Cell>, int>* step = nullptr;
     step = objs.make_handler<Cell>(

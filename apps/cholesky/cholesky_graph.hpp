@@ -79,7 +79,7 @@ class CholeskyGraph {
     std::vector<int> readers(int i, int k) const;
     std::size_t index(int i, int k) const { return static_cast<std::size_t>(i) * (i + 1) / 2 + k; }
     bool local(int i, int j) const { return dist_.rank_of(i, j) == me_; }
-    int thread_of(int i, int j) const { return dist_.thread_of(i, j) % tp_.size(); }
+    int thread_of(int i, int j) const { return dist_.thread_of(i, j) % tp_.workers(); }
     std::size_t tile_size(int i, int j) const {
         return static_cast<std::size_t>(a_.layout().rows(i)) * a_.layout().rows(j);
     }

@@ -97,7 +97,7 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, int rank, bool 
     // One BLAS thread per task: the parallelism comes from the task graph.
     blas_set_threads(1);
     cascade::CommunicatorOptions copts;
-    copts.broadcast_detection = opt.trees == "on" ? 1 : 0;
+    copts.broadcast_detection = opt.trees == "on";
     cascade::Communicator comm(MPI_COMM_WORLD, copts);
     cascade::Threadpool tp(opt.threads, &comm, opt.verbose > 1 ? 1 : 0, "cholesky");
     KernelClock clock(opt.threads);
@@ -116,7 +116,7 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, int rank, bool 
     r.kernel_seconds = sum_all(clock.seconds(), MPI_COMM_WORLD);
     r.tiles_sent =
         static_cast<long long>(sum_all(static_cast<double>(graph.tiles_sent()), MPI_COMM_WORLD));
-    const cascade::BroadcastCounters bc = comm.broadcasts().counters();
+    const cascade::BroadcastStats bc = comm.broadcasts().stats();
     const double multi = sum_all(static_cast<double>(graph.multi_reader_sends()), MPI_COMM_WORLD);
     const double merged = sum_all(static_cast<double>(bc.detected_sends), MPI_COMM_WORLD);
     r.detected_fraction = multi > 0 ? merged / multi : 1.0;
@@ -125,7 +125,7 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, int rank, bool 
     r.root_messages =
         static_cast<long long>(sum_all(static_cast<double>(bc.root_messages), MPI_COMM_WORLD));
 
-    const long long ran = static_cast<long long>(tp.tasks_run());
+    const long long ran = static_cast<long long>(tp.stats().tasks_run);
     if (ran != graph.local_task_count())
         throw std::runtime_error("rank " + std::to_string(rank) + " ran " + std::to_string(ran) +
                                  " tasks, expected " + std::to_string(graph.local_task_count()));
@@ -137,8 +137,8 @@ RunResult run_tiled(const Options& opt, const BlockCyclic& dist, int rank, bool 
         }
         for (int t = 0; t < opt.threads; ++t)
             std::printf("  rank %d thread %d: %llu tasks (%llu stolen), busy %.1f%%\n", rank, t,
-                        static_cast<unsigned long long>(tp.tasks_run(t)),
-                        static_cast<unsigned long long>(tp.tasks_stolen(t)),
+                        static_cast<unsigned long long>(tp.stats(t).tasks_run),
+                        static_cast<unsigned long long>(tp.stats(t).tasks_stolen),
                         100.0 * clock.thread_seconds(t) / local_seconds);
         std::printf(
             "  rank %d: %.1f MB of tiles, %.1f MB of received copies; the thread "

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
 
     int failed = 0;
     std::vector<double> runs;
-    if (comm.comm_rank() == 0) {
+    if (comm.rank() == 0) {
         for (int r = 0; r < repeat; ++r) {
             const auto t0 = std::chrono::steady_clock::now();
             const long got = cascade::async(cascade::here, fib, n).get();
@@ -63,16 +63,16 @@ int main(int argc, char** argv) {
         }
     }
     tp.join();
-    if (comm.comm_rank() == 0) {
+    if (comm.rank() == 0) {
         std::printf("fib(%d) = %ld, cut-off %d, %d rank(s) x %d thread(s): %.4f s, %s\n", n,
-                    fib_exact(n), cutoff, comm.comm_size(), threads, cascade_bench::median(runs),
+                    fib_exact(n), cutoff, comm.ranks(), threads, cascade_bench::median(runs),
                     failed ? "FAILED" : "ok");
         cascade_bench::Record()
             .add("app", "fib")
             .add("system", "cascade")
             .add("n", n)
             .add("cutoff", cutoff)
-            .add("ranks", comm.comm_size())
+            .add("ranks", comm.ranks())
             .add("threads", threads)
             .add("seconds", cascade_bench::median(runs))
             .add("runs", runs)

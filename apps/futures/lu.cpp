@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     cascade::Communicator comm;
     cascade::Threadpool tp(threads, &comm);
     cascade::Futures fx(tp, &comm);
-    const int ranks = comm.comm_size();
+    const int ranks = comm.ranks();
 
     const cascade::AsyncOptions opts{.keep_result = keep};
     // Kernels. Tiles arrive by value (owned by the call) and the updated tile is returned.
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     int failed = 0;
     std::vector<double> runs;
     double residual = 0;
-    if (comm.comm_rank() == 0) {
+    if (comm.rank() == 0) {
         // A random, diagonally dominant matrix, as tiles.
         std::mt19937_64 gen(7);
         std::uniform_real_distribution<double> dist(-1.0, 1.0);
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
         T.clear();
     }
     tp.join();
-    if (comm.comm_rank() == 0) {
+    if (comm.rank() == 0) {
         const double t = cascade_bench::median(runs);
         std::printf(
             "LU %d x %d, tiles of %d, %d rank(s) x %d thread(s): %.4f s (%.2f GF/s), "

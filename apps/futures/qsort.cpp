@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
 
     int failed = 0;
     std::vector<double> runs;
-    if (comm.comm_rank() == 0) {
+    if (comm.rank() == 0) {
         std::mt19937_64 gen(seed);
         std::uniform_real_distribution<double> dist(-1.0, 1.0);
         std::vector<double> input(static_cast<std::size_t>(n));
@@ -72,16 +72,16 @@ int main(int argc, char** argv) {
         }
     }
     tp.join();
-    if (comm.comm_rank() == 0) {
+    if (comm.rank() == 0) {
         std::printf("qsort of %ld doubles, cut-off %ld, %d rank(s) x %d thread(s): %.4f s, %s\n", n,
-                    cutoff, comm.comm_size(), threads, cascade_bench::median(runs),
+                    cutoff, comm.ranks(), threads, cascade_bench::median(runs),
                     failed ? "FAILED" : "ok");
         cascade_bench::Record()
             .add("app", "qsort")
             .add("system", "cascade")
             .add("n", static_cast<long long>(n))
             .add("cutoff", static_cast<long long>(cutoff))
-            .add("ranks", comm.comm_size())
+            .add("ranks", comm.ranks())
             .add("threads", threads)
             .add("seconds", cascade_bench::median(runs))
             .add("runs", runs)

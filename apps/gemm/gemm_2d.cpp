@@ -11,7 +11,7 @@ Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::u
                int send_window, bool trees)
     : t_(t),
       grid_(grid),
-      me_(comm.comm_rank()),
+      me_(comm.rank()),
       p_(grid.row_of(me_)),
       q_(grid.col_of(me_)),
       a_own_(t),
@@ -21,12 +21,12 @@ Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::u
       b_in_(t),
       a_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
       b_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
-      window_(comm.comm_size(), send_window),
+      window_(comm.ranks(), send_window),
       trees_(trees) {
-    if (grid.ranks() != comm.comm_size())
+    if (grid.ranks() != comm.ranks())
         throw cascade::UsageError("gemm 2d: grid " + grid.describe() + " has " +
                                   std::to_string(grid.ranks()) + " ranks, the job has " +
-                                  std::to_string(comm.comm_size()));
+                                  std::to_string(comm.ranks()));
     const int nt = t.nt, P = grid.P(), Q = grid.Q();
     for (int i = p_; i < nt; i += P)
         rows_.push_back(i);
@@ -76,7 +76,7 @@ void Gemm2D::begin_run(cascade::Threadpool& tp, BlasClock& clock) {
     gemm_ = std::make_unique<cascade::Taskflow<Key>>(&tp, "gemm");
     gemm_->set_task([this](Key ijk) { run_gemm(ijk); })
         .set_indegree([](Key ijk) { return ijk[2] == 0 ? 2 : 3; })  // A_ik, B_kj, gemm(i,j,k-1)
-        .set_mapping([P, Q, local_rows, threads = tp.size()](Key ijk) {
+        .set_mapping([P, Q, local_rows, threads = tp.workers()](Key ijk) {
             return thread_of(ijk[0] / P, ijk[1] / Q, local_rows, threads);
         })
         // k-major, as the tiles arrive (they are sent in k order); within one k, column by

@@ -11,7 +11,7 @@ GemmDNS::GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::u
                  int send_window)
     : t_(t),
       cube_(cube),
-      me_(comm.comm_rank()),
+      me_(comm.rank()),
       p_(cube.p_of(me_)),
       q_(cube.q_of(me_)),
       r_(cube.r_of(me_)),
@@ -24,11 +24,11 @@ GemmDNS::GemmDNS(cascade::Communicator& comm, const Tiling& t, Cube cube, std::u
       partial_(t),
       a_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
       b_(static_cast<std::size_t>(t.nt) * t.nt, nullptr),
-      window_(comm.comm_size(), send_window) {
-    if (cube.ranks() != comm.comm_size())
+      window_(comm.ranks(), send_window) {
+    if (cube.ranks() != comm.ranks())
         throw cascade::UsageError("gemm 3d: cube " + cube.describe() + " has " +
                                   std::to_string(cube.ranks()) + " ranks, the job has " +
-                                  std::to_string(comm.comm_size()));
+                                  std::to_string(comm.ranks()));
     const int nt = t.nt, P = cube.P();
     for (int i = p_; i < nt; i += P)
         rows_.push_back(i);
@@ -109,7 +109,7 @@ void GemmDNS::begin_run(cascade::Threadpool& tp, BlasClock& clock) {
     gemm_ = std::make_unique<cascade::Taskflow<GemmKey>>(&tp, "gemm");
     gemm_->set_task([this](GemmKey ijk) { run_gemm(ijk); })
         .set_indegree([r](GemmKey ijk) { return ijk[2] == r ? 2 : 3; })  // A, B, previous
-        .set_mapping([P, local_rows, threads = tp.size()](GemmKey ijk) {
+        .set_mapping([P, local_rows, threads = tp.workers()](GemmKey ijk) {
             return thread_of(ijk[0] / P, ijk[1] / P, local_rows, threads);
         })
         // k-major, as the operands arrive (they are sent in k order); within one k, column by
@@ -122,7 +122,7 @@ void GemmDNS::begin_run(cascade::Threadpool& tp, BlasClock& clock) {
     accumulate_ = std::make_unique<cascade::Taskflow<TileKey>>(&tp, "accumulate");
     accumulate_->set_task([this](TileKey ij) { run_accumulate(ij); })
         .set_indegree([layers = layers_](TileKey) { return layers; })  // own chain + partials
-        .set_mapping([P, local_rows, threads = tp.size()](TileKey ij) {
+        .set_mapping([P, local_rows, threads = tp.workers()](TileKey ij) {
             return thread_of(ij[0] / P, ij[1] / P, local_rows, threads);
         })
         .set_priority([](TileKey) { return 2.0; })

@@ -104,11 +104,11 @@ Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasC
         seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (const auto first = clock.first_call())
             first_call = std::chrono::duration<double>(*first - t0).count();
-        if (tp.tasks_run() != alg.local_tasks())
-            throw std::runtime_error("rank " + std::to_string(comm.comm_rank()) + " ran " +
-                                     std::to_string(tp.tasks_run()) + " tasks, expected " +
+        if (tp.stats().tasks_run != alg.local_tasks())
+            throw std::runtime_error("rank " + std::to_string(comm.rank()) + " ran " +
+                                     std::to_string(tp.stats().tasks_run) + " tasks, expected " +
                                      std::to_string(alg.local_tasks()));
-        stolen = static_cast<double>(tp.tasks_stolen());
+        stolen = static_cast<double>(tp.stats().tasks_stolen);
     }
     const double local[2] = {seconds, clock.seconds()};
     Run r;
@@ -116,12 +116,12 @@ Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasC
     MPI_Reduce(&local[1], &r.blas_seconds, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     if (verbose) {  // per rank: wall time, BLAS time, tasks, stolen tasks, first BLAS call
         constexpr int k = 5;
-        const int ranks = comm.comm_size();
+        const int ranks = comm.ranks();
         const double mine[k] = {seconds, clock.seconds(), static_cast<double>(alg.local_tasks()),
                                 stolen, first_call};
-        std::vector<double> all(comm.comm_rank() == 0 ? k * static_cast<std::size_t>(ranks) : 0);
+        std::vector<double> all(comm.rank() == 0 ? k * static_cast<std::size_t>(ranks) : 0);
         MPI_Gather(mine, k, MPI_DOUBLE, all.data(), k, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        for (int q = 0; q < ranks && comm.comm_rank() == 0; ++q) {
+        for (int q = 0; q < ranks && comm.rank() == 0; ++q) {
             const double* x = &all[k * static_cast<std::size_t>(q)];
             std::printf(
                 "  rank %d: %.4f s, BLAS %.4f s over %d threads (%.1f%% busy), %.0f tasks "
@@ -134,7 +134,7 @@ Run run_once(GemmAlgorithm& alg, cascade::Communicator& comm, int threads, BlasC
 
 // Checks the options against the job; returns the algorithm or throws UsageError.
 std::unique_ptr<GemmAlgorithm> make_algorithm(const Options& opt, cascade::Communicator& comm) {
-    const int ranks = comm.comm_size();
+    const int ranks = comm.ranks();
     const Tiling t(opt.n, opt.nb);
     if (opt.variant == "2d") {
         Grid2D grid = Grid2D::square(ranks);

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     cascade::Communicator comm;
     cascade::Threadpool tp(threads, &comm, 0, "particles", false);
     cascade::Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const double L = cells;
     auto initial = [&](long i, double& x, double& v) {  // particle i at the start
         x = std::fmod(i * 0.6180339887498949 * 7.0, L);

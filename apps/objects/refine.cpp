@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     cascade::Objects objs(tp, comm);
     cascade::Balancer bal(objs, cascade::make_policy(policy == "static" ? "none" : policy),
                           {.period_s = period_ms * 1e-3});
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto owner = [&](int x) { return int(std::int64_t(x) * n / nx); };  // strips of columns
     auto cost = [&](int x, int t) {  // seconds of step t of a block in column x
         const double front = (t + 0.5) * nx / steps;

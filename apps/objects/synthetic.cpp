@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     cascade::Objects objs(tp, comm);
     cascade::Balancer bal(objs, cascade::make_policy(policy == "static" ? "none" : policy),
                           {.period_s = period_ms * 1e-3});
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int workers = n * threads;
     const int n_objects = per_worker * workers;
     const int n_heavy = static_cast<int>(heavy_fraction * n_objects + 0.5);

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
                             arrived = MPI_Wtime();
                         }
                     } else {
-                        const auto before = comm.broadcasts().counters();
+                        const auto before = comm.broadcasts().stats();
                         if (system == "tree_binomial")
                             comm.broadcasts().set_shape(cascade::BroadcastShape::binomial);
                         if (system == "tree_pipelined")
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
                         }
                         tp.join();
                         if (system != "naive")
-                            root_msgs = double(comm.broadcasts().counters().root_messages -
+                            root_msgs = double(comm.broadcasts().stats().root_messages -
                                                before.root_messages);
                     }
                     double dt = arrived > 0 ? arrived - t0 : 0, worst = 0;

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
         a.check();
 
         cascade::Communicator comm;
-        const int me = comm.comm_rank(), n = comm.comm_size();
+        const int me = comm.rank(), n = comm.ranks();
         cascade::Threadpool tp(threads, &comm, 0, "completion", false);
 
         auto once = [&](const std::string& v) {

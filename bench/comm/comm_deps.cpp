@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
 
         constexpr int R = 32;
         cascade::Communicator comm;
-        const int me = comm.comm_rank(), n = comm.comm_size();
+        const int me = comm.rank(), n = comm.ranks();
         if (R % n != 0) throw std::runtime_error("the number of ranks must divide 32");
         const int rows_per_rank = R / n;
         auto owner = [rows_per_rank](int row) { return row / rows_per_rank; };

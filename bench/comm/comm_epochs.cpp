@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
         a.check();
 
         cascade::Communicator comm;
-        const int me = comm.comm_rank(), n = comm.comm_size();
+        const int me = comm.rank(), n = comm.ranks();
         const int left = (me + n - 1) % n, right = (me + 1) % n;
         cascade::Threadpool tp(threads, &comm, 0, "epochs");
         std::vector<char> out(halo_bytes, static_cast<char>(me)), from_left(halo_bytes),

@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
         if (slack_ns > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack_ns), 0, 0, 0);
 
         cascade::Communicator comm;
-        const int me = comm.comm_rank();
-        if (comm.comm_size() != 2) throw std::runtime_error("run with exactly 2 ranks");
+        const int me = comm.rank();
+        if (comm.ranks() != 2) throw std::runtime_error("run with exactly 2 ranks");
         cascade::Threadpool tp(threads, &comm, 0, "latency", false);
 
         const long max_bytes = *std::max_element(sizes.begin(), sizes.end());

@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
         a.check();
 
         cascade::Communicator comm;
-        const int me = comm.comm_rank();
-        if (comm.comm_size() != 2) throw std::runtime_error("run with exactly 2 ranks");
+        const int me = comm.rank();
+        if (comm.ranks() != 2) throw std::runtime_error("run with exactly 2 ranks");
         cascade::Threadpool tp(threads, &comm, 0, "rate", false);
 
         long M = M_agg;  // messages of the current run
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
             t_ack = 0;
             tp.start();
             MPI_Barrier(MPI_COMM_WORLD);
-            const std::uint64_t sent0 = comm.mpi_messages_sent();
+            const std::uint64_t sent0 = comm.stats().mpi_messages_sent;
             const double t0 = now_s();
             if (me == 0) {
                 if (source == "task") {
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
                 }
             }
             tp.join();
-            mpi_msgs = comm.mpi_messages_sent() - sent0;
+            mpi_msgs = comm.stats().mpi_messages_sent - sent0;
             if (me == 1 &&
                 (received != M || checksum != static_cast<std::uint64_t>(M) * (M - 1) / 2))
                 throw std::runtime_error("rank 1 received " + std::to_string(received) + " of " +

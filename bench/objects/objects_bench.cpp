@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
         a.check();
 
         cascade::Communicator comm;
-        const int me = comm.comm_rank(), n = comm.comm_size();
+        const int me = comm.rank(), n = comm.ranks();
         if (n < 2) throw std::runtime_error("run with at least 2 ranks");
         cascade::Threadpool tp(threads, &comm, 0, "objects", false);
         cascade::Futures fx(tp, &comm);  // promises waited on by the main thread

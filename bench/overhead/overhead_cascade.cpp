@@ -28,14 +28,14 @@ using bench::Config;
 std::uint64_t g_tasks_run = 0, g_tasks_stolen = 0;
 
 void count(const cascade::Threadpool& tp) {
-    g_tasks_run += tp.tasks_run();
-    g_tasks_stolen += tp.tasks_stolen();
+    g_tasks_run += tp.stats().tasks_run;
+    g_tasks_stolen += tp.stats().tasks_stolen;
 }
 
 cascade::ThreadpoolOptions bench_options() {
     cascade::ThreadpoolOptions o;
     o.start = false;
-    o.checked = 0;  // measure the production path whatever CASCADE_CHECK says
+    o.checked = false;  // measure the production path whatever CASCADE_CHECK says
     return o;
 }
 

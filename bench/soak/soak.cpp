@@ -156,7 +156,7 @@ std::vector<double> big_vector(long seed, std::size_t len) {
 
 int run_mixed(const Options& o) {
     cascade::Communicator comm;
-    const int me = comm.comm_rank(), ranks = comm.comm_size();
+    const int me = comm.rank(), ranks = comm.ranks();
     const int next = (me + 1) % ranks;
     cascade::Threadpool tp(o.threads, &comm);
     cascade::Futures fx(tp, &comm);
@@ -235,12 +235,12 @@ int run_mixed(const Options& o) {
         const double held_max = reduce(heap_held_mb(), MPI_MAX);
         // The communicator's spare and burst buffers (part of heap_mb).
         const double comm_max =
-            reduce(static_cast<double>(comm.kept_buffer_bytes()) / (1 << 20), MPI_MAX);
+            reduce(static_cast<double>(comm.stats().kept_buffer_bytes) / (1 << 20), MPI_MAX);
         // The emptied inbox segments kept for the next seeding (part of heap_mb): as many as
         // the largest backlog of tasks queued by the main thread so far.
-        const double inbox_kept =
-            static_cast<double>(tp.kept_inbox_bytes() + cascade::Threadpool::cached_inbox_bytes()) /
-            (1 << 20);
+        const double inbox_kept = static_cast<double>(tp.stats().kept_inbox_bytes +
+                                                      cascade::Threadpool::cached_inbox_bytes()) /
+                                  (1 << 20);
         const double inbox_max = reduce(inbox_kept, MPI_MAX),
                      inbox_sum = reduce(inbox_kept, MPI_SUM);
         // The resident set without that cache, per rank (the largest rank's rss_mb less the
@@ -293,7 +293,7 @@ struct Cell {
 
 int run_objects(const Options& o) {
     cascade::Communicator comm;
-    const int me = comm.comm_rank(), ranks = comm.comm_size();
+    const int me = comm.rank(), ranks = comm.ranks();
     const int next = (me + 1) % ranks, prev = (me + ranks - 1) % ranks;
     cascade::Threadpool tp(o.threads, &comm);
     cascade::Objects objs(tp, comm);
@@ -343,7 +343,7 @@ int run_objects(const Options& o) {
         const double dir_max = reduce(static_cast<double>(objs.stats().directory), MPI_MAX);
         const double local_max = reduce(static_cast<double>(objs.local_objects().size()), MPI_MAX);
         const double comm_max =
-            reduce(static_cast<double>(comm.kept_buffer_bytes()) / (1 << 20), MPI_MAX);
+            reduce(static_cast<double>(comm.stats().kept_buffer_bytes) / (1 << 20), MPI_MAX);
         if (me == 0)
             cascade_bench::Record()
                 .add("bench", "soak")
@@ -369,7 +369,7 @@ int run_objects(const Options& o) {
 
 int run_flood(const Options& o) {
     cascade::Communicator comm;
-    const int me = comm.comm_rank(), ranks = comm.comm_size();
+    const int me = comm.rank(), ranks = comm.ranks();
     if (ranks < 2) throw std::runtime_error("the floods need at least 2 ranks");
     cascade::Threadpool tp(o.threads, &comm);
     const SlowWork slow;

@@ -139,7 +139,7 @@ char* thread_scratch(std::size_t bytes) {
 
 int main(int argc, char** argv) {
     cascade::Communicator comm;
-    const int me = comm.comm_rank(), n_ranks = comm.comm_size();
+    const int me = comm.rank(), n_ranks = comm.ranks();
     const Options opt = parse_options(argc, argv);
     App app(argc, argv);
     if (me == 0) app.display();
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
     }
 
     cascade::Threadpool tp(opt.workers, &comm, 0, "taskbench");
-    const int threads = tp.size();
+    const int threads = tp.workers();
 
     // Rank r's consumers of (t, p) at t + 1 fulfilled: the promises of those that live here.
     auto fulfill_local_consumers = [&](Graph& G, long t, long p) {
@@ -319,7 +319,7 @@ int main(int argc, char** argv) {
     for (int iter = 0; iter < 2; ++iter) {
         for (Graph& G : graphs)
             make_taskflow(G);
-        const std::uint64_t ran_before = tp.tasks_run();
+        const std::uint64_t ran_before = tp.stats().tasks_run;
         MPI_Barrier(MPI_COMM_WORLD);
         const double start = MPI_Wtime();
         for (Graph& G : graphs)
@@ -327,7 +327,7 @@ int main(int argc, char** argv) {
         tp.join();
         MPI_Barrier(MPI_COMM_WORLD);
         elapsed = MPI_Wtime() - start;
-        const std::uint64_t ran = tp.tasks_run() - ran_before;
+        const std::uint64_t ran = tp.stats().tasks_run - ran_before;
         if (ran != expected_tasks) {
             std::fprintf(stderr, "error: rank %d ran %llu tasks, expected %llu\n", me,
                          static_cast<unsigned long long>(ran),

@@ -16,7 +16,7 @@ int main() {
         std::vector<long> value(2 * L, 0);
         cascade::Taskflow<int> tree(&tp, "tree");
         tree.set_indegree([](int k) { return k >= L ? 1 : 2; })
-            .set_mapping([&](int k) { return k % tp.size(); })
+            .set_mapping([&](int k) { return k % tp.workers(); })
             .set_priority([](int k) { return k < L ? 1.0 : 0.0; })  // inner nodes first
             .set_task(
                 [&](int k) { value[k] = k >= L ? k - L + 1 : value[2 * k] + value[2 * k + 1]; })

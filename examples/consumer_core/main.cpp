@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
                 auto [i, j] = k;
                 return i == 0 || j == 0 || j == i ? 1 : 2;
             })
-            .set_mapping([&](std::pair<int, int> k) { return k.second % tp.size(); })
+            .set_mapping([&](std::pair<int, int> k) { return k.second % tp.workers(); })
             .set_task([&](std::pair<int, int> k) {
                 auto [i, j] = k;
                 row[i][j] = i == 0 || j == 0 || j == i ? 1 : row[i - 1][j - 1] + row[i - 1][j];

@@ -23,7 +23,7 @@ Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, Balance
     msg_ = objs.comm().make_active_msg(
         [this](std::int32_t& source, view<char>& v) {
             // The rank that sent it, as the policies are told (and index tables with).
-            if (source != detail::tls_frame_source || source < 0 || source >= size())
+            if (source != detail::tls_frame_source || source < 0 || source >= ranks())
                 throw WireError("balance: a message received from rank " +
                                 std::to_string(detail::tls_frame_source) + " names rank " +
                                 std::to_string(source) + " as its sender");
@@ -106,7 +106,7 @@ std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {
     return here;
 }
 
-bool Balancer::migrate(const ObjectKey& k, int dest) {
+bool Balancer::rebalance(const ObjectKey& k, int dest) {
     if (!enabled() || !objs_.rebalance(k, dest)) return false;
     migrations_.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -132,7 +132,7 @@ void Balancer::after_handler(const ObjectKey& key, double seconds) {
 }
 
 long Balancer::on_idle(Threadpool&, int) {
-    if (!enabled() || size() < 2) return 0;
+    if (!enabled() || ranks() < 2) return 0;
     const long period_us = std::max(1L, static_cast<long>(opts_.period_s * 1e6));
     std::unique_lock<std::mutex> lk(step_mutex_, std::try_to_lock);
     if (!lk.owns_lock()) return period_us;  // a step runs: look again later

@@ -35,7 +35,7 @@ void Diffusion::learn(Balancer& b, int rank, double load) {
 double Diffusion::askers(const Balancer& b) const {
     // A rank sits in about as many neighbourhoods as one has members, and with few ranks
     // every other rank is one: at 2 ranks the one asker takes half the difference.
-    return double(std::min(opts_.neighbours, b.size() - 1) + 1);
+    return double(std::min(opts_.neighbours, b.ranks() - 1) + 1);
 }
 
 void Diffusion::post(Balancer& b, std::vector<std::pair<int, Msg>>& out) {
@@ -50,7 +50,7 @@ void Diffusion::draw_neighbours(Balancer& b) {
         seeded_ = true;
     }
     std::vector<int> others;
-    for (int r = 0; r < b.size(); ++r)
+    for (int r = 0; r < b.ranks(); ++r)
         if (r != b.rank()) others.push_back(r);
     std::shuffle(others.begin(), others.end(), rng_);
     others.resize(std::min<std::size_t>(others.size(), std::max(1, opts_.neighbours)));
@@ -60,8 +60,8 @@ void Diffusion::draw_neighbours(Balancer& b) {
 
 void Diffusion::replace_neighbour(Balancer& b, int who) {
     auto it = std::find(neighbours_.begin(), neighbours_.end(), who);
-    if (it == neighbours_.end() || int(neighbours_.size()) + 1 >= b.size()) return;
-    std::uniform_int_distribution<int> pick(0, b.size() - 1);
+    if (it == neighbours_.end() || int(neighbours_.size()) + 1 >= b.ranks()) return;
+    std::uniform_int_distribution<int> pick(0, b.ranks() - 1);
     for (;;) {
         const int r = pick(rng_);
         if (r != b.rank() &&
@@ -88,7 +88,7 @@ void Diffusion::start_round(Balancer& b, double my_load, std::vector<std::pair<i
 }
 
 void Diffusion::turn_away(const Balancer& b, int rank) {
-    turned_away_.resize(std::size_t(b.size()), 0);
+    turned_away_.resize(std::size_t(b.ranks()), 0);
     turned_away_[std::size_t(rank)] = 1;
     any_turned_away_ = true;
 }
@@ -102,7 +102,7 @@ void Diffusion::notify(Balancer&, const ObjectKey&, double) {
 }
 
 void Diffusion::balance(Balancer& b) {
-    if (b.size() < 2) return;
+    if (b.ranks() < 2) return;
     const double load = b.work_left();
     std::vector<std::pair<int, Msg>> out;
     {
@@ -120,7 +120,7 @@ void Diffusion::balance(Balancer& b) {
             any_turned_away_ = false;
         }
         if (load > opts_.announce * opts_.limit_s && ++steps_ % opts_.announce_every == 0) {
-            std::uniform_int_distribution<int> pick(0, b.size() - 1);
+            std::uniform_int_distribution<int> pick(0, b.ranks() - 1);
             for (int i = 0; i < opts_.neighbours; ++i) {
                 const int r = pick(rng_);
                 if (r != b.rank()) out.push_back({r, Msg{5, -1, load, 0}});
@@ -131,7 +131,7 @@ void Diffusion::balance(Balancer& b) {
 }
 
 bool Diffusion::idle(Balancer& b) {
-    if (b.size() < 2) return false;
+    if (b.ranks() < 2) return false;
     std::vector<std::pair<int, Msg>> out;
     bool again;
     {
@@ -153,11 +153,11 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     Msg m{};
     std::memcpy(&m, data, std::min(size, sizeof m));
     // r names a rank (-1: none), but in kind 4, where it counts objects.
-    if (source < 0 || source >= b.size() || m.r < -1 || (m.kind != 4 && m.r >= b.size()) ||
+    if (source < 0 || source >= b.ranks() || m.r < -1 || (m.kind != 4 && m.r >= b.ranks()) ||
         !std::isfinite(m.x) || !std::isfinite(m.y))
         throw WireError("diffusion: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.r) + " (the job has " +
-                        std::to_string(b.size()) + " ranks)");
+                        std::to_string(b.ranks()) + " ranks)");
     std::vector<std::pair<int, Msg>> out;
     switch (m.kind) {
         case 1: {  // a neighbour wants our load

@@ -30,7 +30,7 @@ Gift donate(Balancer& b, int to, const Ask& ask) {
     double given = 0;
     std::size_t moved = 0;
     for (std::size_t i : order)
-        if (moved + 1 < with_work && given + w[i] <= cap && b.migrate(objs[i].key, to))
+        if (moved + 1 < with_work && given + w[i] <= cap && b.rebalance(objs[i].key, to))
             given += w[i], ++moved;
     if (given > 0) return {given, int(moved)};
     // Nothing fits: the single object closest to the cap, if moving it lowers the larger of
@@ -40,7 +40,7 @@ Gift donate(Balancer& b, int to, const Ask& ask) {
         if (std::min(w[i], gap - w[i]) >= ask.min_gap / 2 &&
             (best == objs.size() || std::abs(w[i] - cap) < std::abs(w[best] - cap)))
             best = i;
-    if (best != objs.size() && b.migrate(objs[best].key, to)) return {w[best], 1};
+    if (best != objs.size() && b.rebalance(objs[best].key, to)) return {w[best], 1};
     return {};
 }
 

@@ -27,12 +27,12 @@ void MasterWorker::notify(Balancer&, const ObjectKey&, double) {
 }
 
 void MasterWorker::step(Balancer& b, bool from_idle) {
-    if (b.size() < 2) return;
+    if (b.ranks() < 2) return;
     const double load = b.work_left();
     Out out;
     {
         std::lock_guard<std::mutex> g(m_);
-        const int master = std::clamp(opts_.master, 0, b.size() - 1);
+        const int master = std::clamp(opts_.master, 0, b.ranks() - 1);
         const bool changed = reported_ < 0 || std::abs(load - reported_) >
                                                   opts_.report * std::max(reported_, opts_.limit_s);
         if (waiting_ && load >= opts_.limit_s) waiting_ = false;  // work came: no longer asking
@@ -94,11 +94,11 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
     Msg m{};
     std::memcpy(&m, data, std::min(size, sizeof m));
     // Loads are finite; kind 4 counts objects in y.
-    if (source < 0 || source >= b.size() || m.rank < 0 || m.rank >= b.size() ||
+    if (source < 0 || source >= b.ranks() || m.rank < 0 || m.rank >= b.ranks() ||
         !std::isfinite(m.x) || !std::isfinite(m.y) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
-                        std::to_string(b.size()) + " ranks)");
+                        std::to_string(b.ranks()) + " ranks)");
     Out out;
     switch (m.kind) {
         case 1:    // (master) a rank's load
@@ -106,8 +106,8 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
         case 5: {  // (master) a rank could not give rank m.rank what we asked
             std::lock_guard<std::mutex> g(m_);
             if (table_.empty())
-                table_.assign(b.size(), 0.0), refused_until_ns_.assign(b.size(), 0),
-                    asked_.assign(b.size(), 0.0), promised_.assign(b.size(), 0.0);
+                table_.assign(b.ranks(), 0.0), refused_until_ns_.assign(b.ranks(), 0),
+                    asked_.assign(b.ranks(), 0.0), promised_.assign(b.ranks(), 0.0);
             table_[source] = m.x;
             if (m.kind == 2) asked_[source] = m.x;
             int asker = m.kind == 2 ? source : -1;

@@ -19,9 +19,9 @@ class Rotate final : public BalancePolicy {
   public:
     const char* name() const override { return "rotate"; }
     void balance(Balancer& b) override {
-        if (b.size() < 2) return;
+        if (b.ranks() < 2) return;
         for (const auto& o : b.local_objects())
-            if (!o.pinned) b.migrate(o.key, (b.rank() + 1) % b.size());
+            if (!o.pinned) b.rebalance(o.key, (b.rank() + 1) % b.ranks());
     }
 };
 

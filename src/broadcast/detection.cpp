@@ -70,8 +70,7 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
             buf_.clear();
             held_body_bytes_ = 0;
             if (failed_on)
-                failed_on->comm().abort_job("rank " +
-                                            std::to_string(failed_on->comm().comm_rank()) +
+                failed_on->comm().abort_job("rank " + std::to_string(failed_on->comm().rank()) +
                                             ": sending held-back messages failed: " + what);
         }
     }

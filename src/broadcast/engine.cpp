@@ -153,7 +153,7 @@ struct Engine::RecvState {
     }
 };
 
-Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(comm.comm_size()) {
+Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.rank()), size_(comm.ranks()) {
     small_ = comm.make_active_msg([this](Header& h, view<const Recipient>& sub,
                                          view<const char>& payload) { on_small(h, sub, payload); },
                                   "broadcast");
@@ -179,8 +179,8 @@ Engine::Engine(Communicator& comm) : comm_(comm), me_(comm.comm_rank()), size_(c
 
 Engine::~Engine() = default;
 
-BroadcastCounters Engine::counters() const {
-    BroadcastCounters c;
+BroadcastStats Engine::stats() const {
+    BroadcastStats c;
     c.broadcasts = n_.broadcasts.load();
     c.detected = n_.detected.load();
     c.detected_sends = n_.detected_sends.load();
@@ -253,10 +253,10 @@ Shape Engine::choose(std::size_t bytes, std::size_t recipients) const noexcept {
         case BroadcastShape::binomial:
             return Shape::binomial;
         case BroadcastShape::pipelined:
-            return Shape::chain;
+            return Shape::pipelined;
         default:
             return bytes >= pipeline_.load(std::memory_order_relaxed) && recipients >= 2
-                       ? Shape::chain
+                       ? Shape::pipelined
                        : Shape::binomial;
     }
 }
@@ -476,7 +476,8 @@ void Engine::check(const Header& h, view<const Recipient>& sub, bool large) cons
     if (h.from != source)
         bad("says it comes from " + std::to_string(h.from) + ", not " + std::to_string(source));
     if (h.from == h.root && h.after != 0) bad("a direct message that waits for others");
-    if (h.shape > static_cast<std::uint32_t>(Shape::chain)) bad("shape " + std::to_string(h.shape));
+    if (h.shape > static_cast<std::uint32_t>(Shape::pipelined))
+        bad("shape " + std::to_string(h.shape));
     if (sub.size() >= static_cast<std::size_t>(size_))
         bad(std::to_string(sub.size()) + " recipients");
     for (const Recipient& r : sub)
@@ -587,7 +588,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     }
     const Shape shape = choose(bytes, sp.others.size());
     const std::size_t piece =
-        shape == Shape::chain ? piece_for(bytes) : std::max<std::size_t>(bytes, 1);
+        shape == Shape::pipelined ? piece_for(bytes) : std::max<std::size_t>(bytes, 1);
     const std::size_t n = pieces(bytes, piece);
     std::vector<Recipient>& list = sp.list;
     std::vector<Child>& kids = sp.kids;

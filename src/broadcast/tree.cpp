@@ -8,7 +8,7 @@ namespace cascade::broadcast {
 void children(Shape shape, std::size_t m, std::vector<Child>& out) {
     out.clear();
     if (m == 0) return;
-    if (shape == Shape::chain) {
+    if (shape == Shape::pipelined) {
         out.push_back(Child{0, m - 1});
         return;
     }
@@ -35,7 +35,7 @@ void walk(Shape shape, std::size_t base, std::size_t count, std::size_t step0,
 
 void arrival_steps(Shape shape, std::size_t m, std::vector<std::size_t>& steps) {
     steps.assign(m + 1, 0);
-    if (shape == Shape::chain) {
+    if (shape == Shape::pipelined) {
         for (std::size_t p = 1; p <= m; ++p)
             steps[p] = p;
         return;

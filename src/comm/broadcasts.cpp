@@ -24,7 +24,7 @@ class NoBroadcasts final : public Broadcasts {
     void set_piece(std::size_t) noexcept override {}
     void set_pipeline_threshold(std::size_t) noexcept override {}
     void set_window(std::size_t) noexcept override {}
-    BroadcastCounters counters() const override { return {}; }
+    BroadcastStats stats() const override { return {}; }
     void send(ActiveMsgBase& am, std::span<const int>, std::span<const double>, const char*,
               std::size_t) override {
         refuse(am);

@@ -92,7 +92,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
         },
         "cascade.error");
     error_am_->set_broadcast_detection(false);
-    if (opts_.broadcast_detection >= 0) bcast_->set_detection(opts_.broadcast_detection != 0);
+    if (opts_.broadcast_detection) bcast_->set_detection(*opts_.broadcast_detection);
     if (rank_ == 0) {
         cnt_q_.assign(size_, 0);
         cnt_p_.assign(size_, 0);
@@ -165,7 +165,7 @@ Communicator::~Communicator() {
             std::vector<std::string> names;
             for (auto& am : ams_)
                 names.push_back(am->name());
-            const BroadcastCounters b = bcast_->counters();
+            const BroadcastStats b = bcast_->stats();
             trace::set_counter("broadcast.broadcasts", b.broadcasts);
             trace::set_counter("broadcast.detected", b.detected);
             trace::set_counter("broadcast.detected_sends", b.detected_sends);

@@ -519,6 +519,13 @@ std::size_t Communicator::bytes_in_flight(int dest) const {
     return in_flight(dest, "bytes_in_flight").frames;
 }
 
+CommStats Communicator::stats() const {
+    return CommStats{.queued = queued(),
+                     .processed = processed_,
+                     .mpi_messages_sent = mpi_sends_,
+                     .kept_buffer_bytes = kept_buffer_bytes()};
+}
+
 std::size_t Communicator::kept_buffer_bytes() const {
     std::size_t n = big_spare_.capacity() + recv_buf_.capacity() + spare_bytes_;
     for (int d = 0; d < size_; ++d) {

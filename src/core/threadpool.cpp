@@ -68,7 +68,7 @@ constexpr long kSleepTimeoutUs = 1000000;
 Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
     : n_(n_threads),
       opts_(std::move(opts)),
-      checked_(opts_.checked < 0 ? checked_from_env() : opts_.checked != 0),
+      checked_(opts_.checked.value_or(checked_from_env())),
       queues_(n_threads > 0 ? new ReadyQueue[n_threads] : nullptr),
       stats_(n_threads > 0 ? new WorkerStats[n_threads] : nullptr),
       notifier_(n_threads) {
@@ -77,8 +77,7 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
                          std::to_string(n_threads));
     static const bool settings_valid = (settings::validate(), true);  // once, at the first pool
     (void)settings_valid;
-    if (opts_.pin_workers < 0 ? settings::flag("CASCADE_PIN_WORKERS", false)
-                              : opts_.pin_workers != 0)
+    if (opts_.pin_workers ? *opts_.pin_workers : settings::flag("CASCADE_PIN_WORKERS", false))
         pin_cpus_ = allowed_cpus();
     setup_observer();
     if ((observer_ = observer())) {
@@ -522,18 +521,26 @@ std::uint64_t Threadpool::tasks_run() const noexcept {
     return s;
 }
 
-std::uint64_t Threadpool::tasks_stolen() const noexcept {
-    std::uint64_t s = 0;
-    for (int i = 0; i < n_; ++i)
-        s += stats_[i].stolen;
-    return s;
+ThreadpoolStats Threadpool::stats() const noexcept {
+    ThreadpoolStats st;
+    for (int i = 0; i < n_; ++i) {
+        const ThreadpoolStats w = stats(i);
+        st.tasks_run += w.tasks_run;
+        st.tasks_stolen += w.tasks_stolen;
+        st.kept_inbox_bytes += w.kept_inbox_bytes;
+    }
+    st.seeding_waits = seeding_waits_.load(std::memory_order_relaxed);
+    st.seeding_waits_abandoned = seeding_waits_abandoned_.load(std::memory_order_relaxed);
+    return st;
 }
 
-std::size_t Threadpool::kept_inbox_bytes() const noexcept {
-    std::size_t s = 0;
-    for (int i = 0; i < n_; ++i)
-        s += queues_[i].inbox_kept_bytes();
-    return s;
+ThreadpoolStats Threadpool::stats(int worker) const noexcept {
+    ThreadpoolStats st;
+    if (worker < 0 || worker >= n_) return st;
+    st.tasks_run = stats_[worker].run.load(std::memory_order_relaxed);
+    st.tasks_stolen = stats_[worker].stolen;
+    st.kept_inbox_bytes = queues_[worker].inbox_kept_bytes();
+    return st;
 }
 
 std::size_t Threadpool::cached_inbox_bytes() noexcept {

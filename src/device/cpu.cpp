@@ -47,7 +47,7 @@ class CpuDevice final : public Device {
     void launch(const LaunchRecord& r, Event& e) override {
         const std::size_t groups = r.kernel->single_source() ? Kernel::cpu_groups(r.threads) : 1;
         const std::size_t pieces = std::max<std::size_t>(
-            1, std::min<std::size_t>(groups, static_cast<std::size_t>(tp_.size())));
+            1, std::min<std::size_t>(groups, static_cast<std::size_t>(tp_.workers())));
         // The launch record lives in the task state until the event is handled.
         std::atomic<int>* left = &e.parts;
         std::atomic<bool>* failed = &e.part_failed;

@@ -30,8 +30,8 @@ Futures::Futures(Threadpool& tp, Communicator* comm)
     for (std::size_t i = 0; i < kMaxFunctions; ++i)
         fns_[i].store(nullptr, std::memory_order_relaxed);
     if (comm_) {
-        rank_ = comm_->comm_rank();
-        size_ = comm_->comm_size();
+        rank_ = comm_->rank();
+        size_ = comm_->ranks();
         // Registered here, so a Futures must be created at the same point on every rank.
         ams_[request_msg] = comm_->make_active_msg(
             [this](view<char>& v) { on_request(detail::tls_frame_source, v.data(), v.size()); },

@@ -99,7 +99,7 @@ void worker_wait(StateBase& s, Threadpool& tp) {
 void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
     LongWait lw;
     using clock = std::chrono::steady_clock;
-    if (comm.comm_size() == 1) {
+    if (comm.ranks() == 1) {
         while (!s.ready()) {
             comm.progress();
             nap_on(s, 1000, lw);
@@ -108,7 +108,7 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
     }
     auto last = clock::now();
     auto moved = last;  // a message moved or a task ran (for the watchdog)
-    std::uint64_t runs = tp.tasks_run();
+    std::uint64_t runs = tp.stats().tasks_run;
     long nap_us = 5;
     while (!s.ready()) {
         if (comm.progress()) {
@@ -116,7 +116,7 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
             nap_us = 5;
             continue;
         }
-        if (const std::uint64_t r = tp.tasks_run(); r != runs) {
+        if (const std::uint64_t r = tp.stats().tasks_run; r != runs) {
             runs = r;
             moved = clock::now();
         }

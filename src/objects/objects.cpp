@@ -40,8 +40,8 @@ const char* intern(const std::string& s) {
 Objects::Objects(Threadpool& tp, Communicator& comm)
     : tp_(tp),
       comm_(comm),
-      rank_(comm.comm_rank()),
-      size_(comm.comm_size()),
+      rank_(comm.rank()),
+      size_(comm.ranks()),
       handlers_(new std::atomic<detail::HandlerBase*>[kMaxHandlers]),
       shards_(new Shard[kShards]) {
     // call() futures are waited on with the futures layer's get(): make sure one exists.

@@ -61,9 +61,9 @@ struct Outcome {
 struct IgnoresPins : BalancePolicy {
     const char* name() const override { return "ignores_pins"; }
     void balance(Balancer& b) override {
-        if (b.size() < 2) return;
+        if (b.ranks() < 2) return;
         for (const auto& o : b.local_objects())
-            b.migrate(o.key, (b.rank() + 1) % b.size());
+            b.rebalance(o.key, (b.rank() + 1) % b.ranks());
     }
 };
 
@@ -73,7 +73,7 @@ Outcome run(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pin_all, l
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
     Balancer bal(objs, std::move(policy), {.period_s = period_s, .enabled = enabled});
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto bump = objs.make_handler<Tally>(
         [](Tally& t, int& sender, std::int64_t& seq) {
             if (++t.busy != 1) ++t.overlaps;
@@ -139,7 +139,7 @@ Spread concentrated(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pi
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
     Balancer bal(objs, std::move(policy), {.period_s = 0.002, .enabled = enabled});
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<double> busy{0};
     std::atomic<int> handled{0};
     auto work = objs.make_handler<Work>(
@@ -191,7 +191,7 @@ Spread balanced(std::unique_ptr<BalancePolicy> policy, int per_object) {
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
     Balancer bal(objs, std::move(policy), {.period_s = 0.002});
-    const int n = comm.comm_size();
+    const int n = comm.ranks();
     std::atomic<double> busy{0};
     auto work = objs.make_handler<Work>(
         [&](Work& w) {
@@ -386,7 +386,7 @@ TEST(BalanceMpi, PolicyMessagesNamingRanksOutsideTheJobAreRefused) {
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
     Balancer mw(objs, std::make_unique<MasterWorker>(MasterWorkerOptions{.master = 0}));
-    const int n = comm.comm_size();
+    const int n = comm.ranks();
     // Both policies' messages: a kind (1 byte, padded to 4), a rank, two doubles.
     auto msg = [](std::uint8_t kind, std::int32_t rank, double x, double y) {
         std::vector<char> m(24, 0);
@@ -416,7 +416,7 @@ TEST(BalanceMpi, DiffusionMessagesNamingRanksOutsideTheJobAreRefused) {
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
     Balancer df(objs, std::make_unique<Diffusion>());
-    const int n = comm.comm_size();
+    const int n = comm.ranks();
     for (const int bad : {n, n + 1000, -2, -1000}) {
         std::vector<char> m(24, 0);
         const std::uint8_t kind = 2;  // a load we asked for, naming a loaded rank
@@ -444,7 +444,7 @@ TEST(BalanceMpi, TheEnvironmentAloneBalancesAProgramWithNoBalancer) {
         unsetenv("CASCADE_BALANCE");
         ASSERT_NE(objs.balancer(), nullptr);
         EXPECT_STREQ(objs.balancer()->policy().name(), policy);
-        const int me = comm.comm_rank(), n = comm.comm_size();
+        const int me = comm.rank(), n = comm.ranks();
         std::atomic<double> busy{0};
         auto work = objs.make_handler<Work>(
             [&](Work& w) {

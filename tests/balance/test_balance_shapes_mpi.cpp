@@ -77,7 +77,7 @@ Spread run_shape(Shape shape, const char* policy, int steps) {
     Objects objs(tp, comm);
     std::unique_ptr<Balancer> bal;
     if (policy) bal = std::make_unique<Balancer>(objs, make_policy(policy));
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int count = kObjectsPerRank * n;
     std::vector<mobile_ptr<Step>> all;
     for (int i = 1; i <= count; ++i)

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     std::vector<char> sink(4096);
     auto user = comm.make_large_active_msg([](int&) {}, [&](int&) { return sink.data(); },
                                            [](int&) {}, "user");
-    if (comm.comm_rank() == 1) {
+    if (comm.rank() == 1) {
         // The broadcast layer registers its messages first: "broadcast", "broadcast.large".
         ActiveMsgBase* large = comm.find_am(1);
         if (!large || large->name() != "broadcast.large") return 2;
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
         }
         if (mode == "tag") h.tag = -1;
         if (mode == "from") h.from = 0;
-        if (mode == "recipient") sub.push_back(Recipient{comm.comm_size() + 5, 0.f});
+        if (mode == "recipient") sub.push_back(Recipient{comm.ranks() + 5, 0.f});
         std::vector<char> args(8, 0);
         int x = 0;
         std::memcpy(args.data(), &x, sizeof x);

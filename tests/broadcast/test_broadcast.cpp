@@ -58,7 +58,7 @@ double pattern(unsigned trial, std::size_t i) {
 TEST(Broadcast, SmallEveryRecipientOnce) {
     Communicator comm;
     Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     constexpr unsigned kTrials = 40;
     std::vector<int> got(kTrials, 0);
     std::atomic<int> bad{0};
@@ -99,7 +99,7 @@ TEST(Broadcast, SmallEveryRecipientOnce) {
 TEST(Broadcast, LargeEveryRecipientOnce) {
     Communicator comm;
     Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     struct Case {
         std::size_t elems;
         cascade::BroadcastShape shape;
@@ -174,7 +174,7 @@ TEST(Broadcast, LargeEveryRecipientOnce) {
 TEST(Broadcast, Large64MiB) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const std::size_t elems = (std::size_t(64) << 20) / sizeof(double);
     std::vector<double> src;
     if (me == 0) {
@@ -213,7 +213,7 @@ TEST(Broadcast, Large64MiB) {
 TEST(Broadcast, PrioritiesPlaceRecipients) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     int got = 0;
     auto am = comm.make_active_msg([&](int&) { ++got; }, "prio_bcast");
     std::vector<int> dests;
@@ -222,10 +222,10 @@ TEST(Broadcast, PrioritiesPlaceRecipients) {
         dests.push_back(r);
         prio.push_back(double((r * 5) % n) + 0.5 * r);  // distinct, scrambled
     }
-    const auto before = comm.broadcasts().counters();
+    const auto before = comm.broadcasts().stats();
     if (me == 0) am->send(dests, prio, 42);
     tp.join();
-    const auto after = comm.broadcasts().counters();
+    const auto after = comm.broadcasts().stats();
     EXPECT_EQ(got, me == 0 ? 0 : 1);
     if (n < 3) return;
     // Expected forwards from the pure builder.
@@ -262,7 +262,7 @@ TEST(Broadcast, PrioritiesPlaceRecipients) {
 TEST(Broadcast, DetectionMergesDestinationLoops) {
     Communicator comm;
     Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<int> same{0}, diff{0}, big{0};
     auto am = comm.make_active_msg(
         [&](int& v) {
@@ -294,10 +294,10 @@ TEST(Broadcast, DetectionMergesDestinationLoops) {
         comm.broadcasts().set_detection(detect != 0);
         for (int mode = 0; mode < 4; ++mode) {
             same = diff = big = 0;
-            const auto before = comm.broadcasts().counters();
+            const auto before = comm.broadcasts().stats();
             if (me == 0) tf.fulfill_promise(mode + 4 * detect);  // each key once
             tp.join();
-            const auto after = comm.broadcasts().counters();
+            const auto after = comm.broadcasts().stats();
             const std::uint64_t det = after.detected - before.detected;
             const std::uint64_t sends = after.detected_sends - before.detected_sends;
             if (me == 0) {
@@ -335,7 +335,7 @@ TEST(Broadcast, DetectionMergesDestinationLoops) {
 TEST(Broadcast, DetectionKeepsOrderAndScales) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int next = (me + 1) % n;
     constexpr int kDistinct = 300000;
     long got = 0, wrong = 0;
@@ -368,7 +368,7 @@ TEST(Broadcast, DetectionKeepsOrderAndScales) {
 TEST(Broadcast, DetectionLeavesBigArgumentsAloneInOrder) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     constexpr std::size_t kBig = cascade::broadcast::detail::Engine::kHoldMax + 1;
     std::vector<char> big(kBig);
     for (std::size_t i = 0; i < kBig; ++i)
@@ -389,7 +389,7 @@ TEST(Broadcast, DetectionLeavesBigArgumentsAloneInOrder) {
         },
         "big_args");
     ASSERT_TRUE(comm.broadcasts().detection());
-    const auto before = comm.broadcasts().counters();
+    const auto before = comm.broadcasts().stats();
     if (me == 0)
         tp.insert([&] {
             for (int d = 1; d < n; ++d)
@@ -400,7 +400,7 @@ TEST(Broadcast, DetectionLeavesBigArgumentsAloneInOrder) {
                 am->send(d, 2, view<char>(reinterpret_cast<char*>(&d), sizeof d));
         });
     tp.join();
-    const auto after = comm.broadcasts().counters();
+    const auto after = comm.broadcasts().stats();
     EXPECT_EQ(after.detected - before.detected, 0u);
     EXPECT_EQ(wrong, 0) << "rank " << me;
     EXPECT_EQ(expect, me == 0 ? 0 : 3) << "rank " << me;
@@ -411,7 +411,7 @@ TEST(Broadcast, DetectionLeavesBigArgumentsAloneInOrder) {
 TEST(Broadcast, CompletionWaitsForTrees) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::mt19937 rng(unsigned(me) * 31u + 1u);
     int small = 0, large = 0;
     std::vector<char> rx(1 << 16);
@@ -453,7 +453,7 @@ TEST(Broadcast, CompletionWaitsForTrees) {
 TEST(Broadcast, FromInsideAHandler) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     int got = 0;
     std::vector<int> all(static_cast<std::size_t>(n));
     std::iota(all.begin(), all.end(), 0);
@@ -468,7 +468,7 @@ TEST(Broadcast, FromInsideAHandler) {
 TEST(Broadcast, BadDestinationListsNameTheMessage) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int n = comm.comm_size();
+    const int n = comm.ranks();
     auto am = comm.make_active_msg([](int&) {}, "named_am");
     std::vector<double> body(4);
     auto lam = comm.make_large_active_msg([](int&) {}, [&](int&) { return body.data(); },

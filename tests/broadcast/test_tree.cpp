@@ -72,7 +72,7 @@ TEST(BroadcastTree, Figure1) {
 }
 
 TEST(BroadcastTree, EveryRecipientOnceAtItsStep) {
-    for (Shape shape : {Shape::binomial, Shape::chain}) {
+    for (Shape shape : {Shape::binomial, Shape::pipelined}) {
         for (int m = 0; m <= 130; ++m) {
             std::vector<int> ranks(static_cast<std::size_t>(m));
             std::iota(ranks.begin(), ranks.end(), 1);
@@ -102,7 +102,7 @@ TEST(BroadcastTree, EveryRecipientOnceAtItsStep) {
                     EXPECT_EQ(root_msgs, log2) << "m=" << m;  // ceil(log2 P), P = m + 1
                     EXPECT_EQ(depth, log2);
                 }
-                if (m > 0 && shape == Shape::chain) {
+                if (m > 0 && shape == Shape::pipelined) {
                     EXPECT_EQ(root_msgs, 1u);
                     EXPECT_EQ(depth, static_cast<std::size_t>(m));
                 }
@@ -112,7 +112,7 @@ TEST(BroadcastTree, EveryRecipientOnceAtItsStep) {
 }
 
 TEST(BroadcastTree, PrioritiesGetEarliestSlots) {
-    for (Shape shape : {Shape::binomial, Shape::chain}) {
+    for (Shape shape : {Shape::binomial, Shape::pipelined}) {
         std::vector<int> ranks{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
         std::vector<double> prio{0, 0, 0, 0, 0, 0, 0, 0, 0, 5};  // rank 10 first
         std::vector<Recipient> list;

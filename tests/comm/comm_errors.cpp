@@ -17,7 +17,7 @@ using namespace cascade;
 int main(int argc, char** argv) {
     const char* mode = argc > 1 ? argv[1] : "";
     Communicator comm;
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     Threadpool tp(2, &comm);
     Taskflow<int> tf(&tp, "explode");
     auto ping = comm.make_active_msg([](int&) {}, "ping");
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
                 if (v == 7) throw std::runtime_error("boom in handler");
             },
             "bad_handler");
-        if (me == comm.comm_size() - 1) bad->send(0, 7);
+        if (me == comm.ranks() - 1) bad->send(0, 7);
         if (me == 0) {
             tf.set_task([&](int k) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));

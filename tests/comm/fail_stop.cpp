@@ -26,7 +26,7 @@ struct Ring {
     Communicator& comm;
     Threadpool& tp;
     void (*on_round)(int me, int round);
-    int me = comm.comm_rank(), n = comm.comm_size();
+    int me = comm.rank(), n = comm.ranks();
     std::chrono::steady_clock::time_point end;
     ActiveMsg<int>* hop = nullptr;
     Ring(Communicator& c, Threadpool& t, int ms, void (*f)(int, int) = nullptr)
@@ -52,7 +52,7 @@ struct Ring {
 int main(int argc, char** argv) {
     const char* mode = argc > 1 ? argv[1] : "";
     Communicator comm;
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     if (std::strcmp(mode, "sigkill") == 0) {
         Threadpool tp(2, &comm);
         Ring ring(comm, tp, 60000, [](int rank, int round) {

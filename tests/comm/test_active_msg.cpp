@@ -22,7 +22,7 @@ using cascade_test::allreduce_sum;
 TEST(ActiveMsg, PingPong) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int peer = n > 1 ? (me ^ 1) : me;
     const bool playing = peer < n;
     int pongs = 0;
@@ -42,7 +42,7 @@ TEST(ActiveMsg, PingPong) {
 TEST(ActiveMsg, RingFromTasks) {
     Communicator comm;
     Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     Taskflow<int> hop(&tp, "hop");
     cascade::ActiveMsg<int>* am = comm.make_active_msg([&](int& k) { hop.fulfill_promise(k); });
     std::atomic<int> seen{0};
@@ -59,7 +59,7 @@ TEST(ActiveMsg, RingFromTasks) {
 TEST(ActiveMsg, AllToAllWithSelf) {
     Communicator comm;
     Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::vector<int> from(n, 0);
     long sum = 0;
     auto am = comm.make_active_msg([&](int& src, long& v) {
@@ -79,7 +79,7 @@ TEST(ActiveMsg, AllToAllWithSelf) {
 TEST(ActiveMsg, HandlersAndTasksSendFurther) {
     Communicator comm;
     Threadpool tp(3, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     // Keys must be unique per task (checked mode verifies it): (depth, serial number).
     Taskflow<std::tuple<int, int>> work(&tp, "work");
     std::atomic<long> leaves{0};
@@ -105,7 +105,7 @@ TEST(ActiveMsg, HandlersAndTasksSendFurther) {
 TEST(ActiveMsg, PayloadTypes) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int dest = (me + 1) % n;
     int ok = 0, bad = 0;
     auto am = comm.make_active_msg(
@@ -137,7 +137,7 @@ TEST(ActiveMsg, AggregationOffDeliversEverything) {
     Communicator comm;
     comm.set_aggregation(false);
     Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     long got = 0;
     auto am = comm.make_active_msg([&](long& v) { got += v; });
     for (int i = 0; i < 500; ++i)
@@ -149,7 +149,7 @@ TEST(ActiveMsg, AggregationOffDeliversEverything) {
 TEST(ActiveMsg, AggregationCombinesQueuedMessages) {
     Communicator comm;
     Threadpool tp(1, &comm, 0, "", /*start=*/false);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     long got = 0;
     auto am = comm.make_active_msg([&](long& v) { got += v; });
     // Queued before join(): one MPI message per destination.
@@ -157,13 +157,13 @@ TEST(ActiveMsg, AggregationCombinesQueuedMessages) {
         am->send((me + 1) % n, 1L);
     tp.join();
     EXPECT_EQ(got, 1000);
-    EXPECT_LE(comm.mpi_messages_sent(), 1u + 2u * static_cast<unsigned>(n));
+    EXPECT_LE(comm.stats().mpi_messages_sent, 1u + 2u * static_cast<unsigned>(n));
 }
 
 TEST(LargeActiveMsg, SizesIncludingEmptyOddAndChunked) {
     Communicator comm;
     Threadpool tp(2, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int dest = (me + 1) % n;
     const std::vector<std::size_t> sizes = {0, 1, 7, 4099, (1u << 20) + 3, 64u << 20};
     std::vector<std::vector<char>> inbox(sizes.size());
@@ -212,7 +212,7 @@ TEST(ActiveMsg, BadDestinationIsAUsageError) {
     Communicator comm;
     Threadpool tp(1, &comm);
     auto am = comm.make_active_msg([](int&) {});
-    EXPECT_THROW(am->send(comm.comm_size(), 1), cascade::UsageError);
+    EXPECT_THROW(am->send(comm.ranks(), 1), cascade::UsageError);
     EXPECT_THROW(am->send(-1, 1), cascade::UsageError);
     tp.join();
 }
@@ -220,7 +220,7 @@ TEST(ActiveMsg, BadDestinationIsAUsageError) {
 // TaskTorrent style without a pool: blocking_send, then drive progress() by hand.
 TEST(ActiveMsg, BlockingSendAndManualProgress) {
     Communicator comm;
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     int received = 0;
     long sum = 0;
     auto am = comm.make_active_msg([&](int& from, std::vector<int>& v) {
@@ -249,7 +249,7 @@ TEST(ActiveMsg, BlockingSendAndManualProgress) {
 TEST(ActiveMsg, PhasesDoNotMix) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int n = comm.comm_size();
+    const int n = comm.ranks();
     int arrived = 0, wrong_phase = 0, phase = 0;
     auto am = comm.make_active_msg([&](int& p, std::vector<char>&) {
         ++arrived;
@@ -276,7 +276,7 @@ TEST(ActiveMsg, PhasesDoNotMix) {
 TEST(ActiveMsg, NestedProgressKeepsPerSourceOrderAndBodies) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int dest = 1 % n;
     constexpr int N = 1 << 16;
     const int sizes[4] = {0, N, N, N / 2};  // bodies 1 and 2 of equal size, 3 smaller

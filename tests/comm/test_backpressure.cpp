@@ -34,7 +34,7 @@ constexpr std::size_t kCap = std::size_t(64) << 10;
 TEST(BackPressure, SmallMessagesWaitForTheReceiver) {
     Communicator comm(MPI_COMM_WORLD, CommunicatorOptions{.max_bytes_in_flight = kCap});
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     constexpr int kMessages = 2000;
     constexpr std::size_t kBytes = 1000;
@@ -68,7 +68,7 @@ TEST(BackPressure, SmallMessagesWaitForTheReceiver) {
 TEST(BackPressure, AThreadSeedingTasksDrivesMPIWhileItWaitsForTheWorkers) {
     Communicator comm(MPI_COMM_WORLD, CommunicatorOptions{.max_bytes_in_flight = kCap});
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int next = (me + 1) % n;
     constexpr int kTasks = 40000;
     constexpr std::size_t kBytes = 1000;
@@ -87,7 +87,7 @@ TEST(BackPressure, AThreadSeedingTasksDrivesMPIWhileItWaitsForTheWorkers) {
     const long while_seeding = received.load();
     tp.join();
     EXPECT_EQ(allreduce_sum(received.load()), long(n) * kTasks);
-    EXPECT_GT(tp.seeding_waits(), 0u) << "rank " << me;
+    EXPECT_GT(tp.stats().seeding_waits, 0u) << "rank " << me;
     EXPECT_GT(while_seeding, 0) << "rank " << me << ": no message handled while seeding";
 }
 
@@ -100,7 +100,7 @@ TEST(BackPressure, LargeBodiesWaitForTheReceiver) {
     constexpr std::size_t kCapLarge = std::size_t(1) << 20, kBody = std::size_t(256) << 10;
     Communicator comm(MPI_COMM_WORLD, CommunicatorOptions{.max_bytes_in_flight = kCapLarge});
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int next = (me + 1) % n;
     constexpr int kBodies = 32;
     std::vector<std::vector<char>> sent(kBodies);
@@ -147,7 +147,7 @@ struct Bursts {
     static constexpr long kMessages = 400000;  // 8-byte arguments, 24 bytes a frame
     Communicator comm;
     Threadpool tp{1, &comm};
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int next = (me + 1) % n;
     long received = 0;
     cascade::ActiveMsg<std::uint64_t>* am =
@@ -161,7 +161,7 @@ struct Bursts {
     std::size_t kept_after_big_bursts() {
         for (int step = 0; step < 3; ++step)
             burst(kMessages);
-        return comm.kept_buffer_bytes();
+        return comm.stats().kept_buffer_bytes;
     }
 };
 
@@ -176,7 +176,7 @@ TEST(Buffers, BurstBuffersAreKeptWhileUsedAndReleasedWhenIdle) {
     EXPECT_GE(busy, std::size_t(kMessages) * 16) << "rank " << b.me << " keeps " << busy << " B";
     for (int step = 0; step < 3; ++step)
         b.tp.join();  // epochs without bursts
-    const std::size_t idle = b.comm.kept_buffer_bytes();
+    const std::size_t idle = b.comm.stats().kept_buffer_bytes;
     // 512 KiB of spares, a receive buffer of 256 KiB, one spare per outbox.
     const std::size_t bound = (std::size_t(512) << 10) + (std::size_t(256) << 10) +
                               std::size_t(b.n) * (std::size_t(256) << 10);
@@ -193,12 +193,12 @@ TEST(Buffers, ASmallBurstBetweenBigOnesKeepsTheBigBuffers) {
     ASSERT_GE(busy, std::size_t(2) * kMessages * 24)
         << "rank " << b.me << " keeps " << busy << " B";
     b.burst(10);
-    const std::size_t after_small = b.comm.kept_buffer_bytes();
+    const std::size_t after_small = b.comm.stats().kept_buffer_bytes;
     EXPECT_GE(after_small, busy - busy / 8)
         << "rank " << b.me << ": " << busy << " B kept after big bursts, " << after_small
         << " B after a small one";
     b.burst(kMessages);
-    const std::size_t after_big = b.comm.kept_buffer_bytes();
+    const std::size_t after_big = b.comm.stats().kept_buffer_bytes;
     EXPECT_LE(after_big, busy + busy / 8)
         << "rank " << b.me << ": " << busy << " B kept after big bursts, " << after_big
         << " B after the next one (a buffer more)";
@@ -216,7 +216,7 @@ TEST(Buffers, BuffersOfBigBurstsGoWhenOnlyMuchSmallerBurstsFollow) {
         << "rank " << b.me << " keeps " << busy << " B";
     for (int step = 0; step < 4; ++step)
         b.burst(kMessages / 20);
-    const std::size_t smaller = b.comm.kept_buffer_bytes();
+    const std::size_t smaller = b.comm.stats().kept_buffer_bytes;
     EXPECT_LE(smaller, busy / 4) << "rank " << b.me << ": " << busy << " B kept after big bursts, "
                                  << smaller << " B after four twenty times smaller";
     EXPECT_EQ(b.received, 3 * kMessages + 4 * (kMessages / 20));
@@ -227,7 +227,7 @@ TEST(Buffers, BuffersOfBigBurstsGoWhenOnlyMuchSmallerBurstsFollow) {
 TEST(Buffers, SpareSendBuffersAreBoundedInBytes) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     if (n < 2) {
         GTEST_SKIP() << "needs 2 ranks";
     }
@@ -258,7 +258,7 @@ TEST(Buffers, SpareSendBuffersAreBoundedInBytes) {
         GTEST_SKIP() << "MPI delivered the buffers before the receiver received (" << flying
                      << " B in flight)";
     }
-    const std::size_t kept = comm.kept_buffer_bytes();
+    const std::size_t kept = comm.stats().kept_buffer_bytes;
     // The spares, and the outboxes' empty buffers (one a destination).
     const std::size_t bound = (std::size_t(512) << 10) + std::size_t(n) * (std::size_t(256) << 10);
     EXPECT_LE(kept, bound) << "rank 0 keeps " << kept << " B after " << flying

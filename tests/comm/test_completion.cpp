@@ -22,7 +22,7 @@ using cascade_test::allreduce_sum;
 // Random DAGs over ranks and threads: edges that cross ranks travel as active messages.
 TEST(Completion, RandomDistributedDag) {
     Communicator comm;
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     for (unsigned seed = 1; seed <= 4; ++seed) {
         const int threads = 1 + static_cast<int>(seed % 3);
         Threadpool tp(threads, &comm);
@@ -88,7 +88,7 @@ TEST(Completion, RandomDistributedDag) {
 // every rank is idle while the message is in flight. join() must never return early.
 TEST(Completion, AdversarialChainsNeverEndEarly) {
     Communicator comm;
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     Threadpool tp(2, &comm);
     Taskflow<std::tuple<int, int>> relay(&tp, "relay");  // key: (round, hops)
     cascade::ActiveMsg<int, int>* bounce = nullptr;
@@ -127,7 +127,7 @@ TEST(Completion, DestroyingAJoinedPoolIsLocal) {
     Communicator comm;
     auto tp = std::make_unique<Threadpool>(1, &comm);
     tp->join();
-    if (comm.comm_rank() == 0) tp.reset();
+    if (comm.rank() == 0) tp.reset();
     MPI_Barrier(MPI_COMM_WORLD);
     tp.reset();
 }
@@ -147,7 +147,7 @@ TEST(Completion, IdleRanksJoinPromptly) {
 
 TEST(Completion, SeveralTaskflowsAndMessagesPerPool) {
     Communicator comm;
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     Threadpool tp(2, &comm);
     Taskflow<int> a(&tp, "a");
     Taskflow<std::tuple<int, int>> b(&tp, "b");

@@ -25,7 +25,7 @@ namespace {
 // Runs a ring of tasks passing a token around the ranks (`laps` times), after which every
 // rank has run laps tasks; returns how many ran here.
 long ring(Communicator& comm, Threadpool& tp, int laps, int throw_at = -1) {
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<long> ran{0};
     Taskflow<int> tf(&tp, "work");
     auto pass = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "pass");
@@ -47,12 +47,12 @@ long ring(Communicator& comm, Threadpool& tp, int laps, int throw_at = -1) {
 TEST(JobErrors, ATaskExceptionOnOneRankThrowsOnEveryRank) {
     Communicator comm;
     Threadpool tp(2, &comm);
-    const int n = comm.comm_size();
+    const int n = comm.ranks();
     const int culprit = n - 1;
     const int throw_at = 2 * n + culprit;  // the third lap, on the last rank
     try {
         ring(comm, tp, 5, throw_at);
-        ADD_FAILURE() << "join() returned normally on rank " << comm.comm_rank();
+        ADD_FAILURE() << "join() returned normally on rank " << comm.rank();
     } catch (const TaskError& e) {
         EXPECT_EQ(e.rank(), culprit);
         EXPECT_EQ(e.task(), "'work(" + std::to_string(throw_at) + ")'");
@@ -69,7 +69,7 @@ TEST(JobErrors, ATaskExceptionOnOneRankThrowsOnEveryRank) {
 TEST(JobErrors, AHandlerExceptionOnOneRankThrowsOnEveryRank) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto bad = comm.make_active_msg(
         [](int& v) {
             if (v == 7) throw std::invalid_argument("no sevens");
@@ -91,7 +91,7 @@ TEST(JobErrors, AHandlerExceptionOnOneRankThrowsOnEveryRank) {
 TEST(JobErrors, TwoRanksFailingInOneEpochEachThrowAnError) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     tp.insert([&] {
         if (me % 2 == 0) throw std::runtime_error("even rank " + std::to_string(me));
     });
@@ -101,14 +101,14 @@ TEST(JobErrors, TwoRanksFailingInOneEpochEachThrowAnError) {
     } catch (const TaskError& e) {
         EXPECT_EQ(e.rank() % 2, 0) << e.what();  // one of the failing ranks' errors
     }
-    EXPECT_EQ(allreduce_sum(ring(comm, tp, 1)), long(comm.comm_size()));
+    EXPECT_EQ(allreduce_sum(ring(comm, tp, 1)), long(comm.ranks()));
 }
 
 // A distributed pool takes every option: name, checked mode, a start that waits.
 TEST(JobErrors, ADistributedPoolTakesOptions) {
     Communicator comm;
-    Threadpool tp(2, &comm, {.name = "opts", .start = false, .checked = 1});
-    EXPECT_EQ(tp.size(), 2);
+    Threadpool tp(2, &comm, {.name = "opts", .start = false, .checked = true});
+    EXPECT_EQ(tp.workers(), 2);
     EXPECT_TRUE(tp.checked());
-    EXPECT_EQ(allreduce_sum(ring(comm, tp, 2)), 2L * comm.comm_size());
+    EXPECT_EQ(allreduce_sum(ring(comm, tp, 2)), 2L * comm.ranks());
 }

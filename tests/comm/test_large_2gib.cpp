@@ -20,7 +20,7 @@ TEST(LargeActiveMsg, BodyOverTwoGiB) {
 
     cascade::Communicator comm;
     cascade::Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::vector<std::uint64_t> buf;
     const std::size_t words = bytes / 8;
     int arrived = 0, sent = 0;

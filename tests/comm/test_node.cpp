@@ -25,17 +25,17 @@ TEST(Node, DefaultWorkersShareTheNode) {
     cascade::Communicator comm;
     const int w = cascade::default_workers(comm);
     EXPECT_GE(w, 1);
-    EXPECT_EQ(w, cascade::default_workers(comm.comm_size()));
+    EXPECT_EQ(w, cascade::default_workers(comm.ranks()));
     // Unbound ranks together use no more workers than the node has CPUs (but at least one each).
     if (static_cast<int>(cascade::allowed_cpus().size()) == cascade::node_cpus()) {
-        EXPECT_LE(w * comm.comm_size(), std::max(cascade::node_cpus(), comm.comm_size()));
+        EXPECT_LE(w * comm.ranks(), std::max(cascade::node_cpus(), comm.ranks()));
     }
 }
 
 TEST(Node, PinnedWorkersOfUnboundRanksDoNotShareACpu) {
 #if defined(__linux__)
     cascade::Communicator comm;
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     EXPECT_EQ(comm.node_rank(), me);  // all ranks here, in rank order
     EXPECT_EQ(cascade::node_local_rank(MPI_COMM_SELF), 0);
     const std::vector<int> cpus = cascade::allowed_cpus();

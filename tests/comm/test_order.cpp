@@ -51,7 +51,7 @@ bool in_order(const std::vector<int>& v) {
 TEST(Order, HeldSendsLeaveBeforeTheSameThreadsUnheldOnes) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::mutex m;
     std::vector<int> seen;
     auto record = [&](int& x) {
@@ -83,7 +83,7 @@ TEST(Order, ATreeThroughASlowInnerNodeIsNotOvertakenByALaterDirectSend) {
     if (size_of_world() < 4) GTEST_SKIP() << "needs 4 ranks";
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     std::mutex m;
     std::vector<int> seen;
     auto stall = comm.make_active_msg(
@@ -105,7 +105,7 @@ TEST(Order, ATreeThroughASlowInnerNodeIsNotOvertakenByALaterDirectSend) {
         });
     }
     tp.join();
-    const auto c = comm.broadcasts().counters();
+    const auto c = comm.broadcasts().stats();
     if (me == 0) {
         EXPECT_EQ(c.detected, 1u) << "x was not merged into a tree";
     }
@@ -128,7 +128,7 @@ TEST(Order, HeldSendsPastTheWindowLeaveWhileTheTaskRuns) {
     o.max_bytes_in_flight = 64 << 10;
     Communicator comm(MPI_COMM_WORLD, o);
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<bool> heard{false};
     std::atomic<long> got{0};
     auto ack = comm.make_active_msg([&](int&) { heard = true; }, "ack");
@@ -160,7 +160,7 @@ TEST(Order, ATaskWaitingAtTheEndOfItsStackReleasesWhatItHeld) {
     if (size_of_world() < 2) GTEST_SKIP() << "needs 2 ranks";
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     std::atomic<bool> replied{false};
     auto pong = comm.make_active_msg([&](int&) { replied = true; }, "pong");
     auto ping = comm.make_active_msg([&](int& v) { pong->send(0, v); }, "ping");
@@ -198,7 +198,7 @@ TEST(Order, BroadcastsFromHandlersRunByBackPressureReachEveryoneOnce) {
     o.max_bytes_in_flight = 256;
     Communicator comm(MPI_COMM_WORLD, o);
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::vector<int> others;
     for (int r = 0; r < n; ++r)
         if (r != me) others.push_back(r);
@@ -245,7 +245,7 @@ TEST(Order, ArgumentsTooBigForOneMessageAreRefusedWhenSent) {
     Communicator comm;
     Threadpool tp(1, &comm);
     auto big = comm.make_active_msg([](std::vector<char>&) {}, "big");
-    if (comm.comm_rank() == 0) {
+    if (comm.rank() == 0) {
         // A vector travels as its 8-byte length and its bytes: 2^30 - 8 bytes in all.
         std::vector<char> v((std::size_t(1) << 30) - 16);
         try {
@@ -268,7 +268,7 @@ TEST(Order, ABodyWaitingPastAFullTagCycleGetsItsOwnBytes) {
     if (size_of_world() < 4) GTEST_SKIP() << "needs 4 ranks";
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     constexpr std::size_t kBytes = 128 << 10;
     std::vector<char> first(kBytes, 'A'), second(kBytes, 'B');
     std::vector<char> got1(kBytes, 0), got2(kBytes, 0);

@@ -20,7 +20,7 @@ using cascade::UsageError;
 
 namespace {
 ThreadpoolOptions checked(bool start = true) {
-    return ThreadpoolOptions{.start = start, .checked = 1};
+    return ThreadpoolOptions{.start = start, .checked = true};
 }
 template <class F>
 std::string message_of(F&& f) {
@@ -119,7 +119,7 @@ TEST(Checked, JoinReportsTasksWhosePromisesNeverCame) {
 }
 
 TEST(Checked, UncheckedJoinDoesNotThrowOnIncompleteGraph) {
-    Threadpool tp(1, ThreadpoolOptions{.checked = 0});
+    Threadpool tp(1, ThreadpoolOptions{.checked = false});
     Taskflow<int> tf(&tp);
     tf.set_task([](int) {}).set_indegree([](int) { return 2; });
     tf.fulfill_promise(0);

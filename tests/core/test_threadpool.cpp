@@ -40,7 +40,7 @@ TEST(Threadpool, RunsEveryInsertedClosure) {
             tp.insert([&count] { count.fetch_add(1); });
         tp.join();
         EXPECT_EQ(count.load(), 10000) << n << " threads";
-        EXPECT_EQ(tp.tasks_run(), 10000u);
+        EXPECT_EQ(tp.stats().tasks_run, 10000u);
     }
 }
 
@@ -87,8 +87,8 @@ TEST(Threadpool, BoundTasksNeverRunElsewhere) {
     tp.join();
     EXPECT_EQ(ran.load(), 400);
     EXPECT_EQ(wrong.load(), 0);
-    EXPECT_EQ(tp.tasks_stolen(), 0u);
-    EXPECT_EQ(tp.tasks_run(0), 400u);
+    EXPECT_EQ(tp.stats().tasks_stolen, 0u);
+    EXPECT_EQ(tp.stats(0).tasks_run, 400u);
 }
 
 TEST(Threadpool, IdleWorkersStealUnboundTasks) {
@@ -109,7 +109,7 @@ TEST(Threadpool, IdleWorkersStealUnboundTasks) {
     for (int t = 1; t < n; ++t)
         others += per_thread[t].load();
     EXPECT_GT(others, 0) << "no task mapped to thread 0 ran elsewhere";
-    EXPECT_GT(tp.tasks_stolen(), 0u);
+    EXPECT_GT(tp.stats().tasks_stolen, 0u);
     EXPECT_EQ(per_thread[0].load() + others, 400);
 }
 
@@ -254,16 +254,16 @@ TEST(Threadpool, ReportsTheInboxSegmentsItKeeps) {
     ThreadpoolOptions opts;
     opts.start = false;
     auto tp = std::make_unique<Threadpool>(2, opts);
-    EXPECT_EQ(tp->kept_inbox_bytes(), 0u);
+    EXPECT_EQ(tp->stats().kept_inbox_bytes, 0u);
     seed(*tp, kSegments * static_cast<int>(Inbox::kSegment));
-    EXPECT_EQ(tp->kept_inbox_bytes(), 0u);  // not started: every segment still holds tasks
+    EXPECT_EQ(tp->stats().kept_inbox_bytes, 0u);  // not started: every segment still holds tasks
     tp->join();
-    const std::size_t kept = tp->kept_inbox_bytes();
+    const std::size_t kept = tp->stats().kept_inbox_bytes;
     EXPECT_EQ(kept, 2 * (kSegments - 1) * kSeg);
     EXPECT_EQ(kept % kSeg, 0u);
     seed(*tp, 2 * static_cast<int>(Inbox::kSegment));  // a smaller backlog, workers running
     tp->join();
-    EXPECT_EQ(tp->kept_inbox_bytes(), kept);
+    EXPECT_EQ(tp->stats().kept_inbox_bytes, kept);
     EXPECT_EQ(count.load(), 2 * (kSegments + 2) * static_cast<int>(Inbox::kSegment));
 
     const std::size_t cached_before = Threadpool::cached_inbox_bytes();
@@ -273,10 +273,10 @@ TEST(Threadpool, ReportsTheInboxSegmentsItKeeps) {
     EXPECT_EQ(cached, std::min(cached_before + 2 * kSegments * kSeg, Inbox::kKeep * kSeg));
 
     Threadpool fresh(1);
-    EXPECT_EQ(fresh.kept_inbox_bytes(), 0u);
+    EXPECT_EQ(fresh.stats().kept_inbox_bytes, 0u);
     std::thread([&fresh] { fresh.insert([] {}); }).join();
     fresh.join();
-    EXPECT_EQ(fresh.kept_inbox_bytes(), 0u);  // its one segment is the one it read last
+    EXPECT_EQ(fresh.stats().kept_inbox_bytes, 0u);  // its one segment is the one it read last
     EXPECT_EQ(Threadpool::cached_inbox_bytes(), cached - kSeg);
 }
 
@@ -301,8 +301,8 @@ TEST(Threadpool, AThreadThatSeedsFasterThanTheWorkersRunWaitsForThem) {
             0);
     tp.join();
     EXPECT_EQ(count.load(), kTasks);
-    EXPECT_GT(tp.seeding_waits(), 0u);
-    EXPECT_LE(tp.kept_inbox_bytes(),
+    EXPECT_GT(tp.stats().seeding_waits, 0u);
+    EXPECT_LE(tp.stats().kept_inbox_bytes,
               (4 * Inbox::kHigh / Inbox::kSegment + 2) * Inbox::segment_bytes());
 }
 
@@ -333,7 +333,7 @@ TEST(Threadpool, ASeedingThreadStopsWaitingForWorkersThatWaitForIt) {
     Threadpool tp(1);
     seed_behind_a_lock(tp, kTasks, count);
     EXPECT_EQ(count.load(), kTasks);
-    EXPECT_GE(tp.seeding_waits_abandoned(), 1u);
+    EXPECT_GE(tp.stats().seeding_waits_abandoned, 1u);
 }
 
 TEST(Threadpool, ARunningPoolsInboxKeepsOnlyTheSeedingBacklogsSegments) {
@@ -349,9 +349,9 @@ TEST(Threadpool, ARunningPoolsInboxKeepsOnlyTheSeedingBacklogsSegments) {
     {
         Threadpool tp(1);
         seed_behind_a_lock(tp, kTasks, count);
-        EXPECT_GE(tp.seeding_waits_abandoned(), 1u);
-        EXPECT_GT(tp.kept_inbox_bytes(), 0u);
-        EXPECT_LE(tp.kept_inbox_bytes(), Inbox::kKeepRunning * kSeg);
+        EXPECT_GE(tp.stats().seeding_waits_abandoned, 1u);
+        EXPECT_GT(tp.stats().kept_inbox_bytes, 0u);
+        EXPECT_LE(tp.stats().kept_inbox_bytes, Inbox::kKeepRunning * kSeg);
     }
     ThreadpoolOptions opts;
     opts.start = false;
@@ -359,7 +359,8 @@ TEST(Threadpool, ARunningPoolsInboxKeepsOnlyTheSeedingBacklogsSegments) {
     for (int i = 0; i < kTasks; ++i)
         before.insert([&] { count.fetch_add(1, std::memory_order_relaxed); }, 0);
     before.join();
-    EXPECT_EQ(before.kept_inbox_bytes(), (kSegments - 1) * kSeg);  // all but the one read last
+    EXPECT_EQ(before.stats().kept_inbox_bytes,
+              (kSegments - 1) * kSeg);  // all but the one read last
     EXPECT_EQ(count.load(), 2 * kTasks);
 }
 
@@ -373,7 +374,7 @@ TEST(Threadpool, TasksQueuedBeforeStartNeverMakeTheSeedingThreadWait) {
     Threadpool tp(2, opts);
     for (int i = 0; i < kTasks; ++i)
         tp.insert([&count] { count.fetch_add(1, std::memory_order_relaxed); }, i % 2);
-    EXPECT_EQ(tp.seeding_waits(), 0u);
+    EXPECT_EQ(tp.stats().seeding_waits, 0u);
     EXPECT_EQ(count.load(), 0);
     tp.join();
     EXPECT_EQ(count.load(), kTasks);

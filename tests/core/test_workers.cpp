@@ -47,7 +47,7 @@ TEST(Workers, PinnedWorkersRunOnOneCpuEach) {
     std::vector<std::set<int>> seen(n);
     {
         cascade::ThreadpoolOptions o;
-        o.pin_workers = 1;
+        o.pin_workers = true;
         cascade::Threadpool tp(n, o);
         for (int i = 0; i < 30; ++i)
             tp.insert(

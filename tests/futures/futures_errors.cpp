@@ -6,7 +6,7 @@ int main(int argc, char** argv) {
     cascade::Communicator comm;
     cascade::Threadpool tp(1, &comm);
     cascade::Futures fx(tp, &comm);
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     const char* what = argc > 1 ? argv[1] : "";
     if (std::strcmp(what, "order") == 0) {
         // rank 1 registers its functions in another order than rank 0

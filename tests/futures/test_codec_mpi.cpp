@@ -34,7 +34,7 @@ bool is_reading(const Reading& r, int from, int to) {
 TEST(CodecMpi, ActiveMessageArgument) {
     Communicator comm;
     Threadpool tp(1, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<int> good{0}, bad{0};
     auto* am = comm.make_active_msg(
         [&](int& from, Reading& r) { (is_reading(r, from, me) ? good : bad)++; });
@@ -49,7 +49,7 @@ TEST(CodecMpi, AsyncArgumentAndResult) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Futures fx(tp, &comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     // Takes a Reading (argument) and answers another one (result).
     auto echo = fx.make_async(
         [&](int& from, Reading& r) {

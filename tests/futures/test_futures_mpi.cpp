@@ -20,7 +20,7 @@ struct Env {
     Communicator comm;
     Threadpool tp{2, &comm};
     Futures fx{tp, &comm};
-    int me = comm.comm_rank(), n = comm.comm_size();
+    int me = comm.rank(), n = comm.ranks();
 };
 }  // namespace
 
@@ -165,10 +165,10 @@ TEST(FuturesMpi, EveryWorkerWaitsOnRemoteResults) {
         },
         "fib");
     std::atomic<long> got{0};
-    for (int w = 0; w < e.tp.size(); ++w)
+    for (int w = 0; w < e.tp.workers(); ++w)
         e.tp.insert([&] { got += async(any, fib, 11).get(); }, w);
     e.tp.join();
-    EXPECT_EQ(got.load(), 89L * e.tp.size());
+    EXPECT_EQ(got.load(), 89L * e.tp.workers());
 }
 
 // join() must not return while an async is outstanding: the request was sent, or the

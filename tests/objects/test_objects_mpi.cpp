@@ -174,7 +174,7 @@ TEST(ObjectsMpi, HandlersRunWhereTheObjectLives) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<int> wrong_rank{0};
     auto add = objs.make_handler<Counter>(
         [&](Counter& c, int& home, long& k) {
@@ -212,7 +212,7 @@ TEST(ObjectsMpi, ObjectsOfManyTypesMigrate) {
     Communicator comm;
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     constexpr int kKinds = 300;
     register_kinds(objs, std::make_integer_sequence<int, kKinds>{});
     std::atomic<long> seen{0};
@@ -235,7 +235,7 @@ TEST(ObjectsMpi, RunInHandlerKeepsOrderAndExclusivity) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto bump = objs.make_handler<Tally>(
         [](Tally& t, int& sender, std::int64_t& seq) {
             if (seq != t.last[sender] + 1) ++t.disorder;
@@ -268,7 +268,7 @@ TEST(ObjectsMpi, ShortHandlersOnTheCommThreadKeepAccessAndOrder) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<int> in_shared{0}, in_exclusive{0}, violations{0}, runs_on_comm{0};
     auto on_comm = [&] { return comm.on_comm_thread() && tp.current_thread() < 0; };
     auto enter_exclusive = [&] {
@@ -358,7 +358,7 @@ TEST(ObjectsMpi, OrderingStormUnderMigrations) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     const int senders = std::min(n, 4);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     const long per_sender = 20000;  // a sanitized build runs this 30-70x slower
@@ -459,7 +459,7 @@ TEST(ObjectsMpi, LazyUpdateMakesTheNextRequestDirect) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto where = objs.make_handler<Counter>([&](Counter&) { return me; }, {.name = "where"});
     auto go = comm.make_active_msg([&](mobile_ptr<Counter>& p) {
         tp.insert([&, p] {
@@ -492,7 +492,7 @@ TEST(ObjectsMpi, ArrivalsFromTheHomeSendTheHomeNoUpdate) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto where = objs.make_handler<Counter>([&](Counter&) { return me; }, {.name = "where"});
     if (n >= 2 && me == 0) {
         auto p = objs.create<Counter>();
@@ -513,7 +513,7 @@ TEST(ObjectsMpi, SharedHandlersOverlapExclusiveOnesNever) {
     Communicator comm;
     Threadpool tp(4, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank();
+    const int me = comm.rank();
     struct Probe {
         int x = 0;
     };
@@ -556,7 +556,7 @@ TEST(ObjectsMpi, MigrationCarriesQueuedRequests) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<int> ran_elsewhere{0};
     auto slow = objs.make_handler<Tally>(
         [&](Tally& t, std::int64_t& seq) {
@@ -598,7 +598,7 @@ TEST(ObjectsMpi, AHandlerMovingItsObjectKeepsTheOrderOfRequests) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size(), far = n - 1;
+    const int me = comm.rank(), n = comm.ranks(), far = n - 1;
     auto mark =
         objs.make_handler<Trail>([&](Trail& t) { t.ranks.push_back(me); }, {.name = "mark"});
     auto move = objs.make_handler<Trail>(
@@ -634,7 +634,7 @@ TEST(ObjectsMpi, MigrateDuringCall) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto square = objs.make_handler<Counter>(
         [&](Counter& c, long& x) {
             ++c.value;
@@ -663,7 +663,7 @@ TEST(ObjectsMpi, MobilePtrInsideMessagesAndObjects) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto add =
         objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; }, {.name = "add"});
     auto poke = objs.make_handler<Node>(
@@ -703,7 +703,7 @@ TEST(ObjectsMpi, BigMembersMigrateAsBodies) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<int> bad{0};
     auto slow = objs.make_handler<Mixed>(
         [](Mixed&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); },
@@ -759,7 +759,7 @@ TEST(ObjectsMpi, BigObjectsMigrate) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto check = objs.make_handler<Big>(
         [](Big& b) {
             bool ok = b.v.size() == (1u << 20) && b.s == "big";
@@ -790,7 +790,7 @@ TEST(ObjectsMpi, RebalanceBehindADispatchedMigrateOrDestroyIsRefused) {
     Communicator comm;
     Threadpool tp(1, &comm);  // one worker: what a handler dispatches waits until it returns
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     std::atomic<int> accepted{0};
     // On the worker: a migrate and a destroy go to this worker's queue, behind this handler.
     auto act = objs.make_handler<Counter>(
@@ -826,7 +826,7 @@ TEST(ObjectsMpi, DestroyedObjectsLeaveTheDirectory) {
     Communicator comm;
     Threadpool tp(2, &comm);
     Objects objs(tp, comm);
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     auto add =
         objs.make_handler<Counter>([](Counter& c, long& k) { c.value += k; }, {.name = "add"});
     constexpr int kPerRound = 5000, kRounds = 4;

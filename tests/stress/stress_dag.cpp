@@ -202,8 +202,8 @@ int main(int argc, char** argv) {
     {
         cascade::Communicator comm(MPI_COMM_WORLD,
                                    cascade::CommunicatorOptions{.aggregate = o.aggregate});
-        me = comm.comm_rank();
-        ranks = comm.comm_size();
+        me = comm.rank();
+        ranks = comm.ranks();
         if (o.chunk > 0) comm.set_large_chunk(o.chunk);
         const Graph g = make_graph(o, ranks);
         const int n = o.tasks;

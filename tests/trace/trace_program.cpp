@@ -27,7 +27,7 @@ using namespace cascade;
 namespace {
 
 int run_dag(Communicator& comm) {
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     Threadpool tp(2, &comm);
     Taskflow<int> tf(&tp, "g");
     const char* names[] = {"a", "b", "c", "d"};
@@ -48,7 +48,7 @@ int run_dag(Communicator& comm) {
 }
 
 int run_load(Communicator& comm) {
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     constexpr int kTasks = 200;
     Threadpool tp(2, &comm, 0, "load");
     Taskflow<int> work(&tp, "work");
@@ -97,13 +97,13 @@ int run_pool() {
     for (int j = 0; j < 10; ++j)
         tf.fulfill_promise({0, j});
     tp.join();
-    return tp.tasks_run() == 200 ? 0 : 1;
+    return tp.stats().tasks_run == 200 ? 0 : 1;
 }
 
 // A ring of tasks over the ranks; rank 1's 20th task sends rank 0 an active message that
 // only rank 1 registered: rank 0 ends the job (fail-stop, MPI_Abort).
 int run_abort(Communicator& comm) {
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     Threadpool tp(2, &comm);
     Taskflow<int> tf(&tp, "ring");
     auto next = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "next");
@@ -125,7 +125,7 @@ int run_abort(Communicator& comm) {
 }
 
 int run_hang(Communicator& comm, bool consumer) {
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     Threadpool tp(2, &comm);
     Taskflow<int> tf(&tp, "h");
     std::atomic<bool> gathered{false};
@@ -154,7 +154,7 @@ int run_hang(Communicator& comm, bool consumer) {
 }
 
 int run_futures(Communicator& comm) {
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     constexpr int kCalls = 100;
     int rc = 0;
     {
@@ -194,7 +194,7 @@ namespace {
 // the communication thread, the migration one named "migrate(...)", and the layer's messages
 // are flows between ranks.
 int run_objects(Communicator& comm) {
-    const int me = comm.comm_rank(), n = comm.comm_size();
+    const int me = comm.rank(), n = comm.ranks();
     long value = -1;
     {
         Threadpool tp(2, &comm, 0, "objs");

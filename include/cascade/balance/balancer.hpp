@@ -69,7 +69,7 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// This rank.
     int rank() const noexcept { return objs_.rank(); }
     /// The number of ranks.
-    int size() const noexcept { return objs_.size(); }
+    int ranks() const noexcept { return objs_.ranks(); }
     /// The objects layer being balanced.
     Objects& objects() noexcept { return objs_; }
     /// The objects living here with their loads (Objects::local_objects).
@@ -96,7 +96,7 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// Moves a local object to `dest` ahead of the requests queued on it (they go with it),
     /// after the handlers running on it. False, and nothing happens, if it does not live
     /// here, is pinned, is already moving, or balancing is off.
-    bool migrate(const ObjectKey& k, int dest);
+    bool rebalance(const ObjectKey& k, int dest);
     /// Sends bytes to the policy of rank `dest` (its on_message; `dest` may be this rank).
     void send(int dest, const char* data, std::size_t size);
 

@@ -6,7 +6,7 @@
 //       const char* name() const override { return "rotate"; }
 //       void balance(cascade::Balancer& b) override {
 //           for (const auto& o : b.local_objects())
-//               if (!o.pinned) b.migrate(o.key, (b.rank() + 1) % b.size());
+//               if (!o.pinned) b.rebalance(o.key, (b.rank() + 1) % b.ranks());
 //       }
 //   };
 #pragma once

@@ -21,7 +21,7 @@ namespace cascade::broadcast {
 /// How a node splits its sub-list (see the top of this file).
 enum class Shape : std::uint32_t {
     binomial = 0,  ///< Children at positions 2^j, largest first.
-    chain = 1      ///< One child, which forwards to the rest (pipelined bodies).
+    pipelined = 1  ///< One child, which forwards to the rest (a chain: pipelined bodies).
 };
 
 /// One entry of a sub-list, as it travels in message headers.

@@ -122,7 +122,7 @@ struct FrameSourceScope {
 /// auto* put = comm.make_active_msg(
 ///     [&](int& from, cascade::view<double>& v) { got.assign(v.begin(), v.end()); }, "put");
 /// std::vector<double> mine(100, 1.0);
-/// put->send(0, comm.comm_rank(), cascade::view<double>(mine.data(), mine.size()));
+/// put->send(0, comm.rank(), cascade::view<double>(mine.data(), mine.size()));
 /// ```
 template <class... Ps>
 class ActiveMsg : public ActiveMsgBase {

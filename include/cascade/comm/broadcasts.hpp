@@ -27,8 +27,8 @@ enum class BroadcastShape {
     pipelined   ///< Bodies cut in pieces along a chain, each forwarded while the next arrives.
 };
 
-/// Broadcast counters of one rank (Broadcasts::counters()).
-struct BroadcastCounters {
+/// Broadcast counters of one rank (Broadcasts::stats()).
+struct BroadcastStats {
     std::uint64_t broadcasts = 0;       ///< Rooted here (explicit and detected).
     std::uint64_t detected = 0;         ///< Of which merged from sends of one task or handler.
     std::uint64_t detected_sends = 0;   ///< Point-to-point sends those replaced.
@@ -66,7 +66,7 @@ class Broadcasts {
     virtual void set_window(std::size_t bytes) noexcept = 0;
 
     /// Counters of this rank (consistent once join() returned).
-    virtual BroadcastCounters counters() const = 0;
+    virtual BroadcastStats stats() const = 0;
 
     // ---- used by ActiveMsg / LargeActiveMsg / Communicator ------------------------------------
     /// An AM to several ranks (ActiveMsg::send with a list); `payload` is its serialized

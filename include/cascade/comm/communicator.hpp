@@ -43,15 +43,28 @@ struct CommunicatorOptions {
     bool aggregate = true;
     /// MPI thread level requested if the Communicator initializes MPI itself.
     int thread_level = MPI_THREAD_FUNNELED;
-    /// Broadcast detection (see Broadcasts): -1 from CASCADE_BCAST (on unless "0"), 0 off,
-    /// 1 on.
-    int broadcast_detection = -1;
+    /// Broadcast detection (see Broadcasts); unset: from CASCADE_BCAST (on unless "0").
+    std::optional<bool> broadcast_detection = std::nullopt;
     /// Back-pressure, per destination: once this many bytes of small messages are queued or
     /// in flight to one rank, a thread other than the communication thread that sends there
     /// waits until MPI has delivered some; once this many bytes of large bodies are in flight
     /// to one rank, nothing more leaves for it until some complete. A single body bigger
     /// than this still goes. 0: no limit.
     std::size_t max_bytes_in_flight = std::size_t(128) << 20;
+};
+
+/// Counters of one rank's Communicator (Communicator::stats()).
+struct CommStats {
+    std::uint64_t queued = 0;  ///< Active messages queued by this rank (user messages only).
+    /// Active messages whose handlers ran on this rank (user messages only).
+    std::uint64_t processed = 0;
+    /// MPI messages this rank sent (several active messages may share one).
+    std::uint64_t mpi_messages_sent = 0;
+    /// Bytes of the buffers kept for reuse while nothing is in them: spare send buffers, the
+    /// buffer of the biggest recent burst of frames, the receive buffer of big messages, and
+    /// the outboxes' empty buffers. Bursts bigger than the spares' limits keep their buffers
+    /// only while two epochs do not end without one that fills at least half of them.
+    std::size_t kept_buffer_bytes = 0;
 };
 
 /// The distributed layer of one process (see the top of this file). Create it before the
@@ -64,8 +77,8 @@ struct CommunicatorOptions {
 /// cascade::Taskflow<int> tf(&tp, "t");
 /// auto am = comm.make_active_msg([&](int& k) { tf.fulfill_promise(k); }, "wake");
 /// tf.set_task([](int k) { std::printf("task %d\n", k); });
-/// const int next = (comm.comm_rank() + 1) % comm.comm_size();
-/// am->send(next, comm.comm_rank());            // runs task <my rank> on the next rank
+/// const int next = (comm.rank() + 1) % comm.ranks();
+/// am->send(next, comm.rank());            // runs task <my rank> on the next rank
 /// tp.join();                                   // returns once every rank is done
 /// ```
 class Communicator : public JoinHook {
@@ -79,10 +92,10 @@ class Communicator : public JoinHook {
     /// Collective: all ranks destroy their Communicator (the trace is gathered here).
     ~Communicator() override;
 
-    /// This rank (0 .. comm_size() - 1).
-    int comm_rank() const noexcept { return rank_; }
+    /// This rank (0 .. ranks() - 1).
+    int rank() const noexcept override { return rank_; }
     /// The number of ranks.
-    int comm_size() const noexcept { return size_; }
+    int ranks() const noexcept { return size_; }
     /// The host's name (MPI_Get_processor_name).
     std::string processor_name() const;
     /// The private duplicate of the MPI communicator given to the constructor.
@@ -144,14 +157,8 @@ class Communicator : public JoinHook {
     /// Whether small messages to one destination are sent together as one MPI message.
     bool aggregation() const noexcept { return opts_.aggregate; }
 
-    /// Active messages queued by this rank so far (user messages only). Any thread.
-    std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
-    /// Active messages whose handlers ran on this rank so far (user messages only). Read it
-    /// on the communication thread or after join().
-    std::uint64_t processed() const noexcept { return processed_; }
-    /// MPI messages this rank sent so far (several active messages may share one). Read it on
-    /// the communication thread or after join().
-    std::uint64_t mpi_messages_sent() const noexcept { return mpi_sends_; }
+    /// This rank's counters (see CommStats). On the communication thread or after join().
+    CommStats stats() const;
     /// The back-pressure window (CommunicatorOptions::max_bytes_in_flight; 0: none).
     std::size_t max_bytes_in_flight() const noexcept { return opts_.max_bytes_in_flight; }
     /// Bytes of small messages queued for `dest` or handed to MPI and not yet delivered: what
@@ -160,12 +167,6 @@ class Communicator : public JoinHook {
     /// Bytes of large bodies queued for `dest` or handed to MPI and not yet delivered (any
     /// thread; a snapshot): at most max_bytes_in_flight plus one body after a send returns.
     std::size_t body_bytes_in_flight(int dest) const;
-    /// Bytes of the buffers kept for reuse while nothing is in them: spare send buffers, the
-    /// buffer of the biggest recent burst of frames, the receive buffer of big messages, and
-    /// the outboxes' empty buffers. Bursts bigger than the spares' limits keep their buffers
-    /// only while two epochs do not end without one that fills at least half of them. Call
-    /// it on the communication thread or after join().
-    std::size_t kept_buffer_bytes() const;
 
     /// Large bodies travel in MPI messages of at most this many bytes (default 1 GiB; the
     /// receiver follows the sender's value). Settable for tests of the chunked path, from any
@@ -208,7 +209,6 @@ class Communicator : public JoinHook {
     }
     /// One round of progress (how_to_wait() said driving).
     bool help_while_waiting() override { return progress(); }
-    int rank() const noexcept override { return rank_; }
     /// This rank's index among the ranks of its node (node_local_rank at construction).
     int node_rank() const noexcept override { return node_rank_; }
     /// What this rank waits for (messages in flight, completion state), for the watchdog.
@@ -364,7 +364,14 @@ class Communicator : public JoinHook {
     /// arrived, so what they held for it is let go. Returns how many were dropped.
     std::size_t drop_body_receives_for_test();
 
+  protected:
+    /// Active messages queued by this rank so far (user messages only). Any thread.
+    std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
+    /// Active messages whose handlers ran on this rank so far (communication thread).
+    std::uint64_t processed() const noexcept { return processed_; }
+
   private:
+    std::size_t kept_buffer_bytes() const;
     template <class T, class... Ps>
     friend class LargeActiveMsg;
     // The pool's constructor attaches it; its destructor detaches it (JoinHook).

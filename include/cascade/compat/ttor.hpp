@@ -236,6 +236,11 @@ class Communicator : public cascade::Communicator {
                               Fn(std::forward<H>(complete)), std::move(name));
     }
 
+    /// This rank (TaskTorrent's spelling of cascade::Communicator::rank()).
+    int comm_rank() const noexcept { return rank(); }
+    /// The number of ranks (TaskTorrent's spelling of cascade::Communicator::ranks()).
+    int comm_size() const noexcept { return ranks(); }
+
     /// Waits until a message has been received and processed (TaskTorrent's blocking
     /// receive). Each call accounts for one message: the k-th call since the last progress()
     /// returns once k messages were processed, so calling it once per expected message
@@ -311,6 +316,8 @@ class Threadpool_shared : public cascade::Threadpool {
                                                          .start = start_immediately}) {}
 
     using cascade::Threadpool::insert;
+    /// Number of workers (TaskTorrent's spelling of cascade::Threadpool::workers()).
+    int size() const noexcept { return workers(); }
     /// Queues t on worker `where` (only there if binding); the pool runs t->run(),
     /// t->fulfill() and deletes t.
     void insert(Task* t, int where, bool binding = false) {

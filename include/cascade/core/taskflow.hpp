@@ -64,7 +64,7 @@ class Taskflow : public detail::TaskflowBase {
     Taskflow& set_fulfill(std::function<void(K)> f) { return set(fulfill_, std::move(f)); }
     /// How many fulfill_promise(k) calls make k ready (>= 1; default 1).
     Taskflow& set_indegree(std::function<int(K)> f) { return set(indegree_, std::move(f)); }
-    /// The worker that runs k, in [0, tp.size()) (default: the calling worker, else
+    /// The worker that runs k, in [0, tp.workers()) (default: the calling worker, else
     /// round-robin).
     Taskflow& set_mapping(std::function<int(K)> f) { return set(mapping_, std::move(f)); }
     /// true: only the mapped worker may run k (no stealing; default false).
@@ -180,10 +180,10 @@ class Taskflow : public detail::TaskflowBase {
         t.priority = priority_ ? priority_(k) : 0.0;
         t.emplace<Payload>(Payload{this, k});
         const int thread = mapping_ ? mapping_(k) : tp_->pick_thread();
-        if (thread < 0 || thread >= tp_->size())
+        if (thread < 0 || thread >= tp_->workers())
             throw UsageError("task " + task_name(k) + ": mapping returned thread " +
                              std::to_string(thread) + ", outside [0, " +
-                             std::to_string(tp_->size()) + ")");
+                             std::to_string(tp_->workers()) + ")");
         if (quiet)
             tp_->push_quiet(t, thread, binding_ ? binding_(k) : false);
         else

@@ -13,6 +13,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -34,10 +35,29 @@ struct ThreadpoolOptions {
     int verb = 0;             ///< > 0: warnings (e.g. tasks left waiting) go to stderr
     std::string name = "tp";  ///< named in diagnostics and trace tracks
     bool start = true;        ///< start the workers in the constructor
-    int checked = -1;         ///< -1: from CASCADE_CHECK (or the build default); 0/1: forced
+    /// Checked mode (docs/taskgraphs.md); unset: from CASCADE_CHECK (or the build default).
+    std::optional<bool> checked = std::nullopt;
     /// Worker i runs only on the i-th CPU (modulo) of the CPUs the constructing thread may
-    /// use (its affinity mask). -1: from CASCADE_PIN_WORKERS (default off); 0/1: forced.
-    int pin_workers = -1;
+    /// use (its affinity mask). Unset: from CASCADE_PIN_WORKERS (default off).
+    std::optional<bool> pin_workers = std::nullopt;
+};
+
+/// Counters of a Threadpool (Threadpool::stats()): the whole pool's, or one worker's.
+struct ThreadpoolStats {
+    std::uint64_t tasks_run = 0;     ///< Tasks run (read after join()).
+    std::uint64_t tasks_stolen = 0;  ///< Of which stolen from another worker (after join()).
+    /// Bytes the workers' inboxes keep for reuse: the emptied segments of the tasks that
+    /// threads outside the pool queued, so that seeding a graph again maps no new memory.
+    /// Per worker and queueing thread, an inbox keeps as many as the largest backlog queued
+    /// before start() (up to 32 MiB), and otherwise 20 segments of 32 KiB (the backlog at
+    /// which a seeding thread waits, plus the one it waits down to). A snapshot.
+    std::size_t kept_inbox_bytes = 0;
+    /// Times a thread outside the pool waited for the workers to take the tasks it queued
+    /// (see Threadpool::push()); whole pool only. A snapshot.
+    std::uint64_t seeding_waits = 0;
+    /// Of seeding_waits, those the thread ended because for 10 ms the workers took none of
+    /// its tasks and finished none (blocked, or waiting for that thread); whole pool only.
+    std::uint64_t seeding_waits_abandoned = 0;
 };
 
 /// A fixed set of worker threads that run Tasks (see the top of this file).
@@ -61,7 +81,7 @@ class Threadpool {
     /// pinned, on CPUs 0-1" (the start-up banner at CASCADE_LOG=info prints it).
     std::string placement() const;
     /// A pool whose join() lets `hook` take part, with every option:
-    /// `Threadpool tp(2, &comm, {.name = "solver", .pin_workers = 1})`.
+    /// `Threadpool tp(2, &comm, {.name = "solver", .pin_workers = true})`.
     Threadpool(int n_threads, JoinHook* hook, ThreadpoolOptions opts);
     Threadpool(const Threadpool&) = delete;
     Threadpool& operator=(const Threadpool&) = delete;
@@ -78,7 +98,7 @@ class Threadpool {
     void join();
 
     /// Number of workers.
-    int size() const noexcept { return n_; }
+    int workers() const noexcept { return n_; }
     /// The name given in the options (diagnostics, trace tracks).
     const std::string& name() const noexcept { return opts_.name; }
     /// The verbosity given in the options (ThreadpoolOptions::verb).
@@ -121,33 +141,12 @@ class Threadpool {
     /// pool or no task was found.
     bool run_one_task();
 
-    /// Tasks run by worker `thread` so far (read after join()).
-    std::uint64_t tasks_run(int thread) const noexcept {
-        return stats_[thread].run.load(std::memory_order_relaxed);
-    }
-    /// Tasks worker `thread` stole from other workers (read after join()).
-    std::uint64_t tasks_stolen(int thread) const noexcept { return stats_[thread].stolen; }
-    /// Tasks run by all workers (read after join()).
-    std::uint64_t tasks_run() const noexcept;
-    /// Tasks stolen by all workers (read after join()).
-    std::uint64_t tasks_stolen() const noexcept;
-    /// Bytes the workers' inboxes keep for reuse: the emptied segments of the tasks that
-    /// threads outside the pool queued, so that seeding a graph again maps no new memory.
-    /// Per worker and queueing thread, an inbox keeps as many as the largest backlog queued
-    /// before start() (up to 32 MiB), and otherwise 20 segments of 32 KiB (the backlog at
-    /// which a seeding thread waits, plus the one it waits down to). Any thread; a snapshot.
-    std::size_t kept_inbox_bytes() const noexcept;
-    /// Times a thread outside the pool waited for the workers to take the tasks it queued
-    /// (see push()). Any thread; a snapshot.
-    std::uint64_t seeding_waits() const noexcept {
-        return seeding_waits_.load(std::memory_order_relaxed);
-    }
-    /// Of seeding_waits(), those the thread ended because for 10 ms the workers took none
-    /// of its tasks and finished none (blocked, or waiting for that thread). Any thread; a
-    /// snapshot.
-    std::uint64_t seeding_waits_abandoned() const noexcept {
-        return seeding_waits_abandoned_.load(std::memory_order_relaxed);
-    }
+    /// The pool's counters (see ThreadpoolStats). Any thread; counts of tasks are exact
+    /// after join(). Allocates nothing.
+    ThreadpoolStats stats() const noexcept;
+    /// Worker `worker`'s counters: tasks_run, tasks_stolen and its inbox's kept bytes (the
+    /// seeding counters are the pool's, in stats()).
+    ThreadpoolStats stats(int worker) const noexcept;
     /// Bytes of the inbox segments that destroyed pools left to the process-wide cache new
     /// pools draw from (up to 32 MiB). Any thread; a snapshot.
     static std::size_t cached_inbox_bytes() noexcept;
@@ -169,6 +168,7 @@ class Threadpool {
     }
 
   private:
+    std::uint64_t tasks_run() const noexcept;  // by all workers, for the watchdogs
     static ThreadpoolOptions without_start(ThreadpoolOptions o) {
         o.start = false;  // started once the hook is attached
         return o;

@@ -62,8 +62,8 @@ inline constexpr int any = -2;
 /// cascade::Threadpool tp(2, &comm);
 /// cascade::Futures fx(tp, &comm);
 /// auto sq = fx.make_async([](int& x) { return x * x; }, "square");  // same order everywhere
-/// if (comm.comm_rank() == 0) {
-///     cascade::future<int> f = cascade::async(1 % comm.comm_size(), sq, 7);
+/// if (comm.rank() == 0) {
+///     cascade::future<int> f = cascade::async(1 % comm.ranks(), sq, 7);
 ///     std::printf("%d\n", f.get());  // 49
 /// }
 /// tp.join();
@@ -93,7 +93,7 @@ class Futures {
     /// This rank (0 without a communicator).
     int rank() const noexcept { return rank_; }
     /// The number of ranks (1 without a communicator).
-    int size() const noexcept { return size_; }
+    int ranks() const noexcept { return size_; }
     /// The pool futures' tasks run on.
     Threadpool& pool() noexcept { return tp_; }
     /// The communicator remote calls travel through, or null.

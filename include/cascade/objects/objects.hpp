@@ -208,7 +208,7 @@ class Objects {
     /// This rank.
     int rank() const noexcept { return rank_; }
     /// The number of ranks.
-    int size() const noexcept { return size_; }
+    int ranks() const noexcept { return size_; }
     /// The pool handlers run on.
     Threadpool& pool() noexcept { return tp_; }
     /// The communicator requests travel through.

@@ -55,7 +55,7 @@ class Engine final : public Broadcasts {
     void set_piece(std::size_t bytes) noexcept override { piece_.store(bytes); }
     void set_pipeline_threshold(std::size_t bytes) noexcept override { pipeline_.store(bytes); }
     void set_window(std::size_t bytes) noexcept override { window_.store(bytes); }
-    BroadcastCounters counters() const override;
+    BroadcastStats stats() const override;
 
     void send(ActiveMsgBase& am, std::span<const int> dests, std::span<const double> priorities,
               const char* payload, std::size_t size) override {

@@ -239,7 +239,7 @@ void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySin
         const auto owner = r.get<std::int32_t>();
         const auto id = r.get<std::uint64_t>();
         const auto weight = r.get<std::uint64_t>();
-        if (owner < 0 || owner >= fx.size()) throw WireError("future owned by no rank");
+        if (owner < 0 || owner >= fx.ranks()) throw WireError("future owned by no rank");
         if (owner == fx.rank()) {  // kept here: use it in place
             s = Ref<State<X>>(static_cast<State<X>*>(fx.take_export(id, weight, source)));
             exclusive = false;  // moved out only if no one else holds it (Slot::resolve)
