@@ -9,14 +9,19 @@
 int main() {
     const int n = 10;
     cascade::ThreadpoolOptions opts;
-    opts.checked = true;                   // as if CASCADE_CHECK=1
+    opts.checked = true;  // as if CASCADE_CHECK=1
     cascade::Threadpool tp(2, opts);
     cascade::Taskflow<int> tf(&tp, "sum");
     tf.set_indegree([&](int k) { return k == n ? n + 1 : 1; })  // one too many: a mistake
-      .set_name([&](int k) { return k == n ? std::string("total") : "square(" + std::to_string(k) + ")"; })
-      .set_task([](int) {})
-      .set_fulfill([&](int k) { if (k < n) tf.fulfill_promise(n); });
-    for (int k = 0; k < n; ++k) tf.fulfill_promise(k);
+        .set_name([&](int k) {
+            return k == n ? std::string("total") : "square(" + std::to_string(k) + ")";
+        })
+        .set_task([](int) {})
+        .set_fulfill([&](int k) {
+            if (k < n) tf.fulfill_promise(n);
+        });
+    for (int k = 0; k < n; ++k)
+        tf.fulfill_promise(k);
     try {
         tp.join();
     } catch (const cascade::IncompleteGraphError& e) {

@@ -4,8 +4,8 @@
 #include <vector>
 
 int main() {
-    cascade::Communicator comm;                 // initializes MPI if needed
-    cascade::Threadpool tp(2, &comm);           // join() = distributed completion
+    cascade::Communicator comm;        // initializes MPI if needed
+    cascade::Threadpool tp(2, &comm);  // join() = distributed completion
     cascade::Taskflow<int> tf(&tp, "step");
     const int me = comm.rank(), n = comm.ranks();
     // Runs on the receiving rank; the view points into the message buffer.

@@ -16,7 +16,8 @@ int main() {
     stage.set_name([](int k) { return "stage " + std::to_string(k); })
         .set_task([](int) {
             volatile double x = 0;
-            for (int i = 0; i < 100000; ++i) x = x + i;
+            for (int i = 0; i < 100000; ++i)
+                x = x + i;
         })
         .set_fulfill([&](int k) {
             if (k < 20) stage.fulfill_promise(k + 1);

@@ -8,8 +8,7 @@
 int main() {
     cascade::Communicator comm;
     cascade::Threadpool tp(2, &comm);
-    if (comm.rank() == comm.ranks() - 1)
-        tp.insert([] { throw std::runtime_error("bad tile"); });
+    if (comm.rank() == comm.ranks() - 1) tp.insert([] { throw std::runtime_error("bad tile"); });
     bool caught = false;
     try {
         tp.join();  // throws on every rank, not only the last one
