@@ -20,14 +20,19 @@ Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, Balance
     if (!policy_) {
         policy_ = make_policy(std::string(detail::policy_from_env()));
     }
+    alive_ = std::make_shared<std::atomic<Balancer*>>(this);
     msg_ = objs.comm().make_active_msg(
-        [this](std::int32_t& source, view<char>& v) {
+        [alive = alive_](std::int32_t& source, view<char>& v) {
+            // A peer's policy may still send after this rank's Balancer is gone (its idle
+            // steps outlive a join()): nothing is left to tell, the message is dropped.
+            Balancer* self = alive->load(std::memory_order_acquire);
+            if (!self) return;
             // The rank that sent it, as the policies are told (and index tables with).
-            if (source != detail::tls_frame_source || source < 0 || source >= ranks())
+            if (source != detail::tls_frame_source || source < 0 || source >= self->ranks())
                 throw WireError("balance: a message received from rank " +
                                 std::to_string(detail::tls_frame_source) + " names rank " +
                                 std::to_string(source) + " as its sender");
-            policy_->on_message(*this, source, v.data(), v.size());
+            self->policy_->on_message(*self, source, v.data(), v.size());
         },
         "balance.message");
     objs_.set_observer(this);
@@ -36,6 +41,7 @@ Balancer::Balancer(Objects& objs, std::unique_ptr<BalancePolicy> policy, Balance
 }
 
 Balancer::~Balancer() {
+    alive_->store(nullptr, std::memory_order_release);
     // Only if still the one in place (the CASCADE_BALANCE one, replaced, leaves them alone).
     if (objs_.balancer() != this) return;
     objs_.pool().set_idle_hook(nullptr);

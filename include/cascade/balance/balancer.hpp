@@ -116,6 +116,9 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     BalanceOptions opts_;
     std::atomic<bool> enabled_;
     ActiveMsg<std::int32_t, view<char>>* msg_ = nullptr;
+    // This balancer while it lives, null after: the message above belongs to the
+    // Communicator, which outlives it, and a message a peer sent late is then dropped.
+    std::shared_ptr<std::atomic<Balancer*>> alive_;
     std::mutex step_mutex_;  // one step (or idle call) at a time
     std::atomic<std::int64_t> last_step_ns_{0};
     std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0}, arrivals_{0};
