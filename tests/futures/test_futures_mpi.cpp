@@ -484,12 +484,18 @@ TEST(FuturesMpi, ShortCallsRunOnTheCommunicationThreadAndMayStillWait) {
             return async((e.me + e.n - 1) % e.n, twice, x).get() / 2;
         },
         "ask");
+    auto on_comm_here = e.fx.make_async(
+        [&] { return static_cast<long>(e.fx.calls_on_comm_thread()); }, "on_comm_here");
     const int to = (e.me + 1) % e.n;
     if (e.me == 0) {
         for (int i = 0; i < 30; ++i)
             ASSERT_EQ(async(to, ask, i).get(), i) << "call " << i;
-        for (int i = 0; i < 30; ++i)
+        // A run counts as short only under 10 us: on a loaded machine a preempted run breaks
+        // the streak, so keep calling (bounded) until the callee says one ran there.
+        for (int i = 0; i < 20000; ++i) {
             ASSERT_EQ(async(to, twice, i).get(), 2 * i);
+            if (i >= 30 && i % 32 == 0 && e.n > 1 && async(to, on_comm_here).get() > 0) break;
+        }
     }
     e.tp.join();
     const auto on_comm =
