@@ -22,9 +22,24 @@ long Threadpool::call_idle_hook(int me) noexcept {
     return again;
 }
 
+void Threadpool::owe_hook_call(int w) noexcept {
+    std::atomic<bool>& due = stats_[w].hook_due;
+    if (!due.load(std::memory_order_relaxed) && !due.exchange(true, std::memory_order_seq_cst))
+        hook_dues_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void Threadpool::paid_hook_call(int w) noexcept {
+    if (stats_[w].hook_due.exchange(false, std::memory_order_seq_cst))
+        hook_dues_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
 void Threadpool::set_idle_hook(IdleHook* hook) noexcept {
     idle_hook_.store(hook, std::memory_order_seq_cst);
     if (hook) {
+        // Every worker owes the new hook a call, and the pool is busy until they made it
+        // (a worker woken now must not send after its rank was reported idle).
+        for (int w = 0; w < n_; ++w)
+            owe_hook_call(w);
         wake_workers();  // sleeping workers call it at once
         return;
     }

@@ -372,6 +372,7 @@ bool Threadpool::locally_idle() const noexcept {
     // then no worker ran or pushed anything in between, so the pool was idle throughout.
     const std::uint64_t s1 = idle_state_.load(std::memory_order_seq_cst);
     if (static_cast<std::uint32_t>(s1) != static_cast<std::uint32_t>(n_)) return false;
+    if (hook_dues_.load(std::memory_order_seq_cst) != 0) return false;  // a call to make
     for (int w = 0; w < n_; ++w)
         if (queues_[w].size() > 0) return false;
     return idle_state_.load(std::memory_order_seq_cst) == s1;
@@ -442,11 +443,16 @@ void Threadpool::worker_loop(int me) {
     void* const ow = obs ? observed_[me] : nullptr;
     if (obs) obs->on_worker_start(ow);
     Task t;
+    bool ran = false;  // a task since the last look at the idle hook
     for (;;) {
         if (find_task(me, t)) {
             execute(t, me);
+            ran = true;
             continue;
         }
+        // Still active: a call owed to the hook keeps the pool busy from here on.
+        if (ran && idle_hook_.load(std::memory_order_relaxed) != nullptr) owe_hook_call(me);
+        ran = false;
         become_idle();
         const std::int64_t idle_since = obs ? obs->now() : 0;
         bool found = false;
@@ -472,19 +478,23 @@ void Threadpool::worker_loop(int me) {
         if (found) {
             if (obs) obs->on_idle(ow, idle_since);
             execute(t, me);
+            ran = true;
             continue;
         }
-        // An idle hook that wants another call soon keeps this worker counted busy until
-        // then (join() waits for what the hook still has to do).
+        // The idle hook is called once per idle stretch that follows a task (or a new hook),
+        // never by a worker that merely woke up: what it sends stays inside the epoch that
+        // counted the call owed. One that wants another call soon keeps the call owed and
+        // this worker counted busy until then (join() waits for what it still has to do).
         bool counted_idle = true;
         long timeout_us = kSleepTimeoutUs;
-        if (idle_hook_.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+        if (stats_[me].hook_due.load(std::memory_order_seq_cst)) [[unlikely]] {
             become_active();
             const long again = call_idle_hook(me);
             if (again > 0) {
                 timeout_us = std::min(again, kSleepTimeoutUs);
                 counted_idle = false;
             } else {
+                paid_hook_call(me);
                 become_idle();
             }
         }

@@ -154,6 +154,37 @@ TEST(Threadpool, CanBeRestartedAfterJoin) {
     tp.join();
 }
 
+// The idle hook: called once per idle stretch after a task (and once per worker when
+// installed), never by a worker that merely woke from its 1 s sleep; a call owed keeps the
+// pool busy, so join() returns only after it (a hook that sends a message must do so inside
+// the epoch its rank is completing, not after the rank reported itself idle).
+TEST(Threadpool, IdleHookCallsOwedAreMadeBeforeJoinReturnsAndNeverSpontaneously) {
+    struct Slow : cascade::IdleHook {
+        std::atomic<int> calls{0};
+        long on_idle(Threadpool&, int) override {
+            std::this_thread::sleep_for(30ms);  // a worker slow to wake, or a slow hook
+            calls.fetch_add(1);
+            return 0;
+        }
+    } hook;
+    Threadpool tp(2);
+    tp.join();
+    tp.start();
+    tp.set_idle_hook(&hook);
+    EXPECT_FALSE(tp.idle());  // both workers owe the new hook a call
+    tp.join();
+    EXPECT_EQ(hook.calls.load(), 2);
+    EXPECT_TRUE(tp.idle());
+    std::this_thread::sleep_for(1300ms);  // past the workers' sleep timeout
+    EXPECT_EQ(hook.calls.load(), 2) << "a worker called the hook without having run a task";
+    tp.start();
+    tp.insert([] {}, 0);
+    tp.join();
+    EXPECT_GE(hook.calls.load(), 3);  // the worker that ran it, before join() returned
+    tp.set_idle_hook(nullptr);
+    tp.join();
+}
+
 TEST(Threadpool, TasksInsertTasks) {
     Threadpool tp(3);
     std::atomic<int> count{0};

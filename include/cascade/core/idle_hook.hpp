@@ -22,7 +22,10 @@ class IdleHook {
     /// queue tasks and send messages. Returns the microseconds after which it wants to be
     /// called again if the worker stays idle; the worker then counts as busy until that call
     /// (join() waits: the hook has something left to do). 0: the worker is idle, and the
-    /// hook is called again only after its next task.
+    /// hook is called again only after its next task. A worker is called once per idle
+    /// stretch that follows a task (and once after set_idle_hook installs a hook), never
+    /// because it woke from sleep; the pool does not count as idle until every call owed was
+    /// made, so what a hook sends belongs to the epoch join() is completing.
     virtual long on_idle(Threadpool& tp, int worker) = 0;
 };
 

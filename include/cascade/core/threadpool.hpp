@@ -186,6 +186,9 @@ class Threadpool {
     struct alignas(64) WorkerStats {
         std::atomic<std::uint64_t> run{0};  // read by the joiner's watchdog while running
         std::uint64_t stolen = 0;
+        // The worker owes the idle hook a call (it ran a task since its last call, or a hook
+        // was installed): counted in hook_dues_, which keeps the pool from being idle.
+        std::atomic<bool> hook_due{false};
     };
 
     bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
@@ -232,7 +235,13 @@ class Threadpool {
     // Read only by idle workers; idle_calls_ counts those inside it (set_idle_hook waits).
     std::atomic<IdleHook*> idle_hook_{nullptr};
     std::atomic<int> idle_calls_{0};
+    // Workers that owe the hook a call. A worker idle with a call owed could wake and send
+    // after its rank reported itself idle to the completion protocol: the pool is not idle
+    // until every owed call was made (locally_idle()).
+    std::atomic<int> hook_dues_{0};
     long call_idle_hook(int me) noexcept;
+    void owe_hook_call(int w) noexcept;
+    void paid_hook_call(int w) noexcept;
     // The observer (see observer.hpp) when the pool was created, and its handle of each
     // worker; null when none (the only cost of observation when it is off).
     Observer* observer_ = nullptr;
