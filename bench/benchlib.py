@@ -7,7 +7,7 @@ A runner starts with
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import benchlib
 
-The record format is the one of bench/common/record.hpp: one JSON object per line, bare or
+The record format is the one of apps/common/record.hpp: one JSON object per line, bare or
 after "RESULT ".
 """
 

@@ -52,7 +52,7 @@ class TileMatrix {
     // Fills the local tiles with a random symmetric, strictly diagonally dominant (hence
     // SPD) matrix: a_ij = a_ji uniform in [-1, 1), a_ii = n + uniform. Each entry depends
     // only on (seed, i, j), so every rank can generate its own tiles independently. The
-    // generator of bench/common/matrix.hpp: the baselines factor the same matrix.
+    // generator of apps/common/matrix.hpp: the baselines factor the same matrix.
     void fill_random_spd(std::uint64_t seed);
 
     // The local tiles as a dense n x n column-major lower triangle (upper part zero).

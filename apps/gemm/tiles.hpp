@@ -56,7 +56,7 @@ enum class Operand : std::uint64_t { A = 1, B = 2 };
 
 // Entry (row, col) of A or B: uniform in [-1, 1), a function of (seed, operand, row, col)
 // only, so any rank can generate any tile (and the check can regenerate whole panels). The
-// generator of bench/common/matrix.hpp: the baselines multiply the same matrices.
+// generator of apps/common/matrix.hpp: the baselines multiply the same matrices.
 double random_entry(std::uint64_t seed, Operand m, int row, int col) noexcept;
 
 // Fills tile (i,j) of operand m (column-major, leading dimension t.size(i)).

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/record.hpp"
-#include "spin.hpp"
+#include "common/spin.hpp"
 
 namespace {
 
@@ -41,22 +41,6 @@ std::uint64_t mix(std::uint64_t v, std::uint64_t a) {
 }
 std::uint64_t initial(int x, int y) {
     return mix(std::uint64_t(x) * 7919 + 1, std::uint64_t(y) * 104729 + 3);
-}
-
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-double calibrate() {
-    double best = 0;
-    for (int i = 0; i < 5; ++i) {
-        const std::uint64_t iters = 2000000;
-        const double t0 = now();
-        cascade_bench::spin(iters);
-        best = std::max(best, double(iters) / (now() - t0));
-    }
-    return best;
 }
 
 }  // namespace
@@ -106,7 +90,7 @@ int main(int argc, char** argv) {
     auto at = [&](int x, int y) { return ptr[std::size_t(x) * ny + y]; };
     objs.set_load<Block>([](const Block& b) { return b.queued; });
 
-    const double iters_per_s = fake ? 0 : calibrate();
+    const double iters_per_s = fake ? 0 : cascade_bench::spin_iters_per_second();
     std::atomic<double> busy{0};
     auto work = [&](double s) {
         if (fake)
@@ -140,7 +124,7 @@ int main(int argc, char** argv) {
         {.name = "halo"});
     advance = objs.make_handler<Block>(
         [&](Block& b, std::int32_t& t) {
-            const double t0 = now();
+            const double t0 = cascade_bench::now_seconds();
             work(cost(b.x, t));
             const int s = (t - 1) % 2;
             b.v = mix(b.v, b.acc[s]);
@@ -148,7 +132,7 @@ int main(int argc, char** argv) {
             b.got[s] = 0;
             b.step = t;
             b.queued = 0;
-            busy.fetch_add(now() - t0, std::memory_order_relaxed);
+            busy.fetch_add(cascade_bench::now_seconds() - t0, std::memory_order_relaxed);
             publish(b);
             maybe_advance(at(b.x, b.y), b);
         },
@@ -169,13 +153,13 @@ int main(int argc, char** argv) {
                 mine.push_back(objs.create<Block>(b));
             }
     MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = now();
+    const double t0 = cascade_bench::now_seconds();
     tp.insert([&] {
         for (auto& p : mine)
             start->invoke(p);
     });
     tp.join();
-    const double mine_s = now() - t0;
+    const double mine_s = cascade_bench::now_seconds() - t0;
 
     // Checksum of the final values, against the same steps computed directly.
     std::uint64_t sum = 0, want = 0;

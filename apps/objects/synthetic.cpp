@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/record.hpp"
-#include "spin.hpp"
+#include "common/spin.hpp"
 
 namespace {
 
@@ -42,23 +42,6 @@ struct Unit {
 
 std::uint64_t mix(std::uint64_t s, std::uint64_t v) {
     return (s ^ v) * 0x100000001b3ULL + (v << 7);
-}
-
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-// Spin iterations per second on this core (a few short runs, the fastest).
-double calibrate() {
-    double best = 0;
-    for (int i = 0; i < 5; ++i) {
-        const std::uint64_t iters = 2000000;
-        const double t0 = now();
-        cascade_bench::spin(iters);
-        best = std::max(best, double(iters) / (now() - t0));
-    }
-    return best;
 }
 
 }  // namespace
@@ -124,7 +107,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    const double iters_per_s = fake ? 0 : calibrate();
+    const double iters_per_s = fake ? 0 : cascade_bench::spin_iters_per_second();
     // Every object's global name (each rank numbers its objects from 1 in creation order).
     std::vector<cascade::mobile_ptr<Unit>> all(n_objects);
     {
@@ -137,7 +120,7 @@ int main(int argc, char** argv) {
     cascade::Handler<Unit, void, int>* run = nullptr;
     run = objs.make_handler<Unit>(
         [&](Unit& u, int& left) {
-            const double t0 = now();
+            const double t0 = cascade_bench::now_seconds();
             const double s = light_ms * 1e-3 * cost(int(u.index), u.done + 1);
             if (fake)
                 std::this_thread::sleep_for(std::chrono::duration<double>(s));
@@ -150,7 +133,7 @@ int main(int argc, char** argv) {
                                                    : int(u.index);
                 run->invoke(all[next], left - 1);
             }
-            const double t1 = now();
+            const double t1 = cascade_bench::now_seconds();
             busy.fetch_add(t1 - t0, std::memory_order_relaxed);
             double seen = last_end.load(std::memory_order_relaxed);
             while (seen < t1 && !last_end.compare_exchange_weak(seen, t1)) {
@@ -165,7 +148,7 @@ int main(int argc, char** argv) {
             mine.push_back(i);
         }
     MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = now();
+    const double t0 = cascade_bench::now_seconds();
     tp.insert([&] {  // up front: every handler of every local object, interleaved; chained:
                      // the first step of each (a fan-out's token starts at its object)
         for (int h = 0; h < handlers; ++h)
@@ -176,7 +159,7 @@ int main(int argc, char** argv) {
                     run->invoke(all[i], handlers);
     });
     tp.join();
-    const double mine_s = now() - t0;
+    const double mine_s = cascade_bench::now_seconds() - t0;
     const double drained_s = last_end.load() > 0 ? last_end.load() - t0 : 0.0;
 
     // Check: every object ran its handlers once each, in order (the checksum says so).

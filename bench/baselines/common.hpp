@@ -1,6 +1,6 @@
 // Shared pieces of the baseline programs (ScaLAPACK, StarPU-MPI, OpenBLAS): command-line
 // options, the grid, the RESULT line and the GEMM check; the matrix generator, statistics and
-// record writer are the ones of bench/common, shared with Cascade's apps. Header-only so each
+// record writer are the ones of apps/common, shared with Cascade's apps. Header-only so each
 // baseline stays one small program.
 #pragma once
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/record.hpp"
+#include "common/spin.hpp"
 #include "common/stats.hpp"
-#include "spin.hpp"
 
 namespace commbench {
 

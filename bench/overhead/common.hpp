@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/record.hpp"
+#include "common/spin.hpp"
 #include "common/stats.hpp"
-#include "spin.hpp"
 
 namespace bench {
 

@@ -1,7 +1,7 @@
-# Task Bench's own checks on Cascade's implementation (included by tests/CMakeLists.txt, which
-# defines cascade_mpi_test). Every pattern at 1-4 ranks, all patterns at once as -and graphs,
-# every kernel, and a run with a corrupted input that the check must stop. Without a Task
-# Bench checkout one test says so and is skipped.
+# Task Bench's own checks on Cascade's implementation (included by tests/CMakeLists.txt;
+# cascade_mpi_test: cmake/mpi_test.cmake). Every pattern at 1-4 ranks, all patterns at once as
+# -and graphs, every kernel, and a run with a corrupted input that the check must stop. Without
+# a Task Bench checkout one test says so and is skipped.
 include(${CMAKE_CURRENT_LIST_DIR}/targets.cmake)
 if(NOT TARGET taskbench_cascade_checked)
   add_test(NAME taskbench_checks

@@ -21,36 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include "common.hpp"
+
 using namespace cascade;
+using namespace balance_test;
 
 namespace {
-
-struct Tally {
-    std::vector<std::int64_t> last;  // per sender
-    std::int64_t count = 0;
-    std::int64_t disorder = 0;
-    int busy = 0;  // exclusive handlers running on it now
-    std::int64_t overlaps = 0;
-    std::string name;
-    template <class Archive>
-    void serialize(Archive& ar) {
-        ar(last, count, disorder, overlaps, name);
-    }
-};
-
-long sum(long x) {
-    long y = 0;
-    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return y;
-}
-
-std::vector<double> gather(double x) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    std::vector<double> all(n);
-    MPI_Allgather(&x, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
-    return all;
-}
 
 struct Outcome {
     long count = 0, disorder = 0, overlaps = 0, names = 0, local = 0, moved = 0, steps = 0;
@@ -76,11 +52,11 @@ Outcome run(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pin_all, l
     const int me = comm.rank(), n = comm.ranks();
     auto bump = objs.make_handler<Tally>(
         [](Tally& t, int& sender, std::int64_t& seq) {
-            if (++t.busy != 1) ++t.overlaps;
+            if (++t.running != 1) ++t.overlaps;
             if (seq != t.last[sender] + 1) ++t.disorder;
             t.last[sender] = seq;
             ++t.count;
-            --t.busy;
+            --t.running;
         },
         {.name = "bump"});
     std::vector<mobile_ptr<Tally>> all;
@@ -120,14 +96,6 @@ Outcome run(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pin_all, l
 
 // A small synthetic run: rank 0 creates 6 objects per rank and queues `per_object` requests
 // of 1 ms of sleep on each (sleep: each rank stands for a core however oversubscribed).
-struct Work {
-    int done = 0;
-    template <class Archive>
-    void serialize(Archive& ar) {
-        ar(done);
-    }
-};
-
 struct Spread {
     std::vector<double> busy;  // per rank: seconds of handlers run there
     long done = 0, moved = 0, migrations = 0;
@@ -144,11 +112,7 @@ Spread concentrated(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pi
     std::atomic<int> handled{0};
     auto work = objs.make_handler<Work>(
         [&](Work& w) {
-            const auto t0 = std::chrono::steady_clock::now();
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            ++w.done;
-            busy.fetch_add(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            sleep_counted(w, std::chrono::milliseconds(1), busy);
             if (++handled == enable_after) bal.enable(true);
         },
         {.name = "work"});
@@ -168,7 +132,7 @@ Spread concentrated(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pi
         });
     tp.join();
     Spread s;
-    s.busy = gather(busy.load());
+    s.busy = allgather(busy.load());
     long done = 0, moved = 0;
     for (int i = 1; i <= n_objects; ++i) {
         mobile_ptr<Work> p(ObjectKey{0, 0, std::uint64_t(i)});
@@ -177,9 +141,9 @@ Spread concentrated(std::unique_ptr<BalancePolicy> policy, bool enabled, bool pi
             if (me != 0) ++moved;
         }
     }
-    s.done = sum(done);
-    s.moved = sum(moved);
-    s.migrations = sum(long(bal.migrations()));
+    s.done = allreduce_sum(done);
+    s.moved = allreduce_sum(moved);
+    s.migrations = allreduce_sum(long(bal.migrations()));
     return s;
 }
 
@@ -194,14 +158,7 @@ Spread balanced(std::unique_ptr<BalancePolicy> policy, int per_object) {
     const int n = comm.ranks();
     std::atomic<double> busy{0};
     auto work = objs.make_handler<Work>(
-        [&](Work& w) {
-            const auto t0 = std::chrono::steady_clock::now();
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            ++w.done;
-            busy.fetch_add(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        },
-        {.name = "work"});
+        [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); }, {.name = "work"});
     std::vector<mobile_ptr<Work>> ps;
     for (int i = 0; i < 6; ++i)
         ps.push_back(objs.create<Work>());
@@ -213,13 +170,13 @@ Spread balanced(std::unique_ptr<BalancePolicy> policy, int per_object) {
     });
     tp.join();
     Spread s;
-    s.busy = gather(busy.load());
+    s.busy = allgather(busy.load());
     long done = 0;
     for (int r = 0; r < n; ++r)
         for (std::uint64_t i = 1; i <= 6; ++i)
             if (Work* w = objs.local(mobile_ptr<Work>(ObjectKey{r, 0, i}))) done += w->done;
-    s.done = sum(done);
-    s.migrations = sum(long(bal.migrations()));
+    s.done = allreduce_sum(done);
+    s.migrations = allreduce_sum(long(bal.migrations()));
     return s;
 }
 
@@ -227,64 +184,57 @@ void expect_balanced(const Spread& s, int per_object) {
     const int n = int(s.busy.size());
     EXPECT_EQ(s.done, 6L * n * per_object);  // exactly once
     if (n < 2) return;
-    double total = 0, lo = 1e30, hi = 0;
-    for (double b : s.busy)
-        total += b, lo = std::min(lo, b), hi = std::max(hi, b);
-    const double mean = total / n;
+    const BusySpread b = busy_spread(s.busy);
     // Static placement leaves every rank but 0 at zero: max/mean = n. Balanced within
     // object granularity on an oversubscribed machine: a loose bound.
-    EXPECT_LT(hi / mean, 2.0) << "max busy " << hi << " s, mean " << mean << " s";
-    EXPECT_GT(lo / mean, 0.2) << "min busy " << lo << " s, mean " << mean << " s";
+    EXPECT_LT(b.hi / b.mean, 2.0) << "max busy " << b.hi << " s, mean " << b.mean << " s";
+    EXPECT_GT(b.lo / b.mean, 0.2) << "min busy " << b.lo << " s, mean " << b.mean << " s";
     EXPECT_GT(s.migrations, 0);
 }
 
 }  // namespace
 
 TEST(BalanceMpi, RotateKeepsTheGuaranteesOfTheObjectsLayer) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     const long per_rank = 150;  // every object moves every 5 ms: sanitized migrations are slow
 #else
     const long per_rank = 1000;
 #endif
     const Outcome r = run(make_policy("rotate"), true, false, per_rank, 0.005);
-    EXPECT_EQ(sum(r.local), 4L * n);                 // every object lives in exactly one place
-    EXPECT_EQ(sum(r.count), 4L * n * n * per_rank);  // exactly once
-    EXPECT_EQ(sum(r.disorder), 0);                   // per-sender order
-    EXPECT_EQ(sum(r.overlaps), 0);                   // exclusive handlers alone
-    EXPECT_EQ(sum(r.names), 4L * n);                 // contents intact
-    const long steps = sum(r.steps);
+    EXPECT_EQ(allreduce_sum(r.local), 4L * n);  // every object lives in exactly one place
+    EXPECT_EQ(allreduce_sum(r.count), 4L * n * n * per_rank);  // exactly once
+    EXPECT_EQ(allreduce_sum(r.disorder), 0);                   // per-sender order
+    EXPECT_EQ(allreduce_sum(r.overlaps), 0);                   // exclusive handlers alone
+    EXPECT_EQ(allreduce_sum(r.names), 4L * n);                 // contents intact
+    const long steps = allreduce_sum(r.steps);
     if (n > 1) {
         EXPECT_GT(steps, 0);
     }
 }
 
 TEST(BalanceMpi, PinnedObjectsNeverMove) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
     const Outcome r = run(make_policy("rotate"), true, true, 300, 0.0005);
-    EXPECT_EQ(sum(r.moved), 0);
-    EXPECT_EQ(sum(r.count), 4L * n * n * 300);
-    EXPECT_EQ(sum(r.disorder), 0);
+    EXPECT_EQ(allreduce_sum(r.moved), 0);
+    EXPECT_EQ(allreduce_sum(r.count), 4L * n * n * 300);
+    EXPECT_EQ(allreduce_sum(r.disorder), 0);
 }
 
 TEST(BalanceMpi, PinsHoldAgainstAPolicyThatIgnoresThem) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
     const Outcome r = run(std::make_unique<IgnoresPins>(), true, true, 300, 0.0005);
-    EXPECT_EQ(sum(r.moved), 0);
-    EXPECT_EQ(sum(r.count), 4L * n * n * 300);
-    EXPECT_EQ(sum(r.disorder), 0);
+    EXPECT_EQ(allreduce_sum(r.moved), 0);
+    EXPECT_EQ(allreduce_sum(r.count), 4L * n * n * 300);
+    EXPECT_EQ(allreduce_sum(r.disorder), 0);
 }
 
 TEST(BalanceMpi, BalancingOffMeansNoMigration) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
     const Outcome r = run(make_policy("rotate"), false, false, 300, 0.0005);
-    EXPECT_EQ(sum(r.moved), 0);
-    EXPECT_EQ(sum(r.steps), 0);
-    EXPECT_EQ(sum(r.count), 4L * n * n * 300);
+    EXPECT_EQ(allreduce_sum(r.moved), 0);
+    EXPECT_EQ(allreduce_sum(r.steps), 0);
+    EXPECT_EQ(allreduce_sum(r.count), 4L * n * n * 300);
 }
 
 TEST(BalanceMpi, DiffusionSpreadsAConcentratedPlacement) {
@@ -296,10 +246,8 @@ TEST(BalanceMpi, MasterWorkerSpreadsAConcentratedPlacement) {
 }
 
 TEST(BalanceMpi, DiffusionAndMasterWorkerLeaveABalancedRunAlone) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    int me = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    const int n = world_size();
+    const int me = world_rank();
     for (const char* name : {"diffusion", "master_worker"}) {
         // Undamped, these policies moved up to one object per object here (15 and 11 at 4
         // ranks, 57 and 31 at 8: work taken from ranks whose work was queued a little later,
@@ -322,8 +270,7 @@ TEST(BalanceMpi, DiffusionAndMasterWorkerLeaveABalancedRunAlone) {
 }
 
 TEST(BalanceMpi, DiffusionAndMasterWorkerLeavePinnedObjects) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
     for (const char* name : {"diffusion", "master_worker"}) {
         const Spread s = concentrated(make_policy(name), true, true, 10);
         EXPECT_EQ(s.moved, 0) << name;
@@ -333,8 +280,7 @@ TEST(BalanceMpi, DiffusionAndMasterWorkerLeavePinnedObjects) {
 }
 
 TEST(BalanceMpi, DiffusionAndMasterWorkerOffMeanNoMigration) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
     for (const char* name : {"diffusion", "master_worker"}) {
         const Spread s = concentrated(make_policy(name), false, false, 10);
         EXPECT_EQ(s.moved, 0) << name;
@@ -346,12 +292,10 @@ TEST(BalanceMpi, DiffusionAndMasterWorkerOffMeanNoMigration) {
 }
 
 TEST(BalanceMpi, SwitchedOnWhileRunning) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
     // Off at first; rank 0 switches it on after 5 handlers (the others stay on throughout
     // as well: a rank's switch governs its own steps and objects).
-    int me = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    const int me = world_rank();
     const Spread s = concentrated(make_policy("diffusion"), me != 0, false, 30, 5);
     EXPECT_EQ(s.done, 6L * n * 30);
     if (n > 1) {
@@ -447,13 +391,7 @@ TEST(BalanceMpi, TheEnvironmentAloneBalancesAProgramWithNoBalancer) {
         const int me = comm.rank(), n = comm.ranks();
         std::atomic<double> busy{0};
         auto work = objs.make_handler<Work>(
-            [&](Work& w) {
-                const auto t0 = std::chrono::steady_clock::now();
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                ++w.done;
-                busy.fetch_add(
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-            },
+            [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); },
             {.name = "work"});
         std::vector<mobile_ptr<Work>> ps;
         if (me == 0)
@@ -467,12 +405,11 @@ TEST(BalanceMpi, TheEnvironmentAloneBalancesAProgramWithNoBalancer) {
                         work->invoke(p);
             });
         tp.join();
-        moved = sum(long(objs.stats().migrations_out));
-        const auto all = gather(busy.load());
+        moved = allreduce_sum(long(objs.stats().migrations_out));
+        const auto all = allgather(busy.load());
         least_busy = *std::min_element(all.begin(), all.end());
     };
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int n = world_size();
     for (const char* policy : {"diffusion", "master_worker"}) {
         long moved = 0;
         double least = 0;

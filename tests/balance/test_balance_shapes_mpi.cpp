@@ -18,43 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "common.hpp"
+
 using namespace cascade;
+using namespace balance_test;
 
 namespace {
-
-long sum(long x) {
-    long y = 0;
-    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return y;
-}
-
-std::vector<double> gather(double x) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    std::vector<double> all(n);
-    MPI_Allgather(&x, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
-    return all;
-}
-
-int ranks() {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-}
-
-int my_rank() {
-    int me = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    return me;
-}
-
-struct Step {
-    int done = 0;
-    template <class Archive>
-    void serialize(Archive& ar) {
-        ar(done);
-    }
-};
 
 struct Spread {
     std::vector<double> busy;  // per rank: seconds of handlers run there
@@ -79,18 +48,14 @@ Spread run_shape(Shape shape, const char* policy, int steps) {
     if (policy) bal = std::make_unique<Balancer>(objs, make_policy(policy));
     const int me = comm.rank(), n = comm.ranks();
     const int count = kObjectsPerRank * n;
-    std::vector<mobile_ptr<Step>> all;
+    std::vector<mobile_ptr<Work>> all;
     for (int i = 1; i <= count; ++i)
-        all.push_back(mobile_ptr<Step>(ObjectKey{0, 0, std::uint64_t(i)}));
+        all.push_back(mobile_ptr<Work>(ObjectKey{0, 0, std::uint64_t(i)}));
     std::atomic<double> busy{0};
-    Handler<Step, void, int, int>* step = nullptr;
-    step = objs.make_handler<Step>(
-        [&](Step& s, int& index, int& left) {
-            const auto t0 = std::chrono::steady_clock::now();
-            std::this_thread::sleep_for(std::chrono::duration<double>(kStepS));
-            ++s.done;
-            busy.fetch_add(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    Handler<Work, void, int, int>* step = nullptr;
+    step = objs.make_handler<Work>(
+        [&](Work& w, int& index, int& left) {
+            sleep_counted(w, std::chrono::duration<double>(kStepS), busy);
             if (left <= 1) return;
             const int next = shape == Shape::chain ? index : (index + 1) % count;
             step->invoke(all[std::size_t(next)], next, left - 1);
@@ -98,7 +63,7 @@ Spread run_shape(Shape shape, const char* policy, int steps) {
         {.name = "step"});
     if (me == 0)
         for (int i = 0; i < count; ++i)
-            objs.create<Step>();
+            objs.create<Work>();
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t0 = std::chrono::steady_clock::now();
     if (me == 0)
@@ -109,12 +74,12 @@ Spread run_shape(Shape shape, const char* policy, int steps) {
     tp.join();
     Spread s;
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    s.busy = gather(busy.load());
+    s.busy = allgather(busy.load());
     long done = 0;
     for (auto& p : all)
-        if (Step* st = objs.local(p)) done += st->done;
-    s.done = sum(done);
-    s.migrations = sum(long(objs.stats().migrations_out));
+        if (Work* w = objs.local(p)) done += w->done;
+    s.done = allreduce_sum(done);
+    s.migrations = allreduce_sum(long(objs.stats().migrations_out));
     return s;
 }
 
@@ -122,28 +87,24 @@ Spread run_shape(Shape shape, const char* policy, int steps) {
 // = ranks, min = 0); a loaded machine slows ranks down for real, so a run that misses is tried
 // again (up to three in all, the same decision on every rank).
 void expect_spread(Shape shape, const char* policy, int steps) {
-    const int n = ranks();
+    const int n = world_size();
     Spread s;
-    double hi = 0, lo = 0, mean = 0;
+    BusySpread b;
     for (int attempt = 1; attempt <= 3; ++attempt) {
         s = run_shape(shape, policy, steps);
         EXPECT_EQ(s.done, long(kObjectsPerRank) * n * steps) << policy;  // exactly once
         if (n < 2) return;
-        double total = 0;
-        lo = 1e30, hi = 0;
-        for (double b : s.busy)
-            total += b, lo = std::min(lo, b), hi = std::max(hi, b);
-        mean = total / n;
-        if (my_rank() == 0)
+        b = busy_spread(s.busy);
+        if (world_rank() == 0)
             std::printf(
                 "%s %s, %d ranks: %.3f s, busy max/mean %.2f, min/mean %.2f, %ld "
                 "migrations (attempt %d)\n",
                 shape == Shape::chain ? "chain" : "fanout", policy ? policy : "(env)", n, s.seconds,
-                hi / mean, lo / mean, s.migrations, attempt);
-        if (hi / mean < 1.75 && lo / mean > 0.25) break;
+                b.hi / b.mean, b.lo / b.mean, s.migrations, attempt);
+        if (b.hi / b.mean < 1.75 && b.lo / b.mean > 0.25) break;
     }
-    EXPECT_LT(hi / mean, 1.75) << "max busy " << hi << " s, mean " << mean << " s";
-    EXPECT_GT(lo / mean, 0.25) << "min busy " << lo << " s, mean " << mean << " s";
+    EXPECT_LT(b.hi / b.mean, 1.75) << "max busy " << b.hi << " s, mean " << b.mean << " s";
+    EXPECT_GT(b.lo / b.mean, 0.25) << "min busy " << b.lo << " s, mean " << b.mean << " s";
     EXPECT_GT(s.migrations, 0);
 }
 
@@ -172,29 +133,13 @@ TEST(BalanceShapes, TheEnvironmentAloneBalancesAChain) {
     unsetenv("CASCADE_BALANCE");
 }
 
-namespace {
-
-struct Tally {
-    std::vector<std::int64_t> last;  // per sender: the last sequence number seen
-    std::int64_t count = 0, disorder = 0;
-    int running = 0;  // exclusive handlers running on it now
-    std::int64_t overlaps = 0;
-    std::string name;
-    template <class Archive>
-    void serialize(Archive& ar) {
-        ar(last, count, disorder, overlaps, name);
-    }
-};
-
-}  // namespace
-
 // Objects created on rank 0 (the placement every policy wants to change), ordered requests
 // from every rank, handlers long enough to be measured, a chain beside them, shared readers:
 // whatever each policy moves, every request runs exactly once, in its sender's order, an
 // exclusive handler alone and no shared one beside it, and every object arrives intact.
 TEST(BalanceShapes, TheObjectsLayerKeepsItsGuaranteesUnderEveryPolicy) {
-    const int n = ranks();
-    const int me = my_rank();
+    const int n = world_size();
+    const int me = world_rank();
     const long per_rank = 40;
     const int count = 2 * n;
     for (const char* policy : {"none", "rotate", "diffusion", "master_worker"}) {
@@ -258,14 +203,15 @@ TEST(BalanceShapes, TheObjectsLayerKeepsItsGuaranteesUnderEveryPolicy) {
                 overlaps += t->overlaps;
                 names += t->name == "tally " + std::to_string(i + 1);
             }
-        EXPECT_EQ(sum(local), count) << policy;  // every object lives in exactly one place
-        EXPECT_EQ(sum(total), long(count) * n * per_rank) << policy;  // exactly once
-        EXPECT_EQ(sum(disorder), 0) << policy;                        // per-sender order
-        EXPECT_EQ(sum(overlaps), 0) << policy;                        // exclusive alone
-        EXPECT_EQ(sum(bad_shared.load()), 0) << policy;  // no shared beside an exclusive
-        EXPECT_EQ(sum(names), count) << policy;          // contents intact
-        EXPECT_EQ(sum(chain_steps.load()), per_rank) << policy;
-        const long moved = sum(long(objs.stats().migrations_out));
+        EXPECT_EQ(allreduce_sum(local), count)
+            << policy;  // every object lives in exactly one place
+        EXPECT_EQ(allreduce_sum(total), long(count) * n * per_rank) << policy;  // exactly once
+        EXPECT_EQ(allreduce_sum(disorder), 0) << policy;                        // per-sender order
+        EXPECT_EQ(allreduce_sum(overlaps), 0) << policy;                        // exclusive alone
+        EXPECT_EQ(allreduce_sum(bad_shared.load()), 0) << policy;  // no shared beside an exclusive
+        EXPECT_EQ(allreduce_sum(names), count) << policy;          // contents intact
+        EXPECT_EQ(allreduce_sum(chain_steps.load()), per_rank) << policy;
+        const long moved = allreduce_sum(long(objs.stats().migrations_out));
         if (me == 0) std::printf("%s: %ld migrations at %d ranks\n", policy, moved, n);
         if (std::string(policy) == "none") {
             EXPECT_EQ(moved, 0);

@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "../comm/mpi_test_util.hpp"
 #include "cascade/broadcast/detail/engine.hpp"
 #include "cascade/broadcast/tree.hpp"
 #include "cascade/cascade.hpp"
+#include "mpi_test_util.hpp"
 
 using cascade::Communicator;
 using cascade::Taskflow;

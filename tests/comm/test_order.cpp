@@ -27,15 +27,10 @@ using cascade::Communicator;
 using cascade::CommunicatorOptions;
 using cascade::Threadpool;
 using cascade_test::allreduce_sum;
+using cascade_test::world_size;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int size_of_world() {
-    int n = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-}
 
 // Whether the values recorded are 0, 1, 2, ... in that order.
 bool in_order(const std::vector<int>& v) {
@@ -80,7 +75,7 @@ TEST(Order, HeldSendsLeaveBeforeTheSameThreadsUnheldOnes) {
 // Rank 0 sends x to ranks 2, 3 and 1 (merged into one tree: 3 forwards to 1), then y to
 // rank 1 alone, while ranks 2 and 3 are busy: rank 1 still runs x before y.
 TEST(Order, ATreeThroughASlowInnerNodeIsNotOvertakenByALaterDirectSend) {
-    if (size_of_world() < 4) GTEST_SKIP() << "needs 4 ranks";
+    if (world_size() < 4) GTEST_SKIP() << "needs 4 ranks";
     Communicator comm;
     Threadpool tp(1, &comm);
     const int me = comm.rank();
@@ -123,7 +118,7 @@ TEST(Order, ATreeThroughASlowInnerNodeIsNotOvertakenByALaterDirectSend) {
 // the first receiver to say it got some: held sends past the back-pressure window leave
 // while the task runs, so the wait ends.
 TEST(Order, HeldSendsPastTheWindowLeaveWhileTheTaskRuns) {
-    if (size_of_world() < 2) GTEST_SKIP() << "needs 2 ranks";
+    if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
     CommunicatorOptions o;
     o.max_bytes_in_flight = 64 << 10;
     Communicator comm(MPI_COMM_WORLD, o);
@@ -157,7 +152,7 @@ TEST(Order, HeldSendsPastTheWindowLeaveWhileTheTaskRuns) {
 // A task that has used its stack down to the last few hundred KiB waits for a reply to a
 // message it held: the wait releases the held message although no other task may nest there.
 TEST(Order, ATaskWaitingAtTheEndOfItsStackReleasesWhatItHeld) {
-    if (size_of_world() < 2) GTEST_SKIP() << "needs 2 ranks";
+    if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
     Communicator comm;
     Threadpool tp(1, &comm);
     const int me = comm.rank();
@@ -265,7 +260,7 @@ TEST(Order, ArgumentsTooBigForOneMessageAreRefusedWhenSent) {
 // of the same size: it must not take the waiting stream's tag, or each body lands in the
 // other's buffer.
 TEST(Order, ABodyWaitingPastAFullTagCycleGetsItsOwnBytes) {
-    if (size_of_world() < 4) GTEST_SKIP() << "needs 4 ranks";
+    if (world_size() < 4) GTEST_SKIP() << "needs 4 ranks";
     Communicator comm;
     Threadpool tp(1, &comm);
     const int me = comm.rank();

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "../comm/mpi_test_util.hpp"
+#include "mpi_test_util.hpp"
 
 using namespace cascade;
 

@@ -16,7 +16,11 @@
 #include <utility>
 #include <vector>
 
+#include "mpi_test_util.hpp"
+
 using namespace cascade;
+using cascade_test::allreduce_max;
+using cascade_test::allreduce_sum;
 
 namespace {
 
@@ -59,17 +63,6 @@ bool payload_ok(const Tally& t, int id) {
     for (int i = 0; i < 1000; ++i)
         if (t.payload[i] != id + 0.25 * i) return false;
     return true;
-}
-
-long allreduce_sum(long x) {
-    long y = 0;
-    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return y;
-}
-long allreduce_max(long x) {
-    long y = 0;
-    MPI_Allreduce(&x, &y, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-    return y;
 }
 
 // An object holding global pointers to others.

@@ -1,9 +1,10 @@
-// Busy work for benchmarks, shared by the suites: no clock call inside the loop.
+// Busy work for the apps and the benchmarks: no clock call inside the loop.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
-#include "common/stats.hpp"
+#include "stats.hpp"
 
 namespace cascade_bench {
 
@@ -21,6 +22,19 @@ inline thread_local std::uint64_t spin_chain = 1;
         asm volatile("" : "+r"(x)::"memory");
     }
     spin_chain = x;
+}
+
+// Spin iterations per second on this core: the fastest of five runs of 2,000,000, timed on
+// the steady clock.
+inline double spin_iters_per_second() {
+    double best = 0;
+    for (int i = 0; i < 5; ++i) {
+        const std::uint64_t iters = 2000000;
+        const double t0 = now_seconds();
+        spin(iters);
+        best = std::max(best, double(iters) / (now_seconds() - t0));
+    }
+    return best;
 }
 
 }  // namespace cascade_bench

@@ -1,0 +1,41 @@
+# How the project's MPI programs run as CTest tests (tests/, apps/, bench/): the flags and
+# environment of mpiexec, and cascade_mpi_test(). The top CMakeLists.txt includes this file
+# after find_package(MPI), so every directory below it sees the same values.
+
+execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _cascade_mpiexec_version
+                ERROR_QUIET)
+# CASCADE_MPIEXEC_FLAGS: what follows `mpiexec -n <ranks>`; CASCADE_MPI_ENV: the environment of
+# each test. Plain variables, set anew at each configure (not cached).
+unset(CASCADE_MPIEXEC_FLAGS CACHE)
+unset(CASCADE_MPI_ENV CACHE)
+set(CASCADE_MPIEXEC_FLAGS "")
+list(APPEND CASCADE_MPIEXEC_FLAGS ${MPIEXEC_PREFLAGS})
+# CASCADE_WATCHDOG: a hang prints what each rank waits for, well before the test timeout.
+set(CASCADE_MPI_ENV "CASCADE_CHECK=1" "CASCADE_WATCHDOG=60")
+if(_cascade_mpiexec_version MATCHES "Open MPI|OpenRTE")
+  # More ranks than cores, and running as root in containers.
+  list(APPEND CASCADE_MPIEXEC_FLAGS --oversubscribe)
+  list(APPEND CASCADE_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+       OMPI_MCA_rmaps_base_oversubscribe=1)
+endif()
+
+# cascade_mpi_test(NAME RANKS <n...> [TIMEOUT s] [LABELS <label...>] [WRAP <command...>]
+#                  COMMAND <args...>): one CTest test per rank count, NAME_np<n>, running
+# `WRAP mpiexec -n <n> CASCADE_MPIEXEC_FLAGS COMMAND` in CASCADE_MPI_ENV. TIMEOUT defaults to
+# 120 s, LABELS to mpi.
+function(cascade_mpi_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "RANKS;COMMAND;WRAP;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  if(NOT T_LABELS)
+    set(T_LABELS mpi)
+  endif()
+  foreach(n ${T_RANKS})
+    add_test(NAME ${name}_np${n}
+             COMMAND ${T_WRAP} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+                     ${CASCADE_MPIEXEC_FLAGS} ${T_COMMAND})
+    set_tests_properties(${name}_np${n} PROPERTIES TIMEOUT ${T_TIMEOUT}
+                         ENVIRONMENT "${CASCADE_MPI_ENV}" LABELS "${T_LABELS}")
+  endforeach()
+endfunction()
