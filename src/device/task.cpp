@@ -227,6 +227,9 @@ const std::string& DeviceTask::name() const noexcept {
 int DeviceTask::device() const noexcept {
     return s_ ? s_->device : -1;
 }
+Threadpool& DeviceTask::pool() const noexcept {
+    return s_->rt->tp;
+}
 
 DeviceTask& DeviceTask::after(const DeviceTask& u) {
     if (!s_ || !u.s_) throw UsageError("DeviceTask::after() with an empty task");

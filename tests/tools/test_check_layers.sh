@@ -2,8 +2,9 @@
 # test_check_layers.sh PYTHON ROOT: tools/check-layers passes on the tree, and fails on a
 # copy of it with one include that points up (core -> comm), one that brings MPI into core,
 # one that brings MPI into the MPI-free umbrella <cascade/core.hpp>, one from core to that
-# umbrella (it includes trace), and functions declared in core or comm and defined in a layer
-# above (two free functions defined in comm, a member function defined in broadcast).
+# umbrella (it includes trace), device including futures, a futures file other than the bridge
+# futures/device.hpp including device, and functions declared in core or comm and defined in a
+# layer above (two free functions defined in comm, a member function defined in broadcast).
 set -euo pipefail
 py=$1 root=$2
 "$py" "$root/tools/check-layers" --root "$root"
@@ -16,6 +17,8 @@ cases=(
     'core/task.hpp|#include <mpi.h>'
     'core.hpp|#include <mpi.h>'
     'core/task.hpp|#include "cascade/core.hpp"'
+    'device/task.hpp|#include "cascade/futures/future.hpp"'
+    'futures/future.hpp|#include "cascade/device/task.hpp"'
 )
 for c in "${cases[@]}"; do
     file=${c%%|*} bad=${c#*|}

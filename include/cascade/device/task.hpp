@@ -2,7 +2,9 @@
 // as a future<void>: ready(), wait() (a pool worker runs other tasks meanwhile), get()
 // (rethrows the task's exception), then(f), when_all(...), and fulfil(taskflow, key) feeds a
 // Taskflow promise when it completes. Explicit dependencies: Devices::prepare returns an
-// unsubmitted task; after(u) makes it wait for u; submit() releases it.
+// unsubmitted task; after(u) makes it wait for u; submit() releases it. A program that also
+// links the futures layer turns it into a cascade::future<void> with cascade::to_future(t)
+// (<cascade/futures/device.hpp>; this layer itself stays free of MPI).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +21,8 @@
 #include "cascade/device/kernel.hpp"
 
 namespace cascade {
+
+class Threadpool;
 
 namespace device::detail {
 struct TaskState;
@@ -66,6 +70,9 @@ class DeviceTask {
     const std::string& name() const noexcept;
     /// The device index it ran on (-1: a host continuation, or not scheduled yet).
     int device() const noexcept;
+    /// The pool of the Devices it belongs to (where its continuations run). Not for an empty
+    /// handle.
+    Threadpool& pool() const noexcept;
 
     /// Explicit dependency: this task starts only after `u` finished. Only before submit().
     DeviceTask& after(const DeviceTask& u);
