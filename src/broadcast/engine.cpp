@@ -370,6 +370,19 @@ void Engine::wait(bool large, const Header& h, const view<const Recipient>& sub,
                                std::vector<char>(payload.begin(), payload.end())});
 }
 
+// Once every message sent in the epoch ran, the root's messages a waiting broadcast counts
+// on have all run here: one still waiting came with a forged `after`.
+std::string Engine::stranded() const {
+    if (waiting_.empty()) return {};
+    const Waiting& w = waiting_.front();
+    return std::string("malformed active message '") + (w.large ? "broadcast.large" : "broadcast") +
+           "' from " + rank_str(w.h.from) + ": broadcast header from " + rank_str(w.h.from) +
+           ": runs after " + std::to_string(w.h.after) + " messages of root " + rank_str(w.h.root) +
+           ", and the epoch ended with " + std::to_string(comm_.frames_run_from(w.h.root)) +
+           " of them run here (" + std::to_string(waiting_.size()) +
+           " broadcast(s) would never run)";
+}
+
 bool Engine::run_waiting(void* self) {
     auto* e = static_cast<Engine*>(self);
     bool ran = false;

@@ -454,7 +454,11 @@ void Communicator::abort_job(const std::string& what) {
         write_trace_of_rank();
         if (on_comm_thread()) tell_peers_of_abort();
     }
-    MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, 1);
+    // The launcher forwards what this rank printed through a pipe, and may kill the job
+    // before reading it: leave it a moment. Then MPI_COMM_WORLD: aborting our duplicate of it
+    // can hang (MPICH) when the other ranks have already entered MPI_Finalize.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    MPI_Abort(MPI_COMM_WORLD, 1);
     std::abort();
 }
 

@@ -240,6 +240,9 @@ PollResult Communicator::poll_once(Threadpool& tp) {
     }
     const bool active = progress();
     if (completion_step(tp)) {
+        // A message that ran but left work waiting for messages nobody sent was forged.
+        if (std::string stranded = bcast_->stranded(); !stranded.empty())
+            abort_job("rank " + std::to_string(rank_) + ": " + stranded);
         // Everything sent was processed somewhere. Start the next epoch now: while we finish
         // our sends below, other ranks that already got SHUTDOWN may send us control
         // messages of the next epoch, which must count there.

@@ -6,6 +6,8 @@
 //   tag        a body on tag -1 (the ordered body stream of large active messages)
 //   from       a header that says it comes from rank 0 itself
 //   recipient  a sub-list naming a rank outside the job
+//   after      (3 ranks) a forward from rank 1 of root 2's broadcast that runs after 1000 of
+//              root 2's messages, which never come: not run, and never silently dropped
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -40,6 +42,11 @@ int main(int argc, char** argv) {
         if (mode == "tag") h.tag = -1;
         if (mode == "from") h.from = 0;
         if (mode == "recipient") sub.push_back(Recipient{comm.ranks() + 5, 0.f});
+        if (mode == "after") {
+            if (comm.ranks() < 3) return 3;
+            h.root = 2;
+            h.after = 1000;
+        }
         std::vector<char> args(8, 0);
         int x = 0;
         std::memcpy(args.data(), &x, sizeof x);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace cascade {
@@ -67,6 +68,10 @@ class Broadcasts {
 
     /// Counters of this rank (consistent once join() returned).
     virtual BroadcastStats stats() const = 0;
+    /// Called when an epoch completed on this rank: what still waits here for messages that
+    /// will never come (a header from the wire that promised them), as a message naming the
+    /// sender; empty when nothing does.
+    virtual std::string stranded() const { return {}; }
 
     // ---- used by ActiveMsg / LargeActiveMsg / Communicator ------------------------------------
     /// An AM to several ranks (ActiveMsg::send with a list); `payload` is its serialized

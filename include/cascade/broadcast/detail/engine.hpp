@@ -113,6 +113,7 @@ class Engine final : public Broadcasts {
     void run_small(const Header& h, const view<const Recipient>& sub,
                    const view<const char>& payload);
     void run_large(const Header& h, const view<const Recipient>& sub, const view<const char>& args);
+    std::string stranded() const override;
     bool must_wait(const Header& h) const;
     void wait(bool large, const Header& h, const view<const Recipient>& sub,
               const view<const char>& payload);
