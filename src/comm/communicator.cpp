@@ -423,7 +423,17 @@ std::string Communicator::describe_state() const {
     os << "messages: " << queued() << " active messages queued here, " << processed_
        << " processed here; " << outbox_pending_.load() << " destination(s) with unsent messages, "
        << live_sends_ << " MPI send(s) in flight, " << large_recvs_.size() << " large bod(ies) and "
-       << big_recvs_.size() << " big message(s) being received; completion: epoch " << epoch_;
+       << big_recvs_.size() << " big message(s) being received";
+    // Sends held behind a broadcast's fence until the rank it reached through another rank
+    // acknowledges it.
+    bool any_fence = false;
+    for (int d = 0; d < size_; ++d)
+        if (const int f = outbox_[static_cast<std::size_t>(d)].fences.load(); f > 0) {
+            os << (any_fence ? ", " : "; held for acknowledgements of broadcasts: ") << "rank " << d
+               << " (" << f << ")";
+            any_fence = true;
+        }
+    os << "; completion: epoch " << epoch_;
     if (last_q_ == ~0ull)
         os << ", no COUNT sent yet";
     else
