@@ -17,6 +17,7 @@
 #include "cascade/device/devices.hpp"
 #include "cascade/futures/device.hpp"
 #include "cascade/futures/futures.hpp"
+#include "kernels.hpp"
 
 using cascade::Data;
 using cascade::DeviceKind;
@@ -27,6 +28,8 @@ using cascade::Launch;
 using cascade::Threadpool;
 using cascade::to_future;
 using cascade::UsageError;
+
+using device_test::throwing_kernel;
 
 namespace {
 
@@ -39,16 +42,6 @@ CASCADE_KERNEL(scale, (kernel_global double* y, double a, int n), {
     int i = kernel_global_id_x;
     if (i < n) y[i] *= a;
 });
-
-cascade::Kernel& throwing_kernel() {
-    static cascade::Kernel k("thrower");
-    static bool once = [] {
-        k.cpu([](cascade::KernelArgs&) { throw std::domain_error("bad input in thrower"); });
-        return true;
-    }();
-    (void)once;
-    return k;
-}
 
 // Sleeps (scalar 1, in ms), then sets flag[0] to 1: a future that became ready too early
 // sees 0.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cascade/device/devices.hpp"
+#include "kernels.hpp"
 
 using cascade::Data;
 using cascade::DataAccess;
@@ -18,6 +19,8 @@ using cascade::Devices;
 using cascade::Launch;
 using cascade::Threadpool;
 using cascade::UsageError;
+
+using device_test::throwing_kernel;
 
 namespace {
 
@@ -41,16 +44,6 @@ cascade::Kernel& stamp_kernel() {
             std::this_thread::sleep_for(std::chrono::milliseconds(delay));
             a.data<int>(0)[0] = g_clock.fetch_add(1);
         });
-        return true;
-    }();
-    (void)once;
-    return k;
-}
-
-cascade::Kernel& throwing_kernel() {
-    static cascade::Kernel k("thrower");
-    static bool once = [] {
-        k.cpu([](cascade::KernelArgs&) { throw std::domain_error("bad input in thrower"); });
         return true;
     }();
     (void)once;
