@@ -280,9 +280,14 @@ std::size_t Engine::window_pieces(std::size_t piece) const noexcept {
 // broadcast that reaches it through an inner node. The root fences every rank its tree reaches
 // through another rank: what it queues for that rank afterwards waits until the rank says the
 // broadcast arrived (on_delivered). A rank that is fenced already, or has messages of this rank
-// queued, is reached through no other rank: the root sends it the broadcast itself.
+// queued, is reached through no other rank: the root sends it the broadcast itself. The root's
+// headers to its children are in order once the tree is routed: one queued later (after
+// back-pressure ran handlers that broadcast, or while another thread broadcast) goes ahead of
+// the fences raised on that child since, or the two trees could each wait for the other's
+// acknowledgement.
 
-void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>& kids) {
+void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>& kids,
+                   std::vector<std::uint64_t>& since) {
     // A recipient the tree would reach through another rank but that must be sent to directly
     // moves to the end of the list, a child of the root; the tree is made again over the ones
     // before it (each round takes one out, and usually there is no second round).
@@ -302,21 +307,26 @@ void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>
     }
     for (std::size_t i = tree; i < list.size(); ++i)
         kids.push_back(Child{i, 0});
+    since.clear();
     for (const Child& c : kids) {
         list[c.at].after = 0;  // a child of the root: its messages arrive in order
+        since.push_back(comm_.fence_stretch(list[c.at].rank));
         for (std::size_t i = c.at + 1; i < c.at + 1 + c.count; ++i)
             list[i].after = comm_.raise_fence(list[i].rank);
     }
 }
 
 template <class... Ps>
-void Engine::send_protocol(int dest, ActiveMsg<Ps...>& am, const Ps&... ps) {
+void Engine::send_protocol(std::uint64_t since, int dest, ActiveMsg<Ps...>& am, const Ps&... ps) {
     const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
-    comm_.enqueue_past_fence(dest, am, bytes, [&](char* out) {
-        wire::Writer w(out);
-        (w.put(ps), ...);
-        return w.position();
-    });
+    comm_.enqueue_past_fence(
+        dest, am, bytes,
+        [&](char* out) {
+            wire::Writer w(out);
+            (w.put(ps), ...);
+            return w.position();
+        },
+        since);
 }
 
 void Engine::on_delivered(int rank) {
@@ -334,7 +344,7 @@ struct Engine::Delivered {
     ~Delivered() {
         if (h.from == h.root) return;
         try {
-            e.send_protocol(h.root, *e.delivered_, e.me_);
+            e.send_protocol(0, h.root, *e.delivered_, e.me_);
         } catch (...) {  // the rank is going down with the error that is propagating
         }
     }
@@ -381,6 +391,16 @@ std::string Engine::stranded() const {
            ", and the epoch ended with " + std::to_string(comm_.frames_run_from(w.h.root)) +
            " of them run here (" + std::to_string(waiting_.size()) +
            " broadcast(s) would never run)";
+}
+
+std::string Engine::describe_waits() const {
+    if (waiting_.empty()) return {};
+    const Waiting& w = waiting_.front();
+    return std::to_string(waiting_.size()) +
+           " broadcast(s) waiting for earlier messages of their " + "root, the first from root " +
+           rank_str(w.h.root) + " through " + rank_str(w.h.from) + " (" +
+           std::to_string(comm_.frames_run_from(w.h.root)) + " of its " +
+           std::to_string(w.h.after) + " run here)";
 }
 
 bool Engine::run_waiting(void* self) {
@@ -440,7 +460,7 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
         std::vector<Recipient>& list = sp.list;
         std::vector<Child>& kids = sp.kids;
         arrange(Shape::binomial, sp.others, sp.priorities, rotation_.fetch_add(1), list);
-        route(Shape::binomial, list, kids);
+        route(Shape::binomial, list, kids, sp.since);
         const Header h{am.id(),
                        am.signature(),
                        me_,
@@ -453,9 +473,10 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
                        0,
                        0};
         const view<const char> body(payload, size);
-        for (const Child& c : kids)
-            small_->send_now(list[c.at].rank, h,
-                             view<const Recipient>(list.data() + c.at + 1, c.count), body);
+        const Communicator::RoomWaitsDeferred whole_tree;
+        for (std::size_t i = 0; i < kids.size(); ++i)
+            send_protocol(sp.since[i], list[kids[i].at].rank, *small_, h,
+                          view<const Recipient>(list.data() + kids[i].at + 1, kids[i].count), body);
         // (h.after stays 0: the root's children get the broadcast straight from it.)
         n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     }
@@ -526,7 +547,7 @@ void Engine::run_small(const Header& h, const view<const Recipient>& sub,
     f.from = me_;
     for (const Child& c : kids) {
         f.after = sub[c.at].after;
-        send_protocol(sub[c.at].rank, *small_, f,
+        send_protocol(0, sub[c.at].rank, *small_, f,
                       view<const Recipient>(sub.data() + c.at + 1, c.count), payload);
     }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
@@ -545,7 +566,7 @@ void Engine::run_small(const Header& h, const view<const Recipient>& sub,
 
 void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
                   std::span<const char> args, RootState* root, const void* body, std::size_t attach,
-                  std::uint64_t mark) {
+                  std::uint64_t mark, std::uint64_t since) {
     const view<const Recipient> s(sub.data(), sub.size());
     const view<const char> a(args.data(), args.size());
     const std::size_t bytes = wire::size_of(h) + wire::size_of(s) + wire::size_of(a);
@@ -561,11 +582,11 @@ void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
         return;
     }
     if (attach == 0) {
-        comm_.enqueue(dest, *large_, bytes, write);
+        comm_.enqueue_past_fence(dest, *large_, bytes, write, since);
         return;
     }
     // The root's pieces go with the header, under the same lock.
-    comm_.enqueue(dest, *large_, bytes, write, [&](Communicator::Outbox& o) {
+    comm_.enqueue_past_fence(dest, *large_, bytes, write, since, [&](Communicator::Outbox& o) {
         const std::size_t n = std::min(attach, pieces(h.bytes, h.piece));
         for (std::size_t k = 0; k < n; ++k) {
             const std::size_t off = k * h.piece;
@@ -606,7 +627,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     std::vector<Recipient>& list = sp.list;
     std::vector<Child>& kids = sp.kids;
     arrange(shape, sp.others, sp.priorities, rotation_.fetch_add(1), list);
-    route(shape, list, kids);
+    route(shape, list, kids, sp.since);
     auto* st = new RootState;
     st->am = &am;
     st->args = std::move(args);
@@ -645,6 +666,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
         st->next_piece = window;
         st->chain = BodyDest{list[kids[0].at].rank, tags[0], kids[0].count == 0};
     }
+    const Communicator::RoomWaitsDeferred whole_tree;
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
         h.tag = tags[i];
@@ -654,13 +676,13 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
              serial && i > 0 ? 0
              : chain         ? window
                              : n,
-             chain ? 2 : 0);
+             chain ? 2 : 0, sp.since[i]);
     }
     h.ack = 0;
     n_.root_messages.fetch_add(kids.size(), std::memory_order_relaxed);
     if (sp.self) {
         h.tag = st->tags.back();
-        post(me_, h, {}, st->args, st, body, n, 0);
+        post(me_, h, {}, st->args, st, body, n, 0, 0);
     }
 }
 
@@ -704,7 +726,7 @@ void Engine::run_large(const Header& h, const view<const Recipient>& sub,
         f.ack = ack_token(st->serial, kids, i, st->token);
         f.after = sub[c.at].after;
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
-             st->args, nullptr, nullptr, 0, 0);
+             st->args, nullptr, nullptr, 0, 0, 0);
         st->kids.push_back(BodyDest{sub[c.at].rank, f.tag, c.count == 0});
     }
     n_.forwarded.fetch_add(kids.size(), std::memory_order_relaxed);
@@ -735,7 +757,7 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
     if (st->next == st->npieces && !st->delivered) {
         st->delivered = true;
         // The sender waits for this before it sends to its next child (serial bodies).
-        if (st->h.ack != 0) send_protocol(st->h.from, *ack_, st->h.ack);
+        if (st->h.ack != 0) send_protocol(0, st->h.from, *ack_, st->h.ack);
         n_.bodies_received.fetch_add(1, std::memory_order_relaxed);
         try {
             st->am->on_tree_body_arrived(st->args.data(), st->args.size());

@@ -433,6 +433,8 @@ std::string Communicator::describe_state() const {
                << " (" << f << ")";
             any_fence = true;
         }
+    if (bcast_)
+        if (const std::string w = bcast_->describe_waits(); !w.empty()) os << "; " << w;
     os << "; completion: epoch " << epoch_;
     if (last_q_ == ~0ull)
         os << ", no COUNT sent yet";

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "internal.hpp"
 
@@ -129,8 +132,15 @@ std::uint64_t Communicator::raise_fence(int dest) {
     if (o.fences.fetch_add(1, std::memory_order_acq_rel) == 0) {
         o.fence_bytes = o.buf.size();
         o.fence_larges = o.larges.size();
+        ++o.fence_stretch;
     }
     return o.seq;
+}
+
+std::uint64_t Communicator::fence_stretch(int dest) const {
+    Outbox& o = outbox_[dest];
+    std::lock_guard<Spinlock> g(o.lock);
+    return o.fences.load(std::memory_order_relaxed) > 0 ? o.fence_stretch : 0;
 }
 
 void Communicator::lower_fence(int dest) {
@@ -253,16 +263,21 @@ void Communicator::send_frames(int d, detail::Bytes buf) {
     track_send(std::move(ps));
 }
 
-// Outbox o is fenced (under its lock): the frame written last, at frame_at, goes right before
-// the fence (it leaves with what was queued before it).
-void Communicator::move_before_fence(Outbox& o, std::size_t frame_at) {
+// Outbox o is fenced (under its lock): the frame written last, at frame_at, and the bodies
+// attached with it, from larges_at on, go right before the fence (they leave with what was
+// queued before it).
+void Communicator::move_before_fence(Outbox& o, std::size_t frame_at, std::size_t larges_at) {
     if (frame_at == o.fence_bytes) {
         o.fence_bytes = o.buf.size();
-        return;
+    } else {
+        std::rotate(o.buf.begin() + static_cast<std::ptrdiff_t>(o.fence_bytes),
+                    o.buf.begin() + static_cast<std::ptrdiff_t>(frame_at), o.buf.end());
+        o.fence_bytes += o.buf.size() - frame_at;
     }
-    std::rotate(o.buf.begin() + static_cast<std::ptrdiff_t>(o.fence_bytes),
-                o.buf.begin() + static_cast<std::ptrdiff_t>(frame_at), o.buf.end());
-    o.fence_bytes += o.buf.size() - frame_at;
+    if (larges_at == o.larges.size()) return;
+    std::rotate(o.larges.begin() + static_cast<std::ptrdiff_t>(o.fence_larges),
+                o.larges.begin() + static_cast<std::ptrdiff_t>(larges_at), o.larges.end());
+    o.fence_larges += o.larges.size() - larges_at;
 }
 
 // Outbox o is fenced (under its lock): takes what was queued before the fence into `buf` and
@@ -551,12 +566,38 @@ std::ptrdiff_t Communicator::room_left(int dest) const {
     return static_cast<std::ptrdiff_t>(cap - f.frames);
 }
 
+namespace {
+// RoomWaitsDeferred of this thread: how many live, and the destinations whose waits they put
+// off.
+thread_local int tls_room_deferred = 0;
+thread_local std::vector<std::pair<Communicator*, int>> tls_room_owed;
+}  // namespace
+
+Communicator::RoomWaitsDeferred::RoomWaitsDeferred() noexcept {
+    ++tls_room_deferred;
+}
+
+Communicator::RoomWaitsDeferred::~RoomWaitsDeferred() noexcept(false) {
+    if (--tls_room_deferred > 0 || tls_room_owed.empty()) return;
+    std::vector<std::pair<Communicator*, int>> owed;
+    owed.swap(tls_room_owed);
+    if (std::uncaught_exceptions() == 0)
+        for (const auto& [comm, dest] : owed)
+            comm->wait_for_room(dest);
+    owed.clear();
+    if (tls_room_owed.empty()) tls_room_owed.swap(owed);  // keeps the capacity
+}
+
 // Back-pressure (CommunicatorOptions::max_bytes_in_flight): enqueue found the frames queued
 // for `dest` and those MPI still holds over the limit. The communication thread outside any
 // handler makes room by progressing; inside a handler it never waits (the handler's sends
 // may then pass the limit); any other thread waits until the communication thread drained
 // the queue.
 void Communicator::wait_for_room(int dest) {
+    if (tls_room_deferred > 0) [[unlikely]] {
+        tls_room_owed.emplace_back(this, dest);
+        return;
+    }
     auto full = [&] { return room_left(dest) < 0; };
     if (on_comm_thread()) {
         if (progress_depth_ > 0) return;

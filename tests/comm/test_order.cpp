@@ -185,53 +185,73 @@ TEST(Order, ATaskWaitingAtTheEndOfItsStackReleasesWhatItHeld) {
     EXPECT_FALSE(waited_out) << "the held ping never left";
 }
 
-// Every rank's main thread broadcasts to all others with a tiny back-pressure window, so its
-// sends run progress(), whose handlers broadcast too, on the same thread, in the middle of
-// the outer broadcast. Every broadcast reaches every other rank exactly once.
-TEST(Order, BroadcastsFromHandlersRunByBackPressureReachEveryoneOnce) {
-    CommunicatorOptions o;
-    o.max_bytes_in_flight = 256;
-    Communicator comm(MPI_COMM_WORLD, o);
-    Threadpool tp(1, &comm);
-    const int me = comm.rank(), n = comm.ranks();
-    std::vector<int> others;
-    for (int r = 0; r < n; ++r)
-        if (r != me) others.push_back(r);
-    constexpr int kMain = 300;
-    std::vector<std::atomic<int>> from_main(static_cast<std::size_t>(n) * kMain);
-    std::vector<std::atomic<int>> echoes(static_cast<std::size_t>(n) * kMain);
-    auto echo = comm.make_active_msg(
-        [&](int& root, int& k, std::vector<char>&) {
-            echoes[static_cast<std::size_t>(root) * kMain + static_cast<std::size_t>(k)]++;
-        },
-        "echo");
-    auto main_am = comm.make_active_msg(
-        [&](int& root, int& k, std::vector<char>& pad) {
-            from_main[static_cast<std::size_t>(root) * kMain + static_cast<std::size_t>(k)]++;
-            // Every third one is echoed by its receiver to everyone but itself, with a list
-            // of another length than the outer broadcast's.
-            if (k % 3 == 0 && root == (me + n - 1) % n) echo->send(others, me, k, pad);
-        },
-        "main");
-    std::vector<char> pad(600, 'p');
-    for (int k = 0; k < kMain; ++k) {
-        pad.resize(600 + static_cast<std::size_t>(k % 7) * 40);
-        main_am->send(others, me, k, pad);
+// Broadcasts from `senders` threads (the main thread when 0, else that many pool tasks),
+// with back-pressure at 256 bytes so that sends wait for room; handlers echo every other
+// message of one root to everyone but themselves, so a handler's broadcast fences ranks
+// while a tree of the outer one is half sent. Every message arrives exactly once, and the run
+// ends (a tree that waited for room between its children's headers, or queued a child's header
+// behind a fence raised after the tree was routed, could wait forever for the other tree).
+void broadcasts_meeting_back_pressure(int senders, int rounds, int per_sender) {
+    for (int round = 0; round < rounds; ++round) {
+        CommunicatorOptions o;
+        o.max_bytes_in_flight = 256;
+        Communicator comm(MPI_COMM_WORLD, o);
+        Threadpool tp(std::max(senders, 1), &comm);
+        const int me = comm.rank(), n = comm.ranks();
+        std::vector<int> others;
+        for (int r = 0; r < n; ++r)
+            if (r != me) others.push_back(r);
+        const int per_rank = per_sender * std::max(senders, 1);
+        std::vector<std::atomic<int>> from_main(static_cast<std::size_t>(n) * per_rank);
+        std::vector<std::atomic<int>> echoes(static_cast<std::size_t>(n) * per_rank);
+        auto at = [&](int r, int k) {
+            return static_cast<std::size_t>(r) * static_cast<std::size_t>(per_rank) +
+                   static_cast<std::size_t>(k);
+        };
+        auto echo = comm.make_active_msg(
+            [&](int& root, int& k, std::vector<char>&) { echoes[at(root, k)]++; }, "echo");
+        auto main_am = comm.make_active_msg(
+            [&](int& root, int& k, std::vector<char>& pad) {
+                from_main[at(root, k)]++;
+                // Echoed by its receiver to everyone but itself, with a list of another
+                // length than the outer broadcast's.
+                if (k % 2 == 0 && root == (me + n - 1) % n) echo->send(others, me, k, pad);
+            },
+            "main");
+        auto send_some = [&](int first) {
+            std::vector<char> pad;
+            for (int k = first; k < first + per_sender; ++k) {
+                pad.assign(600 + static_cast<std::size_t>(k % 7) * 40, 'p');
+                main_am->send(others, me, k, pad);
+            }
+        };
+        if (senders == 0) send_some(0);
+        for (int s = 0; s < senders; ++s)
+            tp.insert([&, s] { send_some(s * per_sender); });
+        tp.join();
+        long bad = 0;
+        for (int r = 0; r < n; ++r)
+            for (int k = 0; k < per_rank; ++k) {
+                // Rank r's message k is echoed by rank r+1, to everyone but r+1.
+                const int echoer = (r + 1) % n;
+                const int want_echo = (n > 1 && k % 2 == 0 && echoer != me) ? 1 : 0;
+                bad += from_main[at(r, k)] != (r == me ? 0 : 1);
+                bad += echoes[at(echoer, k)] != want_echo;
+            }
+        ASSERT_EQ(bad, 0) << "rank " << me << ", round " << round
+                          << ": broadcasts lost or delivered twice";
     }
-    tp.join();
-    long bad = 0;
-    for (int r = 0; r < n; ++r)
-        for (int k = 0; k < kMain; ++k) {
-            const std::size_t i = static_cast<std::size_t>(r) * kMain + static_cast<std::size_t>(k);
-            const int want_main = r == me ? 0 : 1;
-            // Rank r's message k is echoed by rank r+1, to everyone but r+1.
-            const int echoer = (r + 1) % n;
-            const int want_echo = (n > 1 && k % 3 == 0 && echoer != me) ? 1 : 0;
-            bad += from_main[i] != want_main;
-            bad += echoes[static_cast<std::size_t>(echoer) * kMain + static_cast<std::size_t>(k)] !=
-                   want_echo;
-        }
-    EXPECT_EQ(bad, 0) << "rank " << me << ": broadcasts lost or delivered twice";
+}
+
+// The main thread's sends run progress(), whose handlers broadcast too, on the same thread,
+// in the middle of the outer broadcast.
+TEST(Order, BroadcastsFromHandlersRunByBackPressureReachEveryoneOnce) {
+    broadcasts_meeting_back_pressure(0, 4, 1000);
+}
+
+// Two workers' tasks broadcast at once while the communication thread's handlers do.
+TEST(Order, BroadcastsFromTasksMeetingBackPressureReachEveryoneOnce) {
+    broadcasts_meeting_back_pressure(2, 3, 300);
 }
 
 // An active message whose arguments fill a message but for its frame header: the sender

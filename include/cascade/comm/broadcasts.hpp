@@ -72,6 +72,9 @@ class Broadcasts {
     /// will never come (a header from the wire that promised them), as a message naming the
     /// sender; empty when nothing does.
     virtual std::string stranded() const { return {}; }
+    /// For the watchdog's state report (communication thread): what waits here and for what;
+    /// empty when nothing does.
+    virtual std::string describe_waits() const { return {}; }
 
     // ---- used by ActiveMsg / LargeActiveMsg / Communicator ------------------------------------
     /// An AM to several ranks (ActiveMsg::send with a list); `payload` is its serialized

@@ -266,12 +266,29 @@ class Communicator : public JoinHook {
     }
     /// `dest` acknowledged one delivery that raise_fence announced.
     void lower_fence(int dest);
-    /// enqueue() for a message that is not this rank's own but part of a protocol (a
-    /// broadcast forwarded by an inner node, an acknowledgement): it goes ahead of the
-    /// fences of its destination, so that fences never wait for each other.
-    template <class Write>
-    void enqueue_past_fence(int dest, const ActiveMsgBase& am, std::size_t max_bytes,
-                            Write&& write);
+    /// While one lives, back-pressure waits of this thread's sends are put off; the last one
+    /// to end makes them (the thread waits for room for each destination that was full).
+    /// The messages of one broadcast tree are all queued before the thread waits for room for
+    /// any of them: a handler that runs while it waits may broadcast and fence a child of the
+    /// tree not yet sent to, and each tree would wait for the other.
+    class RoomWaitsDeferred {
+      public:
+        RoomWaitsDeferred() noexcept;
+        ~RoomWaitsDeferred() noexcept(false);
+        RoomWaitsDeferred(const RoomWaitsDeferred&) = delete;
+        RoomWaitsDeferred& operator=(const RoomWaitsDeferred&) = delete;
+    };
+    /// The stretch of fences `dest` is in (0: none). A message taken in order at this moment
+    /// and queued later is queued ahead of the fences raised since (enqueue_past_fence).
+    std::uint64_t fence_stretch(int dest) const;
+    /// enqueue() for a message that goes ahead of the fences of its destination raised in any
+    /// stretch but `since` (0: ahead of all of them), with the bodies that `extra` attaches:
+    /// a message that is not this rank's own but part of a protocol (a broadcast forwarded by
+    /// an inner node, an acknowledgement), or a broadcast's header to a child of the root,
+    /// taken in order when the tree was routed. So fences never wait for each other.
+    template <class Write, class Extra = NoExtra>
+    void enqueue_past_fence(int dest, const ActiveMsgBase& am, std::size_t max_bytes, Write&& write,
+                            std::uint64_t since = 0, Extra&& extra = Extra{});
     /// Whether a message of this rank for `dest` must go to it directly rather than through
     /// other ranks: earlier messages to it are fenced, queued here, or not yet completed by
     /// MPI, and a message by another route could overtake them (any thread; a snapshot).
@@ -348,6 +365,8 @@ class Communicator : public JoinHook {
         std::atomic<int> fences{0};
         std::size_t fence_bytes = 0;   ///< Frames before this byte of buf leave (fenced).
         std::size_t fence_larges = 0;  ///< Bodies before this index of larges leave (fenced).
+        /// Stretches of fences so far: one more each time `fences` goes from 0 to 1.
+        std::uint64_t fence_stretch = 0;
     };
 
     /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
@@ -434,7 +453,7 @@ class Communicator : public JoinHook {
     [[noreturn]] void progress_failed(const char* where, std::exception_ptr e);
     void flush();
     void take_before_fence(Outbox& o, detail::Bytes& buf, std::vector<LargeSend>& larges);
-    static void move_before_fence(Outbox& o, std::size_t frame_at);
+    static void move_before_fence(Outbox& o, std::size_t frame_at, std::size_t larges_at);
     void split_at_fence(Outbox& o, detail::Bytes& rest, std::vector<LargeSend>& rest_larges);
     void send_frames(int d, detail::Bytes buf);
     bool run_after_progress();  // the after-progress functions, outside handlers

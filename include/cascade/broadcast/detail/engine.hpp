@@ -96,6 +96,7 @@ class Engine final : public Broadcasts {
         bool self = false;
         std::vector<Recipient> list;
         std::vector<Child> kids;
+        std::vector<std::uint64_t> since;  // per child of the root: its fence stretch at route
         std::vector<int> tags;
     };
     class Scratch;
@@ -108,12 +109,14 @@ class Engine final : public Broadcasts {
     ActiveMsgBase& user_am(const Header& h, bool large);
     void check(const Header& h, view<const Recipient>& sub, bool large) const;
     struct Delivered;
-    void route(Shape shape, std::vector<Recipient>& list, std::vector<Child>& kids);
+    void route(Shape shape, std::vector<Recipient>& list, std::vector<Child>& kids,
+               std::vector<std::uint64_t>& since);
     void on_delivered(int rank);
     void run_small(const Header& h, const view<const Recipient>& sub,
                    const view<const char>& payload);
     void run_large(const Header& h, const view<const Recipient>& sub, const view<const char>& args);
     std::string stranded() const override;
+    std::string describe_waits() const override;
     bool must_wait(const Header& h) const;
     void wait(bool large, const Header& h, const view<const Recipient>& sub,
               const view<const char>& payload);
@@ -126,11 +129,13 @@ class Engine final : public Broadcasts {
     };
     std::deque<Waiting> waiting_;  // communication thread only (must_wait)
     bool waiting_installed_ = false;
-    // A message of the broadcast protocol (a forward, an acknowledgement): past fences.
+    // A message of the broadcast protocol (a forward, an acknowledgement): past fences; a
+    // root's header to a child: past the fences raised since the tree was routed (`since`).
     template <class... Ps>
-    void send_protocol(int dest, ActiveMsg<Ps...>& am, const Ps&... ps);
+    void send_protocol(std::uint64_t since, int dest, ActiveMsg<Ps...>& am, const Ps&... ps);
     void post(int dest, const Header& h, std::span<const Recipient> sub, std::span<const char> args,
-              RootState* root, const void* body, std::size_t attach, std::uint64_t mark);
+              RootState* root, const void* body, std::size_t attach, std::uint64_t mark,
+              std::uint64_t since);
     void on_small(Header& h, view<const Recipient>& sub, view<const char>& payload);
     void on_large(Header& h, view<const Recipient>& sub, view<const char>& args);
     void piece_arrived(RecvState* st, std::size_t k);

@@ -113,9 +113,9 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         wait_for_room(dest);
 }
 
-template <class Write>
+template <class Write, class Extra>
 void Communicator::enqueue_past_fence(int dest, const ActiveMsgBase& am, std::size_t max_bytes,
-                                      Write&& write) {
+                                      Write&& write, std::uint64_t since, Extra&& extra) {
     const char* payload = nullptr;
     enqueue(
         dest, am, max_bytes,
@@ -124,9 +124,13 @@ void Communicator::enqueue_past_fence(int dest, const ActiveMsgBase& am, std::si
             return write(out);
         },
         [&](Outbox& o) {
-            if (o.fences.load(std::memory_order_relaxed) > 0) [[unlikely]]
+            const std::size_t larges_at = o.larges.size();
+            extra(o);
+            if (o.fences.load(std::memory_order_relaxed) > 0 && o.fence_stretch != since)
+                [[unlikely]]
                 move_before_fence(
-                    o, static_cast<std::size_t>(payload - o.buf.data()) - sizeof(detail::Frame));
+                    o, static_cast<std::size_t>(payload - o.buf.data()) - sizeof(detail::Frame),
+                    larges_at);
         });
 }
 
