@@ -2,7 +2,8 @@
 """Randomized sweep: random distributed task graphs (tests/stress/stress_dag.cpp) over 1-8
 ranks x 1-4 threads, with small, large, self and local edges, aggregation on and off, tiny
 and default chunks of large bodies, remote async calls with big arguments and kept results,
-checked mode on and off, under every MPI given (--build DIR, one per MPI).
+checked mode on and off, back-pressure windows from none to below one message, under every
+MPI given (--build DIR, one per MPI).
 
 Each configuration runs under a timeout: a run that does not finish in time is a hang, a
 wrong answer or a crash a failure. Failures and hangs are logged with the command that
@@ -64,6 +65,8 @@ def configuration(rng, max_ranks):
         "--keep": rng.randint(0, 1),
         "--rounds": rng.choice([1, 2, 3]),
         "--order": rng.choice([0, 4, 16]),
+        # back-pressure: the default window, none, one smaller than a message, a few messages
+        "--window": rng.choice([128 << 20, 128 << 20, 0, 256, 8192]),
     }
     env = {"CASCADE_CHECK": str(rng.randint(0, 1))}
     return ranks, env, [str(x) for kv in args.items() for x in kv]

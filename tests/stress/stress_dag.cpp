@@ -8,7 +8,8 @@
 // every rank); --rounds runs it that many times with a join in between. With --order K each
 // task also sends K numbered messages, each to one rank or to three at once (merged into a
 // tree), held for broadcast detection or not, while some handlers are slow: every rank must
-// see each task's numbers in increasing order, each once.
+// see each task's numbers in increasing order, each once. --window sets the back-pressure
+// limit (max_bytes_in_flight; 256 makes nearly every send wait for room).
 //
 // Exit status 0 and the line "stress_dag: ok ..." on rank 0 when every value, every run
 // count and every body was right; else "stress_dag: FAILED ..." and status 1.
@@ -44,6 +45,8 @@ struct Options {
     bool keep = false;      // keep_result on the calls that make big vectors
     int rounds = 2;
     int order = 0;  // numbered messages per task (per-sender order checks)
+    // CommunicatorOptions::max_bytes_in_flight (back-pressure; 0: none)
+    std::size_t window = cascade::CommunicatorOptions{}.max_bytes_in_flight;
 };
 
 Options parse(int argc, char** argv) {
@@ -78,11 +81,15 @@ Options parse(int argc, char** argv) {
             o.rounds = static_cast<int>(v);
         else if (k == "--order")
             o.order = static_cast<int>(v);
+        else if (k == "--window")
+            o.window = static_cast<std::size_t>(v);
         else
             throw std::runtime_error("unknown option " + k);
     }
-    if (o.threads < 1 || o.tasks < 1 || o.rounds < 1 || o.max_body < 0 || o.order < 0)
-        throw std::runtime_error("--threads, --tasks, --rounds must be >= 1");
+    if (o.threads < 1 || o.tasks < 1 || o.rounds < 1 || o.max_body < 0 || o.order < 0 ||
+        o.window > (std::size_t(1) << 40))
+        throw std::runtime_error(
+            "--threads, --tasks, --rounds must be >= 1; --max-body, --order, --window >= 0");
     return o;
 }
 
@@ -201,7 +208,8 @@ int main(int argc, char** argv) {
     int me = 0, ranks = 1;
     {
         cascade::Communicator comm(MPI_COMM_WORLD,
-                                   cascade::CommunicatorOptions{.aggregate = o.aggregate});
+                                   cascade::CommunicatorOptions{.aggregate = o.aggregate,
+                                                                .max_bytes_in_flight = o.window});
         me = comm.rank();
         ranks = comm.ranks();
         if (o.chunk > 0) comm.set_large_chunk(o.chunk);
@@ -396,10 +404,10 @@ int main(int argc, char** argv) {
             std::printf(
                 "stress_dag: %s ranks=%d threads=%d tasks=%d edges: local=%ld small=%ld "
                 "large=%ld self_small=%ld self_large=%ld futures=%d keep=%d aggregate=%d "
-                "chunk=%zu rounds=%d order=%d errors=%ld\n",
+                "chunk=%zu rounds=%d order=%d window=%zu errors=%ld\n",
                 bad ? "FAILED" : "ok", ranks, o.threads, n, kinds[0], kinds[1], kinds[2], kinds[3],
                 kinds[4], o.futures, o.keep ? 1 : 0, o.aggregate ? 1 : 0, o.chunk, o.rounds,
-                o.order, bad);
+                o.order, o.window, bad);
             std::fflush(stdout);
         }
     }
