@@ -4,13 +4,14 @@
 # one that brings MPI into the MPI-free umbrella <cascade/core.hpp>, one from core to that
 # umbrella (it includes trace), device including futures, a futures file other than the bridge
 # futures/device.hpp including device, and functions declared in core or comm and defined in a
-# layer above (two free functions defined in comm, a member function defined in broadcast).
+# layer above (two free functions defined in comm, a member function defined in broadcast),
+# and an application including a benchmark's header.
 set -euo pipefail
 py=$1 root=$2
 "$py" "$root/tools/check-layers" --root "$root"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp -r "$root/include" "$root/src" "$tmp/"
+cp -r "$root/include" "$root/src" "$root/apps" "$tmp/"
 # Each case: the file (under include/cascade/) and the line appended to it.
 cases=(
     'core/task.hpp|#include "cascade/comm/communicator.hpp"'
@@ -32,6 +33,16 @@ for c in "${cases[@]}"; do
     echo "rejected as expected: $(head -1 <<<"$out")"
     cp "$root/include/cascade/$file" "$tmp/include/cascade/$file"
 done
+# An application that includes a benchmark's file.
+app=$(cd "$root" && ls apps/*/*.cpp | head -1)
+echo '#include "../../bench/common/record.hpp"' >>"$tmp/$app"
+if out=$("$py" "$root/tools/check-layers" --root "$tmp" 2>&1); then
+    echo "check-layers accepted $app including bench/" >&2
+    exit 1
+fi
+grep -q "$app" <<<"$out" || { echo "$out" >&2; exit 1; }
+echo "rejected as expected: $(head -1 <<<"$out")"
+cp "$root/$app" "$tmp/$app"
 # Declared below, defined above: each case is the declaring file, the declaration (inside
 # namespace cascade), the defining file (under src/) and the definition.
 defs=(
