@@ -1,7 +1,10 @@
 // Submit-to-completion latency and throughput of empty device tasks: Cascade's cpu, sim and
 // opencl devices, and raw OpenCL (clEnqueueNDRangeKernel + wait on the event; N enqueues +
 // clFinish) on the same OpenCL device in the same run.
-//   devices_overhead [--tasks N] [--reps R] [--systems cascade,raw] [--devices cpu,sim,opencl]
+//   devices_overhead [--tasks N] [--reps R] [--systems cascade,raw]
+//                    [--devices cpu,sim,opencl,opencl-polling]
+// (opencl-polling: the opencl device with DevicesOptions::wait_on_events off, the waiter
+// polls and the runtime thread completes the task.)
 // One JSON record per (system, device): latency_us (the mean of a batch of N/10 tasks run one
 // at a time) and tasks_per_s (N/10 independent tasks, then one wait), medians over 10 R
 // batches; the systems take turns batch by batch.
@@ -49,7 +52,8 @@ struct CascadeRun {
             o.sim_options.launch_latency = 0;  // the runtime's overhead, no modelled launch
             o.sim_options.latency = 0;
         }
-        if (device == "opencl") o.opencl = 1;
+        if (device == "opencl" || device == "opencl-polling") o.opencl = 1;
+        o.wait_on_events = device != "opencl-polling";
         devs = std::make_unique<cascade::Devices>(tp, o);
         x = std::make_unique<cascade::Data<int>>(*devs, 1, "x");
         round(10);  // builds the program, moves x
@@ -127,7 +131,7 @@ struct RawRun {
 
 int main(int argc, char** argv) {
     int tasks = 2000, reps = 5;
-    std::string systems = "cascade,raw", devices = "cpu,sim,opencl";
+    std::string systems = "cascade,raw", devices = "cpu,sim,opencl,opencl-polling";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--tasks")
@@ -145,7 +149,7 @@ int main(int argc, char** argv) {
     if (has(systems, "raw") && has(devices, "opencl")) raw = std::make_unique<RawRun>();
     std::vector<std::pair<std::string, std::unique_ptr<CascadeRun>>> runs;
     if (has(systems, "cascade"))
-        for (const char* d : {"cpu", "sim", "opencl"})
+        for (const char* d : {"cpu", "sim", "opencl", "opencl-polling"})
             if (has(devices, d)) {
                 try {
                     runs.emplace_back(d, std::make_unique<CascadeRun>(d));

@@ -168,6 +168,18 @@ class OpenclDevice final : public Device {
         if (e.native) clReleaseEvent(static_cast<cl_event>(e.native));
         e.native = nullptr;
     }
+    // A waiter outside the pool blocks in clWaitForEvents, as a plain OpenCL program would: the
+    // platform wakes it directly when the kernel ends (no polling, no hand-off between threads).
+    void* hold(Event& e) noexcept override {
+        if (!e.native || clRetainEvent(static_cast<cl_event>(e.native)) != CL_SUCCESS)
+            return nullptr;
+        return e.native;
+    }
+    void wait_held(void* held) noexcept override {
+        auto ev = static_cast<cl_event>(held);
+        clWaitForEvents(1, &ev);  // a failed command is reported by poll()
+        clReleaseEvent(ev);
+    }
 
     cl_command_queue kernel_queue() const noexcept { return kq_; }
 

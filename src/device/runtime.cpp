@@ -132,7 +132,8 @@ void Runtime::stop() {
     wake();
     thread_.join();
     while (finishers.load(std::memory_order_acquire) > 0 ||
-           completing.load(std::memory_order_acquire) > 0)
+           completing.load(std::memory_order_acquire) > 0 ||
+           native_waiters.load(std::memory_order_acquire) > 0)
         std::this_thread::yield();
 }
 
@@ -293,6 +294,29 @@ bool Runtime::help() {
     return step();
 }
 
+bool Runtime::wait_native(TaskState* t) {
+    Device* dev = nullptr;
+    void* held = nullptr;
+    {
+        std::lock_guard<std::mutex> g(step_mutex);
+        step();  // launches t if it is still waiting
+        if (t->status.load(std::memory_order_acquire) != TaskState::pending) return true;
+        if (t->phase != 2 || !t->kernel_event || t->kernel_event->finished()) return false;
+        dev = slots[static_cast<std::size_t>(t->device)].dev.get();
+        held = dev->hold(*t->kernel_event);
+        if (!held) return false;
+        native_waiters.fetch_add(1, std::memory_order_acq_rel);
+    }
+    dev->wait_held(held);
+    {
+        std::lock_guard<std::mutex> g(step_mutex);
+        step();  // sees t's event complete: finishes t and wakes the tasks after it
+    }
+    // Last: the runtime thread may have completed t meanwhile, and stop() waits for this.
+    native_waiters.fetch_sub(1, std::memory_order_acq_rel);
+    return true;
+}
+
 bool Runtime::step() {
     bool moved = false;
     // Ready tasks, in the order they became ready.
@@ -429,11 +453,16 @@ void Runtime::loop() {
         if (polling) {
             // Native events: poll, yielding the core, for 500 us after the last progress (a
             // small kernel or copy finishes within that); then back off, up to 200 us sleeps.
+            // While a thread blocks on an event itself (wait_native), it completes that task:
+            // the runtime thread backs off at once and leaves the cores to the device.
             if (++quiet == 1) quiet_since = std::chrono::steady_clock::now();
-            if (std::chrono::steady_clock::now() - quiet_since < std::chrono::microseconds(500)) {
+            if (native_waiters.load(std::memory_order_relaxed) == 0 &&
+                std::chrono::steady_clock::now() - quiet_since < std::chrono::microseconds(500)) {
                 std::this_thread::yield();
             } else {
-                const long us = std::min<long>(200, 8L * (quiet & 31));
+                const long us = native_waiters.load(std::memory_order_relaxed) > 0
+                                    ? 200
+                                    : std::min<long>(200, 8L * (quiet & 31));
                 timespec ts{0, us * 1000};
                 sleeping_.store(true, std::memory_order_seq_cst);
                 if (wake_word_.load(std::memory_order_seq_cst) == word)

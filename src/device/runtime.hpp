@@ -88,6 +88,11 @@ class Runtime {
     // no one else does: the task is launched, and its completion seen, without waiting for
     // the runtime thread to wake up. Returns whether something moved.
     bool help();
+    // A thread outside the pool waiting for kernel task t: when t runs on a device with native
+    // events, it blocks on t's event (Device::wait_held), then runs the step that completes t.
+    // False when it could not (t not launched yet, or no native event): then it polls.
+    bool wait_native(TaskState* t);
+    std::atomic<int> native_waiters{0};  // threads in wait_native() past hold(); stop() waits
 
     // ---- the runtime thread, or a helper holding step_mutex -----------------------------
     void loop();

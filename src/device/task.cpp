@@ -193,13 +193,17 @@ void DeviceTask::wait() const {
         }
         return;
     }
-    // A thread outside the pool has nothing else to do: it stays awake for up to 100 us, since
-    // device tasks often finish within microseconds, then sleeps.
+    Runtime* rt = s_->rt;
+    // A kernel on a device with native events (OpenCL): block on its event at once, as a plain
+    // OpenCL program would, and complete the task here (no hand-off to the runtime thread).
+    if (s_->kind == TaskKind::kernel && rt->polled_events && rt->opts.wait_on_events && !ready())
+        rt->wait_native(s_);
+    // Otherwise a thread outside the pool has nothing else to do: it stays awake for up to
+    // 100 us, since device tasks often finish within microseconds, then sleeps.
     for (int i = 0; i < 200 && !ready(); ++i)
         cpu_relax();
     if (!ready()) {
         // Help the runtime meanwhile (launch, poll, complete), yielding when nothing moved.
-        Runtime* rt = s_->rt;
         const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
         while (!ready() && std::chrono::steady_clock::now() < until)
             if (!rt->help()) std::this_thread::yield();

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -315,4 +317,51 @@ TEST(DeviceTasks, OnDoneSeesSuccessAndFailure) {
     EXPECT_EQ(seen_ok, nullptr);
     ASSERT_NE(seen_bad, nullptr);
     EXPECT_THROW(std::rethrow_exception(seen_bad), std::domain_error);
+}
+
+TEST(DeviceTasks, ThreadsOutsideThePoolWaitOnOpenclEventsThemselves) {
+    // Several threads outside the pool wait for OpenCL tasks at once (blocking on the task's
+    // event and completing it themselves, or polling when that option is off), while the
+    // runtime thread also polls; tasks waited for before they launched (behind a writer)
+    // and a kernel that fails on every device reach their waiters with the right answers.
+    for (const bool on_events : {true, false}) {
+        Threadpool tp(1);
+        std::unique_ptr<Devices> devs;
+        try {
+            devs = std::make_unique<Devices>(
+                tp,
+                cascade::DevicesOptions{.cpu = false, .opencl = 1, .wait_on_events = on_events});
+        } catch (const UsageError&) {
+            GTEST_SKIP() << "no OpenCL platform: install pocl-opencl-icd (Debian)";
+        }
+        const int n = 64, rounds = 200, waiters = 3;
+        std::vector<std::unique_ptr<Data<double>>> ys;
+        for (int w = 0; w < waiters; ++w)
+            ys.push_back(std::make_unique<Data<double>>(*devs, n));
+        Data<double> x(*devs, iota(n), "x");
+        std::vector<std::thread> threads;
+        std::atomic<int> wrong{0};
+        for (int w = 0; w < waiters; ++w)
+            threads.emplace_back([&, w] {
+                Data<double>& y = *ys[static_cast<std::size_t>(w)];
+                const Launch l{.threads = {std::size_t(n)}};
+                for (int r = 0; r < rounds; ++r) {
+                    auto f = devs->submit(fill, cascade::write(y), 1.0, n, l);
+                    // Waited for while the fill may still run: launched after it.
+                    devs->submit(axpy, 2.0, cascade::read(x), cascade::readwrite(y), n, l).get();
+                    if (r % 50 == 0) f.get();
+                }
+                auto v = y.to_vector();
+                for (int i = 0; i < n; ++i)
+                    if (v[static_cast<std::size_t>(i)] != 1.0 + 2.0 * i) wrong.fetch_add(1);
+            });
+        for (auto& t : threads)
+            t.join();
+        EXPECT_EQ(wrong.load(), 0) << "wait_on_events = " << on_events;
+        cascade::Kernel bad("bad_call");
+        bad.opencl([](cascade::OpenclCall&) { throw std::domain_error("no launch"); });
+        EXPECT_THROW(devs->submit(bad, cascade::read(x), Launch{.threads = {1}}).get(),
+                     std::domain_error);
+        devs->wait_all();
+    }
 }

@@ -1,8 +1,10 @@
 // Device: the small interface every backend implements (cpu, opencl, cuda, sim), close to
 // OpenCL's: allocate and free memory of the device's space, copy in and out, launch a kernel,
-// and query an event. All calls come from the runtime's own thread; a backend may finish its
-// work on threads of its own (the sim device's engines, the pool's workers) and marks the
-// Event done there. The runtime polls events and never waits for a device.
+// and query an event. All calls come from the runtime's own thread (or a thread holding its
+// step lock), except wait_held(); a backend may finish its work on threads of its own (the sim
+// device's engines, the pool's workers) and marks the Event done there. The runtime polls
+// events and never waits for a device; only a thread outside the pool that waits for a task
+// may block on the task's native event (hold(), wait_held()).
 #pragma once
 
 #include <atomic>
@@ -115,6 +117,12 @@ class Device {
     virtual double latency() const noexcept { return 10e-6; }
     /// Whether completion must be polled (native events) rather than signalled.
     virtual bool needs_polling() const noexcept { return false; }
+    /// A reference to `e`'s native event that a thread outside the pool may block on with
+    /// wait_held(), or null when the backend offers none (then waiters poll).
+    virtual void* hold(Event&) noexcept { return nullptr; }
+    /// Blocks the calling thread until the event behind `held` (from hold()) has finished, then
+    /// lets go of the reference. Called from any thread, without the runtime's lock.
+    virtual void wait_held(void*) noexcept {}
 
     /// The memory space of this device (0: the host); set by the runtime.
     int space = 0;

@@ -56,9 +56,12 @@ struct DevicesOptions {
     /// own memory). Least recently used copies are evicted beyond it.
     std::size_t memory = 0;
     // The optimizations (all on by default; off for comparisons).
-    bool pinned_host = true;       ///< page-locked host copies where the backend offers them
-    bool separate_queues = true;   ///< copies in, copies out and kernels on their own queues
-    bool memory_pool = true;       ///< freed device memory is kept for reuse
+    bool pinned_host = true;      ///< page-locked host copies where the backend offers them
+    bool separate_queues = true;  ///< copies in, copies out and kernels on their own queues
+    bool memory_pool = true;      ///< freed device memory is kept for reuse
+    /// A thread outside the pool waiting for an OpenCL task blocks on its event and completes
+    /// it itself (off: it polls, and the runtime thread completes it).
+    bool wait_on_events = true;
     std::string name = "devices";  ///< in errors and trace tracks
 };
 
