@@ -131,22 +131,30 @@ void Diffusion::balance(Balancer& b) {
 }
 
 bool Diffusion::idle(Balancer& b) {
+    // The round started here goes on by messages (the answers start the next round when one
+    // was fruitless, see case 2 and 4), so the rank never waits for a later call: at the end
+    // of the work an idle rank counts as idle as soon as it asked, and the job ends once the
+    // answers came (a call wanted again would hold it one more period at least).
     if (b.ranks() < 2) return false;
     std::vector<std::pair<int, Msg>> out;
-    bool again;
     {
-        std::lock_guard<std::mutex> g(m_);
-        if (phase_ != Phase::quiet) return true;  // answers on their way
         const double load = b.work_left();
+        std::lock_guard<std::mutex> g(m_);
+        if (phase_ != Phase::quiet) return false;  // answers on their way go on with it
         if (incoming_.pending(load, b.arrivals(), b.options().hold_s))
-            return true;  // objects on their way: look again soon
+            return false;  // objects on their way: their handlers make this rank busy again
         if (!credit_ || empty_rounds_ >= opts_.max_empty_rounds) return false;
         if (load >= opts_.limit_s) return false;
         start_round(b, load, out);
-        again = true;
     }
     post(b, out);
-    return again;
+    return false;
+}
+
+void Diffusion::again(Balancer& b, double load, std::vector<std::pair<int, Msg>>& out) {
+    if (credit_ && empty_rounds_ < opts_.max_empty_rounds && load < opts_.limit_s &&
+        phase_ == Phase::quiet)
+        start_round(b, load, out);
 }
 
 void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_t size) {
@@ -171,6 +179,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             break;
         }
         case 2: {  // a load we asked for
+            const double mine = b.work_left();
             std::lock_guard<std::mutex> g(m_);
             if (phase_ != Phase::polling) break;
             ++replies_;
@@ -209,6 +218,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
                 if (std::max(max_load_, hint) < opts_.limit_s)
                     empty_rounds_ = opts_.max_empty_rounds;
                 credit_ = ++empty_rounds_ < opts_.max_empty_rounds;
+                again(b, mine, out);  // another neighbourhood at once
             }
             break;
         }
@@ -228,7 +238,11 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             const double mine = b.work_left();
             std::lock_guard<std::mutex> g(m_);
             learn(b, source, m.x);
-            if (phase_ != Phase::quiet || mine >= opts_.limit_s || m.x <= mine + opts_.min_gap_s ||
+            // Little: below the limit, or under a half of its load (a rank that waits until
+            // it runs dry takes its share in the last stretch of the work, from donors that
+            // several such ranks ask at once).
+            const bool little = mine < opts_.limit_s || 2 * mine + opts_.limit_s < m.x;
+            if (phase_ != Phase::quiet || !little || m.x <= mine + opts_.min_gap_s ||
                 incoming_.pending(mine, b.arrivals(), b.options().hold_s)) {
                 // Not now: it joins our neighbourhood in place of the least loaded neighbour,
                 // so that our next round asks it.
@@ -247,6 +261,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             break;
         }
         case 4: {  // what the most loaded neighbour gave us
+            const double mine = b.work_left();
             std::lock_guard<std::mutex> g(m_);
             phase_ = Phase::quiet;
             if (m.x > 0) {
@@ -257,6 +272,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
                 if (source == hint_rank_) hint_rank_ = -1;  // it has nothing for us
                 replace_neighbour(b, source);
                 credit_ = ++empty_rounds_ < opts_.max_empty_rounds;
+                again(b, mine, out);
             }
             break;
         }

@@ -3,7 +3,8 @@
 // per-sender order, exclusivity, contents); diffusion and master-worker spread the work of
 // objects created on one rank over all ranks (measured busy times) and leave a balanced run
 // nearly alone (few migrations); pinned objects never move; balancing off means no migration;
-// switching it on while running starts it.
+// switching it on while running starts it; an idle diffusion round never holds its rank, and
+// a rank takes work from an announcing rank with more than twice its own before it runs dry.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -437,4 +438,78 @@ TEST(BalanceMpi, TheEnvironmentAloneBalancesAProgramWithNoBalancer) {
     }
     EXPECT_EQ(objs.balancer(), nullptr);
     tp.join();
+}
+
+// An idle rank's diffusion round goes on by its messages and never holds the rank: idle()
+// asks (a handler ran here, so it has credit, and it has no work) and returns false, and
+// called again while the answers are on their way it returns false too. A policy that asks to
+// be called again keeps the rank counted busy, and at the end of the work, where every rank
+// runs dry at once, join() waited a period and more for rounds that find nothing.
+TEST(BalanceMpi, DiffusionIdleRoundsNeverHoldTheRank) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    // Switched off: the workers do not call idle() themselves (this test does), and the
+    // policy still hears of handlers and answers its peers.
+    Balancer bal(objs, make_policy("diffusion"), {.period_s = 0.002, .enabled = false});
+    std::atomic<double> busy{0};
+    auto work = objs.make_handler<Work>(
+        [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); }, {.name = "work"});
+    auto p = objs.create<Work>();
+    work->invoke(p);
+    tp.join();
+    // Every rank ran a handler and has nothing left: each asks its neighbours.
+    EXPECT_FALSE(bal.policy().idle(bal));
+    EXPECT_FALSE(bal.policy().idle(bal));
+    tp.join();  // the answers, and the rounds they start, end within the epoch
+    EXPECT_EQ(objs.local(p)->done, 1);
+}
+
+// A rank with work of its own asks an announcing rank with more than twice as much before it
+// runs dry: rank 0 holds 3x the work of each other rank (1 ms handlers queued up front); the
+// others run some of rank 0's objects while over a third of their own handlers are still to
+// run. A rank that asked only once its own work was nearly done (below limit_s: 10 of its
+// 240 handlers) took its share in the last stretch of the work, from a donor several ranks
+// asked at once.
+TEST(BalanceMpi, DiffusionTakesWorkBeforeRunningDry) {
+    const int n = world_size();
+    if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+    long early = 0;
+    for (int attempt = 1; attempt <= 3 && early == 0; ++attempt) {
+        Communicator comm;
+        Threadpool tp(1, &comm);
+        Objects objs(tp, comm);
+        Balancer bal(objs, make_policy("diffusion"), {.period_s = 0.002});
+        const int me = comm.rank();
+        constexpr int kPerObject = 30;
+        const int mine = me == 0 ? 24 : 8;  // objects created here
+        std::atomic<double> busy{0};
+        std::atomic<long> own_left{long(mine) * kPerObject}, foreign_early{0};
+        auto work = objs.make_handler<Work>(
+            [&](Work& w, int& home) {
+                sleep_counted(w, std::chrono::milliseconds(1), busy);
+                if (home == me)
+                    --own_left;
+                else if (own_left.load() * 3 > long(mine) * kPerObject)
+                    ++foreign_early;
+            },
+            {.name = "work"});
+        std::vector<mobile_ptr<Work>> ps;
+        for (int i = 0; i < mine; ++i)
+            ps.push_back(objs.create<Work>());
+        MPI_Barrier(MPI_COMM_WORLD);
+        tp.insert([&] {
+            for (int k = 0; k < kPerObject; ++k)
+                for (auto& p : ps)
+                    work->invoke(p, me);
+        });
+        tp.join();
+        early = allreduce_sum(long(foreign_early.load()));
+        if (world_rank() == 0)
+            std::printf(
+                "diffusion: %ld handlers of rank 0's objects run early elsewhere on %d "
+                "ranks (attempt %d)\n",
+                early, n, attempt);
+    }
+    EXPECT_GT(early, 0);
 }

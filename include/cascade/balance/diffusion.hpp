@@ -4,7 +4,8 @@
 // is replaced. A rank with much more work than the limit also tells a random neighbourhood
 // now and then, and a rank with work to spare tells the ranks that asked it for its load
 // while it had little, or that it could not give any yet, so that ranks which went quiet
-// (nothing found) ask it directly.
+// (nothing found) ask it directly; a rank told of more than twice its own work asks at once,
+// before it runs dry. A round goes on by its messages: idle() never asks to be called again.
 //
 //   cascade::Balancer bal(objs, std::make_unique<cascade::Diffusion>(
 //                                   cascade::DiffusionOptions{.limit_s = 0.005}));
@@ -26,7 +27,7 @@ struct DiffusionOptions {
     double limit_s = 0.01;  ///< below this much queued work (seconds) a rank asks for more
     /// Nothing moves between two ranks whose loads are closer than this (seconds), nor a
     /// share smaller than a third of it: not worth a migration.
-    double min_gap_s = 0.003;
+    double min_gap_s = 0.01;
     int neighbours = 4;        ///< neighbourhood size (at most ranks - 1)
     int max_empty_rounds = 3;  ///< an idle rank stops asking after this many fruitless rounds
                                ///< in a row, until it runs handlers or hears of work
@@ -58,6 +59,8 @@ class Diffusion final : public BalancePolicy {
         double x, y;
     };
     void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
+    // After a fruitless round: the next one, if this rank still has credit and little work.
+    void again(Balancer& b, double load, std::vector<std::pair<int, Msg>>& out);
     void draw_neighbours(Balancer& b);
     // Ranks that share one rank's surplus, with the asker: its share of it (see on_message).
     double askers(const Balancer& b) const;
