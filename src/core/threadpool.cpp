@@ -373,6 +373,7 @@ bool Threadpool::locally_idle() const noexcept {
     const std::uint64_t s1 = idle_state_.load(std::memory_order_seq_cst);
     if (static_cast<std::uint32_t>(s1) != static_cast<std::uint32_t>(n_)) return false;
     if (hook_dues_.load(std::memory_order_seq_cst) != 0) return false;  // a call to make
+    if (external_.load(std::memory_order_seq_cst) != 0) return false;   // work elsewhere
     for (int w = 0; w < n_; ++w)
         if (queues_[w].size() > 0) return false;
     return idle_state_.load(std::memory_order_seq_cst) == s1;

@@ -54,7 +54,10 @@ void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
     std::size_t queued = 0;
     for (int w = 0; w < n_; ++w)
         queued += queues_[w].size();
-    os << queued << "\n";
+    os << queued;
+    if (const long ext = external_.load(); ext != 0)
+        os << "; work running outside the workers (device tasks in flight): " << ext;
+    os << "\n";
     std::size_t total = 0;
     std::vector<std::string> names;
     {

@@ -25,6 +25,7 @@ void drop(TaskState* s) noexcept;
 void close_join(TaskState* j) {
     Runtime* rt = j->rt;
     j->submitted = true;
+    rt->tp.hold_external_work();  // join() waits for it (released in complete())
     rt->outstanding.fetch_add(1, std::memory_order_relaxed);
     j->refs.fetch_add(1, std::memory_order_relaxed);  // the runtime's, until complete()
     if (j->deps.fetch_sub(1, std::memory_order_acq_rel) == 1) rt->make_ready(j);

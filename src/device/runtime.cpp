@@ -510,6 +510,9 @@ Devices::~Devices() {
     }
     rt_->trace_counters();
     rt_->stop();
+    // Abandoned tasks never complete: the pool stops waiting for them.
+    for (long k = rt_->outstanding.load(std::memory_order_acquire); k > 0; --k)
+        tp_.release_external_work();
 }
 
 void Devices::wait_all() {

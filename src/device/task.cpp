@@ -89,6 +89,9 @@ void Runtime::complete(TaskState* t, std::exception_ptr e) {
     for (ArgSlot& a : t->args)
         if (a.block) release(a.block);
     t->args.clear();
+    // What the task's end queued on the pool is queued: the pool may be idle now (before the
+    // count below, which may let the Devices and then the pool be destroyed).
+    tp.release_external_work();
     if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) outstanding.notify_all();
     drop(t);  // the runtime's reference
     completing.fetch_sub(1, std::memory_order_acq_rel);
@@ -257,6 +260,7 @@ DeviceTask& DeviceTask::submit() {
     if (s_->submitted) throw UsageError("task '" + s_->name + "' submitted twice");
     s_->submitted = true;
     Runtime* rt = s_->rt;
+    rt->tp.hold_external_work();  // join() waits for it (released in complete())
     rt->outstanding.fetch_add(1, std::memory_order_relaxed);
     rt->tasks_total.fetch_add(1, std::memory_order_relaxed);
     s_->refs.fetch_add(1, std::memory_order_relaxed);  // the runtime's, until complete()

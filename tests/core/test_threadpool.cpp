@@ -154,6 +154,28 @@ TEST(Threadpool, CanBeRestartedAfterJoin) {
     tp.join();
 }
 
+// Work held outside the workers (a device task in flight) keeps the pool from being idle:
+// join() returns only after the last hold is released, from another thread.
+TEST(Threadpool, JoinWaitsForWorkHeldOutsideTheWorkers) {
+    Threadpool tp(2);
+    std::atomic<bool> released{false};
+    tp.hold_external_work();
+    tp.hold_external_work();
+    EXPECT_FALSE(tp.idle());
+    std::thread outside([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        tp.release_external_work();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        released = true;
+        tp.release_external_work();
+    });
+    tp.join();
+    EXPECT_TRUE(released.load());
+    outside.join();
+    EXPECT_TRUE(tp.idle());
+    tp.join();  // nothing held: returns at once
+}
+
 // The idle hook: called once per idle stretch after a task (and once per worker when
 // installed), never by a worker that merely woke from its 1 s sleep; a call owed keeps the
 // pool busy, so join() returns only after it (a hook that sends a message must do so inside

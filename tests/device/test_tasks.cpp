@@ -303,6 +303,22 @@ TEST(DeviceTasks, AWorkerWaitingForADeviceTaskRunsOtherTasks) {
         EXPECT_EQ(v, 4.0);
 }
 
+// join() does not return while a device task is in flight: a 200 ms kernel on a sim device
+// (its own thread, not a worker) submitted by the main thread, and the pool task its end
+// queues, are both done when it returns.
+TEST(DeviceTasks, JoinWaitsForDeviceTasksInFlight) {
+    Threadpool tp(2);
+    Devices devs(tp, {.sim = 1});
+    Data<int> p(devs, 1, "p");
+    std::atomic<bool> continued{false};
+    auto t = devs.submit(stamp_kernel(), cascade::write(p), 200, Launch{.on = 1});
+    auto after = t.on_done([&](std::exception_ptr) { continued = true; });
+    tp.join();
+    EXPECT_TRUE(t.ready());
+    EXPECT_TRUE(after.ready());
+    EXPECT_TRUE(continued.load());
+}
+
 TEST(DeviceTasks, OnDoneSeesSuccessAndFailure) {
     Threadpool tp(2);
     Devices devs(tp, {.sim = 1});

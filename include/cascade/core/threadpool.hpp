@@ -157,6 +157,15 @@ class Threadpool {
     std::exception_ptr error() const;
     /// True when every worker is idle and no task is queued (nothing runs in this pool).
     bool idle() const noexcept { return locally_idle(); }
+    /// Work of this pool that runs outside its workers (a device task in flight): while any
+    /// is held the pool is not idle, so join() waits for it. Any thread. Hold before the
+    /// work can finish; release once what its end queues on this pool was queued (the last
+    /// release wakes the thread in join()).
+    void hold_external_work() noexcept { external_.fetch_add(1, std::memory_order_seq_cst); }
+    /// Ends one hold_external_work().
+    void release_external_work() noexcept {
+        if (external_.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_joiner();
+    }
     /// Calls `hook` when a worker finds nothing to do (null: nobody); see idle_hook.hpp.
     /// Setting null returns once no worker is inside the previous hook.
     void set_idle_hook(IdleHook* hook) noexcept;
@@ -239,6 +248,9 @@ class Threadpool {
     // after its rank reported itself idle to the completion protocol: the pool is not idle
     // until every owed call was made (locally_idle()).
     std::atomic<int> hook_dues_{0};
+    // Holds of work running outside the workers (hold_external_work): the pool is not idle
+    // while any is held.
+    std::atomic<long> external_{0};
     long call_idle_hook(int me) noexcept;
     void owe_hook_call(int w) noexcept;
     void paid_hook_call(int w) noexcept;
