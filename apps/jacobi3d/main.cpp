@@ -1,0 +1,648 @@
+// Jacobi3D proxy: a 7-point Jacobi iteration on a 3D domain split into blocks, run two ways in
+// one program, on the devices of the device layer (cpu, sim, OpenCL):
+//
+//   cascade  each block is a mobile object holding its field, its incoming halos and its
+//            outgoing faces as Data<double>. A block's update runs as a device kernel as soon
+//            as its six halos for that iteration arrived; when the kernel ends, the faces it
+//            wrote are read on the host (request(read)) and sent as object requests to the
+//            neighbours, whose handler writes them into their incoming halo Data. Nothing
+//            waits for an iteration to end everywhere: blocks, transfers and messages overlap
+//            (with --od 2 or 4, several blocks per device pipeline their transfers and
+//            kernels).
+//   classic  one block per device; each iteration: read the faces to the host, exchange them
+//            with MPI_Isend / MPI_Irecv / MPI_Waitall, then launch the same kernel on every
+//            device of the rank and wait for it (submit + wait).
+//
+// The answer is a checksum of the final field that does not depend on the decomposition
+// (every point's value is computed in the same order of operations; the checksum is an exact
+// integer sum of fixed-point values); small domains are also checked against a serial run.
+//
+//   mpiexec -n 4 jacobi3d --n 64 --iters 20 --device sim --od 2
+#include <CLI/CLI.hpp>
+#include <cascade/cascade.hpp>
+#include <cascade/device/devices.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../common/record.hpp"
+
+// The update of one block: v = mean of the six neighbours of u, the neighbours outside the
+// block taken from the incoming halos h*; the block's boundary values of v are also written
+// to the outgoing faces o* (what the neighbours need next). Faces: x low, x high, y low, ...;
+// an x face is indexed j + ly k, a y face i + lx k, a z face i + lx j.
+CASCADE_KERNEL(jacobi_update,
+               (kernel_global const double* u, kernel_global const double* hxl,
+                kernel_global const double* hxh, kernel_global const double* hyl,
+                kernel_global const double* hyh, kernel_global const double* hzl,
+                kernel_global const double* hzh, kernel_global double* v, kernel_global double* oxl,
+                kernel_global double* oxh, kernel_global double* oyl, kernel_global double* oyh,
+                kernel_global double* ozl, kernel_global double* ozh, int lx, int ly, int lz),
+               {
+                   int id = kernel_global_id_x;
+                   if (id < lx * ly * lz) {
+                       int i = id % lx;
+                       int j = (id / lx) % ly;
+                       int k = id / (lx * ly);
+                       int fx = j + ly * k;
+                       int fy = i + lx * k;
+                       int fz = i + lx * j;
+                       double s = i > 0 ? u[id - 1] : hxl[fx];
+                       s += i < lx - 1 ? u[id + 1] : hxh[fx];
+                       s += j > 0 ? u[id - lx] : hyl[fy];
+                       s += j < ly - 1 ? u[id + lx] : hyh[fy];
+                       s += k > 0 ? u[id - lx * ly] : hzl[fz];
+                       s += k < lz - 1 ? u[id + lx * ly] : hzh[fz];
+                       double r = s / 6.0;
+                       v[id] = r;
+                       if (i == 0) oxl[fx] = r;
+                       if (i == lx - 1) oxh[fx] = r;
+                       if (j == 0) oyl[fy] = r;
+                       if (j == ly - 1) oyh[fy] = r;
+                       if (k == 0) ozl[fz] = r;
+                       if (k == lz - 1) ozh[fz] = r;
+                   }
+               });
+
+// Brings data to a device before the timed part (the kernel does nothing).
+CASCADE_KERNEL(jacobi_touch, (kernel_global double* u, int n), {
+    if (kernel_global_id_x > n) u[0] = 0;
+});
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kBoundaryXLow = 1.0;  // the domain's x = -1 plane; every other side is 0
+
+// Initial value of global point (x, y, z).
+double initial(long x, long y, long z) {
+    return static_cast<double>((x * 7 + y * 13 + z * 29) % 17) / 16.0;
+}
+
+// Exact, order-independent checksum: the sum modulo 2^64 of the values in fixed point.
+std::uint64_t fixed(double v) {
+    return static_cast<std::uint64_t>(std::llround(v * 1099511627776.0));  // 2^40
+}
+
+// The global domain cut into b[0] x b[1] x b[2] blocks; block id = ix + bx (iy + by iz).
+struct Geometry {
+    std::array<long, 3> n{};
+    std::array<int, 3> b{};
+    int blocks = 0;
+
+    Geometry(std::array<long, 3> size, int nblocks) : n(size), blocks(nblocks) {
+        // The factorization with the least face area per block.
+        double best = 1e300;
+        for (int bx = 1; bx <= nblocks; ++bx) {
+            if (nblocks % bx) continue;
+            for (int by = 1; by <= nblocks / bx; ++by) {
+                if ((nblocks / bx) % by) continue;
+                const int bz = nblocks / bx / by;
+                if (bx > n[0] || by > n[1] || bz > n[2]) continue;
+                const double lx = double(n[0]) / bx, ly = double(n[1]) / by, lz = double(n[2]) / bz;
+                const double area = lx * ly + ly * lz + lx * lz;
+                if (area < best - 1e-9) {
+                    best = area;
+                    b = {bx, by, bz};
+                }
+            }
+        }
+        if (best == 1e300)
+            throw std::invalid_argument("jacobi3d: the domain is too small for " +
+                                        std::to_string(nblocks) + " blocks");
+    }
+    std::array<int, 3> coords(int id) const {
+        return {id % b[0], (id / b[0]) % b[1], id / (b[0] * b[1])};
+    }
+    long start(int d, int i) const { return n[d] * i / b[d]; }
+    long extent(int d, int i) const { return start(d, i + 1) - start(d, i); }
+    // The block across face f (0: x low, 1: x high, 2: y low, ...), or -1 at the boundary.
+    int neighbour(int id, int f) const {
+        auto c = coords(id);
+        const int d = f / 2;
+        c[d] += (f % 2) ? 1 : -1;
+        if (c[d] < 0 || c[d] >= b[d]) return -1;
+        return c[0] + b[0] * (c[1] + b[1] * c[2]);
+    }
+};
+
+// One block: its field (two copies, read one, write the other), incoming halos and outgoing
+// faces (two of each, by iteration parity), and its progress.
+struct Block {
+    int id = -1, device = 0;
+    int lx = 0, ly = 0, lz = 0;
+    long x0 = 0, y0 = 0, z0 = 0;
+    std::array<int, 6> nb{};
+    cascade::Data<double> field[2];
+    cascade::Data<double> in[2][6], out[2][6];
+    // Progress (Cascade version): the next iteration to launch, and per parity the arrivals
+    // that iteration still needs (its halos, and the launch of the previous iteration).
+    int next = 0, expected = 1;
+    int arrived[2] = {0, 0};
+    cascade::DeviceTask last;
+
+    // Blocks hold device data of their rank's Devices and are not migrated.
+    template <class Archive>
+    void serialize(Archive&) {
+        throw std::logic_error("jacobi3d: blocks hold device data and do not migrate");
+    }
+
+    long face_size(int f) const {
+        return f < 2 ? long(ly) * lz : f < 4 ? long(lx) * lz : long(lx) * ly;
+    }
+};
+
+Block make_block(cascade::Devices& devs, const Geometry& g, int id, int device) {
+    Block b;
+    b.id = id;
+    b.device = device;
+    const auto c = g.coords(id);
+    b.lx = static_cast<int>(g.extent(0, c[0]));
+    b.ly = static_cast<int>(g.extent(1, c[1]));
+    b.lz = static_cast<int>(g.extent(2, c[2]));
+    b.x0 = g.start(0, c[0]);
+    b.y0 = g.start(1, c[1]);
+    b.z0 = g.start(2, c[2]);
+    for (int f = 0; f < 6; ++f)
+        b.nb[f] = g.neighbour(id, f);
+    b.expected = 1;
+    for (int f = 0; f < 6; ++f)
+        b.expected += b.nb[f] >= 0;
+    const std::size_t pts = std::size_t(b.lx) * b.ly * b.lz;
+    const std::string name = "block" + std::to_string(id);
+    for (int p = 0; p < 2; ++p) {
+        b.field[p] = cascade::Data<double>(devs, pts, name + (p ? ".v" : ".u"));
+        for (int f = 0; f < 6; ++f) {
+            b.in[p][f] = cascade::Data<double>(devs, std::size_t(b.face_size(f)),
+                                               name + ".in" + std::to_string(p * 6 + f));
+            b.out[p][f] = cascade::Data<double>(devs, std::size_t(b.face_size(f)),
+                                                name + ".out" + std::to_string(p * 6 + f));
+        }
+    }
+    return b;
+}
+
+// The initial state: field[0] = initial values, the halos at the domain's boundary its
+// values, out[1] = field[0]'s faces (what "iteration -1" sent).
+void reset(Block& b) {
+    auto h = b.field[0].request(cascade::DataAccess::write);
+    std::span<double> u = h.get();
+    for (int k = 0; k < b.lz; ++k)
+        for (int j = 0; j < b.ly; ++j)
+            for (int i = 0; i < b.lx; ++i)
+                u[i + std::size_t(b.lx) * (j + std::size_t(b.ly) * k)] =
+                    initial(b.x0 + i, b.y0 + j, b.z0 + k);
+    for (int f = 0; f < 6; ++f) {
+        auto o = b.out[1][f].request(cascade::DataAccess::write);
+        std::span<double> s = o.get();
+        const int d = f / 2;
+        const bool high = f % 2;
+        for (int k = 0; k < b.lz; ++k)
+            for (int j = 0; j < b.ly; ++j)
+                for (int i = 0; i < b.lx; ++i) {
+                    const int at[3] = {i, j, k};
+                    const int lim[3] = {b.lx, b.ly, b.lz};
+                    if (at[d] != (high ? lim[d] - 1 : 0)) continue;
+                    const long fi = d == 0   ? j + long(b.ly) * k
+                                    : d == 1 ? i + long(b.lx) * k
+                                             : i + long(b.lx) * j;
+                    s[fi] = u[i + std::size_t(b.lx) * (j + std::size_t(b.ly) * k)];
+                }
+        b.out[1][f].release();
+        if (b.nb[f] < 0)
+            for (int p = 0; p < 2; ++p) {
+                auto hi = b.in[p][f].request(cascade::DataAccess::write);
+                std::ranges::fill(hi.get(), f == 0 ? kBoundaryXLow : 0.0);
+                b.in[p][f].release();
+            }
+    }
+    b.field[0].release();
+    b.next = 0;
+    b.arrived[0] = 1;  // iteration 0 needs no launch before it
+    b.arrived[1] = 0;
+    b.last = {};
+}
+
+// Submits iteration t of block b (reads field[t % 2], in[t % 2], writes field[(t+1) % 2] and
+// out[t % 2]).
+cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Block& b, int t) {
+    const int p = t % 2, q = 1 - p;
+    const int n = b.lx * b.ly * b.lz;
+    return devs.submit(
+        k, cascade::read(b.field[p]), cascade::read(b.in[p][0]), cascade::read(b.in[p][1]),
+        cascade::read(b.in[p][2]), cascade::read(b.in[p][3]), cascade::read(b.in[p][4]),
+        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(b.out[p][0]),
+        cascade::write(b.out[p][1]), cascade::write(b.out[p][2]), cascade::write(b.out[p][3]),
+        cascade::write(b.out[p][4]), cascade::write(b.out[p][5]), b.lx, b.ly, b.lz,
+        cascade::Launch{.on = b.device, .threads = {n}});
+}
+
+// Moves every copy the timed part uses to the block's device.
+void warm(cascade::Devices& devs, const cascade::Kernel& touch, Block& b) {
+    auto t = [&](cascade::DataArg<double> a, std::size_t n) {
+        devs.submit(touch, a, static_cast<int>(n), cascade::Launch{.on = b.device, .threads = {1}});
+    };
+    t(cascade::readwrite(b.field[0]), b.field[0].size());
+    t(cascade::write(b.field[1]), b.field[1].size());
+    for (int p = 0; p < 2; ++p)
+        for (int f = 0; f < 6; ++f) {
+            t(cascade::readwrite(b.in[p][f]), b.in[p][f].size());
+            t(cascade::readwrite(b.out[p][f]), b.out[p][f].size());
+        }
+}
+
+// The checksum of a block's field after `iters` iterations: (fixed-point sum, plain sum).
+std::pair<std::uint64_t, double> block_sum(const Block& b, int iters) {
+    const std::vector<double> v = b.field[iters % 2].to_vector();
+    std::uint64_t s = 0;
+    double d = 0;
+    for (double e : v) {
+        s += fixed(e);
+        d += e;
+    }
+    return {s, d};
+}
+
+// The same iteration on one process, plain loops, the same order of operations.
+std::pair<std::uint64_t, double> serial(std::array<long, 3> n, int iters) {
+    const long X = n[0] + 2, Y = n[1] + 2, Z = n[2] + 2;
+    auto at = [&](long x, long y, long z) { return std::size_t(x + X * (y + Y * z)); };
+    std::vector<double> u(std::size_t(X * Y * Z), 0.0), v;
+    for (long z = 0; z < Z; ++z)
+        for (long y = 0; y < Y; ++y)
+            for (long x = 0; x < X; ++x) {
+                const bool inside = x > 0 && x < X - 1 && y > 0 && y < Y - 1 && z > 0 && z < Z - 1;
+                u[at(x, y, z)] =
+                    inside ? initial(x - 1, y - 1, z - 1) : (x == 0 ? kBoundaryXLow : 0.0);
+            }
+    v = u;
+    for (int t = 0; t < iters; ++t) {
+        for (long z = 1; z < Z - 1; ++z)
+            for (long y = 1; y < Y - 1; ++y)
+                for (long x = 1; x < X - 1; ++x) {
+                    double s = u[at(x - 1, y, z)];
+                    s += u[at(x + 1, y, z)];
+                    s += u[at(x, y - 1, z)];
+                    s += u[at(x, y + 1, z)];
+                    s += u[at(x, y, z - 1)];
+                    s += u[at(x, y, z + 1)];
+                    v[at(x, y, z)] = s / 6.0;
+                }
+        std::swap(u, v);
+    }
+    std::uint64_t s = 0;
+    double d = 0;
+    for (long z = 1; z < Z - 1; ++z)
+        for (long y = 1; y < Y - 1; ++y)
+            for (long x = 1; x < X - 1; ++x) {
+                s += fixed(u[at(x, y, z)]);
+                d += u[at(x, y, z)];
+            }
+    return {s, d};
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{
+        "Jacobi3D proxy: blocks as mobile objects with device data, against MPI + "
+        "blocking kernel launches"};
+    long n = 64, nx = 0, ny = 0, nz = 0;
+    int iters = 20, od = 1, devices = 1, threads = 1, reps = 1;
+    std::string device = "sim", system = "both";
+    bool model = false, check = false;
+    double bandwidth = 12e9, latency = 8e-6, launch_latency = 4e-6, rate = 2e10;
+    app.add_option("--n", n, "points per side of a cubic domain");
+    app.add_option("--nx", nx, "points along x (default: --n)");
+    app.add_option("--ny", ny, "points along y (default: --n)");
+    app.add_option("--nz", nz, "points along z (default: --n)");
+    app.add_option("--iters", iters, "iterations");
+    app.add_option("--od", od, "over-decomposition: blocks per device (Cascade version)")
+        ->check(CLI::IsMember({1, 2, 4, 8}));
+    app.add_option("--device", device, "device kind: cpu, sim, opencl")
+        ->check(CLI::IsMember({"cpu", "sim", "opencl"}));
+    app.add_option("--devices", devices, "sim devices per rank");
+    app.add_option("--system", system, "cascade, classic or both")
+        ->check(CLI::IsMember({"cascade", "classic", "both"}));
+    app.add_option("--threads", threads, "pool workers per rank");
+    app.add_option("--reps", reps, "timed runs of each system (interleaved; median reported)");
+    app.add_flag("--model", model,
+                 "sim devices sleep the modelled kernel time instead of computing (no checksum)");
+    app.add_option("--kernel-rate", rate, "modelled kernel speed, points per second (--model)");
+    app.add_option("--bandwidth", bandwidth, "sim copy bandwidth, bytes per second");
+    app.add_option("--latency", latency, "sim seconds per copy");
+    app.add_option("--launch-latency", launch_latency, "sim seconds per kernel launch");
+    app.add_flag("--check", check, "compare with a serial run on rank 0 (small domains)");
+    CLI11_PARSE(app, argc, argv);
+    const std::array<long, 3> size{nx ? nx : n, ny ? ny : n, nz ? nz : n};
+    if (device != "sim") devices = 1;
+    if (model && device != "sim") {
+        std::fprintf(stderr, "jacobi3d: --model needs --device sim\n");
+        return 2;
+    }
+
+    cascade::Communicator comm;
+    cascade::Threadpool tp(threads, &comm, 0, "jacobi3d", false);
+    cascade::DevicesOptions dopts;
+    if (device == "sim") {
+        dopts.cpu = false;
+        dopts.sim = devices;
+        dopts.sim_options.bandwidth = bandwidth;
+        dopts.sim_options.latency = latency;
+        dopts.sim_options.launch_latency = launch_latency;
+        dopts.sim_options.run_kernels = !model;
+    } else if (device == "opencl") {
+        dopts.opencl = 1;
+    }
+    cascade::Devices devs(tp, dopts);
+    const int first = device == "sim"      ? devs.find(cascade::DeviceKind::sim)
+                      : device == "opencl" ? devs.find(cascade::DeviceKind::opencl)
+                                           : devs.find(cascade::DeviceKind::cpu);
+    cascade::Objects objs(tp, comm);
+    const int me = comm.rank(), ranks = comm.ranks();
+    MPI_Comm world;
+    MPI_Comm_dup(comm.mpi_comm(), &world);
+
+    // Modelled kernels (sim devices that sleep): same arguments, no computation.
+    cascade::Kernel update_model("jacobi_update"), touch_model("jacobi_touch");
+    update_model.cpu([](cascade::KernelArgs&) {}).model([rate](const cascade::Threads& t) {
+        return static_cast<double>(t.global[0]) / rate;
+    });
+    touch_model.cpu([](cascade::KernelArgs&) {}).model([](const cascade::Threads&) { return 0.0; });
+    const cascade::Kernel& update = model ? update_model : jacobi_update;
+    const cascade::Kernel& touch = model ? touch_model : jacobi_touch;
+
+    // ---- the Cascade version: blocks as mobile objects ---------------------------------
+    const int per_rank = devices * od;
+    const Geometry g(size, ranks * per_rank);
+    auto ptr = [&](int id) {
+        return cascade::mobile_ptr<Block>(
+            cascade::ObjectKey{id / per_rank, 0, static_cast<std::uint64_t>(id % per_rank + 1)});
+    };
+    std::vector<cascade::mobile_ptr<Block>> mine;
+    for (int l = 0; l < per_rank; ++l)
+        mine.push_back(
+            objs.create<Block>(make_block(devs, g, me * per_rank + l, first + l % devices)));
+
+    // Sends face f of iteration t's input to block `to` (set once the handler exists).
+    std::function<void(int to, int t, int f, std::vector<double>&&)> send_halo;
+    // Launches the iterations of b whose arrivals are complete, in order.
+    auto try_launch = [&](Block& b) {
+        while (b.next < iters && b.arrived[b.next % 2] == b.expected) {
+            const int t = b.next;
+            b.arrived[t % 2] = 0;
+            b.last = launch(devs, update, b, t);
+            ++b.next;
+            if (b.next < iters) ++b.arrived[b.next % 2];
+            if (t + 1 >= iters) continue;
+            // When it ends: read each face it wrote on the host and send it across. (A host
+            // request's task completes at release(), so the continuation waits for the
+            // grants with get(): its worker runs other pool tasks meanwhile.)
+            b.last.then([&, t, bp = &b] {
+                std::vector<cascade::HostAccess<double>> hs;
+                for (int f = 0; f < 6; ++f)
+                    if (bp->nb[f] >= 0)
+                        hs.push_back(bp->out[t % 2][f].request(cascade::DataAccess::read));
+                std::size_t i = 0;
+                for (int f = 0; f < 6; ++f) {
+                    if (bp->nb[f] < 0) continue;
+                    std::span<double> s = hs[i++].get();
+                    std::vector<double> v(s.begin(), s.end());
+                    bp->out[t % 2][f].release();
+                    send_halo(bp->nb[f], t + 1, f ^ 1, std::move(v));
+                }
+            });
+        }
+    };
+    auto halo = objs.make_handler<Block>(
+        [&](Block& b, int& t, int& f, std::vector<double>& v) {
+            auto h = b.in[t % 2][f].request(cascade::DataAccess::write);
+            std::span<double> s = h.get();
+            std::copy(v.begin(), v.end(), s.begin());
+            b.in[t % 2][f].release();
+            ++b.arrived[t % 2];
+            try_launch(b);
+        },
+        {.name = "halo"});
+    send_halo = [&](int to, int t, int f, std::vector<double>&& v) {
+        halo->invoke(ptr(to), t, f, std::move(v));
+    };
+    auto kick = objs.make_handler<Block>(
+        [&](Block& b) {
+            // Iteration 0's halos: the initial faces (out[1]).
+            for (int f = 0; f < 6; ++f) {
+                if (b.nb[f] < 0) continue;
+                std::vector<double> v = b.out[1][f].to_vector();
+                send_halo(b.nb[f], 0, f ^ 1, std::move(v));
+            }
+            try_launch(b);
+        },
+        {.name = "kick"});
+    tp.join();  // every rank created its blocks
+
+    // ---- the classic version: one block per device, MPI exchange, blocking launches ----
+    const Geometry gc(size, ranks * devices);
+    std::vector<Block> cblocks;
+    auto cowner = [&](int id) { return id / devices; };
+    if (system != "cascade")
+        for (int l = 0; l < devices; ++l)
+            cblocks.push_back(make_block(devs, gc, me * devices + l, first + l));
+
+    auto run_classic = [&] {
+        std::vector<MPI_Request> reqs;
+        std::vector<cascade::Data<double>> held;
+        std::vector<cascade::DeviceTask> tasks;
+        for (int t = 0; t < iters; ++t) {
+            const int p = t % 2, q = 1 - p;  // out[q]: what the previous iteration wrote
+            reqs.clear();
+            held.clear();
+            for (Block& b : cblocks)
+                for (int f = 0; f < 6; ++f)
+                    if (b.nb[f] >= 0) {
+                        auto h = b.in[p][f].request(cascade::DataAccess::write);
+                        std::span<double> s = h.get();
+                        held.push_back(b.in[p][f]);
+                        reqs.emplace_back();
+                        MPI_Irecv(s.data(), static_cast<int>(s.size()), MPI_DOUBLE, cowner(b.nb[f]),
+                                  b.id * 6 + f, world, &reqs.back());
+                    }
+            std::vector<cascade::HostAccess<double>> outs;
+            for (Block& b : cblocks)
+                for (int f = 0; f < 6; ++f)
+                    if (b.nb[f] >= 0)
+                        outs.push_back(b.out[q][f].request(cascade::DataAccess::read));
+            std::size_t o = 0;
+            for (Block& b : cblocks)
+                for (int f = 0; f < 6; ++f)
+                    if (b.nb[f] >= 0) {
+                        std::span<double> s = outs[o++].get();
+                        held.push_back(b.out[q][f]);
+                        reqs.emplace_back();
+                        MPI_Isend(s.data(), static_cast<int>(s.size()), MPI_DOUBLE, cowner(b.nb[f]),
+                                  b.nb[f] * 6 + (f ^ 1), world, &reqs.back());
+                    }
+            MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+            for (auto& d : held)
+                d.release();
+            tasks.clear();
+            for (Block& b : cblocks)
+                tasks.push_back(launch(devs, update, b, t));
+            for (auto& k : tasks)
+                k.get();
+        }
+    };
+
+    // ---- runs, interleaved ---------------------------------------------------------------
+    std::vector<double> t_cascade, t_classic;
+    std::uint64_t sum_cascade = 0, sum_classic = 0;
+    double dsum_cascade = 0, dsum_classic = 0;
+    bool complete = true;
+    auto timed = [&](auto&& body) {
+        MPI_Barrier(world);
+        const auto t0 = Clock::now();
+        body();
+        double s = std::chrono::duration<double>(Clock::now() - t0).count(), all = 0;
+        MPI_Allreduce(&s, &all, 1, MPI_DOUBLE, MPI_MAX, world);
+        return all;
+    };
+    auto checksum = [&](auto&& blocks_of) {
+        std::uint64_t s = 0, all = 0;
+        double d = 0, dall = 0;
+        blocks_of([&](const Block& b) {
+            auto [bs, bd] = block_sum(b, iters);
+            s += bs;
+            d += bd;
+        });
+        MPI_Allreduce(&s, &all, 1, MPI_UINT64_T, MPI_SUM, world);
+        MPI_Allreduce(&d, &dall, 1, MPI_DOUBLE, MPI_SUM, world);
+        return std::pair{all, dall};
+    };
+    for (int r = 0; r < reps; ++r) {
+        if (system != "classic") {
+            tp.start();
+            for (auto p : mine) {
+                Block& b = *objs.local(p);
+                reset(b);
+                warm(devs, touch, b);
+            }
+            devs.wait_all();
+            tp.join();
+            t_cascade.push_back(timed([&] {
+                tp.start();
+                for (auto p : mine)
+                    kick->invoke(p);
+                tp.join();
+            }));
+            // join() returned: every block's last kernel must have finished.
+            for (auto p : mine) {
+                const Block& b = *objs.local(p);
+                if (b.next != iters || !b.last.valid() || !b.last.ready()) complete = false;
+            }
+            if (!model)
+                std::tie(sum_cascade, dsum_cascade) = checksum([&](auto&& f) {
+                    for (auto p : mine)
+                        f(*objs.local(p));
+                });
+        }
+        if (system != "cascade") {
+            tp.start();
+            for (Block& b : cblocks) {
+                reset(b);
+                warm(devs, touch, b);
+            }
+            devs.wait_all();
+            tp.join();
+            t_classic.push_back(timed([&] {
+                tp.start();
+                run_classic();
+                tp.join();
+            }));
+            if (!model)
+                std::tie(sum_classic, dsum_classic) = checksum([&](auto&& f) {
+                    for (const Block& b : cblocks)
+                        f(b);
+                });
+        }
+    }
+
+    // ---- the answer ------------------------------------------------------------------------
+    int bad = 0;
+    int all_complete = complete, c = 0;
+    MPI_Allreduce(&all_complete, &c, 1, MPI_INT, MPI_MIN, world);
+    if (!c) {
+        if (me == 0) std::printf("jacobi3d: join() returned before the last kernels finished\n");
+        bad = 1;
+    }
+    std::uint64_t ref = 0;
+    double dref = 0;
+    const bool want_serial = !model && (check || size[0] * size[1] * size[2] <= (1L << 18));
+    if (want_serial && me == 0) std::tie(ref, dref) = serial(size, iters);
+    if (me == 0 && !model) {
+        auto verdict = [&](const char* sys, std::uint64_t s, double d) {
+            bool ok = true;
+            if (want_serial && s != ref) ok = false;
+            if (system == "both" && sum_cascade != sum_classic) ok = false;
+            std::printf("jacobi3d %s: checksum %016llx (sum %.12g)%s\n", sys,
+                        static_cast<unsigned long long>(s), d, ok ? "" : " WRONG");
+            bad |= !ok;
+        };
+        if (want_serial)
+            std::printf("jacobi3d serial: checksum %016llx (sum %.12g)\n",
+                        static_cast<unsigned long long>(ref), dref);
+        if (system != "classic") verdict("cascade", sum_cascade, dsum_cascade);
+        if (system != "cascade") verdict("classic", sum_classic, dsum_classic);
+    }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, world);
+    if (me == 0) {
+        auto rec = [&](const char* sys, int o, const std::vector<double>& ts, int blocks) {
+            cascade_bench::Record r;
+            r.add("app", "jacobi3d")
+                .add("bench", "jacobi3d")
+                .add("system", sys)
+                .add("od", o)
+                .add("ranks", ranks)
+                .add("devices", devices)
+                .add("device", device)
+                .add("model", model)
+                .add("nx", size[0])
+                .add("ny", size[1])
+                .add("nz", size[2])
+                .add("iters", iters)
+                .add("blocks", blocks)
+                .add("seconds", median(ts))
+                .add("runs", ts)
+                .add("ok", !bad);
+            r.print_result();
+            std::printf(
+                "jacobi3d %s: %d ranks x %d %s device(s), %d blocks, %ldx%ldx%ld, %d "
+                "iterations: %.4f s (median of %zu)\n",
+                sys, ranks, devices, device.c_str(), blocks, size[0], size[1], size[2], iters,
+                median(ts), ts.size());
+        };
+        if (!t_cascade.empty()) rec("cascade", od, t_cascade, g.blocks);
+        if (!t_classic.empty()) rec("classic", 1, t_classic, gc.blocks);
+        if (!t_cascade.empty() && !t_classic.empty())
+            std::printf("jacobi3d: cascade / classic time = %.3f\n",
+                        median(t_cascade) / median(t_classic));
+    }
+    cblocks.clear();
+    MPI_Comm_free(&world);
+    return bad ? 1 : 0;
+}
