@@ -570,9 +570,13 @@ int main(int argc, char** argv) {
             devs.wait_all();
             tp.join();
             t_classic.push_back(timed([&] {
-                tp.start();
+                // A classic MPI program has no runtime threads polling beside it: the pool
+                // (and its communication thread) runs only when the cpu device needs its
+                // workers; the device runtime's own thread runs the other devices.
+                const bool pool = device == "cpu";
+                if (pool) tp.start();
                 run_classic();
-                tp.join();
+                if (pool) tp.join();
             }));
             if (!model)
                 std::tie(sum_classic, dsum_classic) = checksum([&](auto&& f) {
