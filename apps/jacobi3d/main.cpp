@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -336,8 +337,8 @@ int main(int argc, char** argv) {
     app.add_option("--iters", iters, "iterations");
     app.add_option("--od", od, "over-decomposition: blocks per device (Cascade version)")
         ->check(CLI::IsMember({1, 2, 4, 8}));
-    app.add_option("--device", device, "device kind: cpu, sim, opencl")
-        ->check(CLI::IsMember({"cpu", "sim", "opencl"}));
+    app.add_option("--device", device, "device kind: cpu, sim, opencl, cuda")
+        ->check(CLI::IsMember({"cpu", "sim", "opencl", "cuda"}));
     app.add_option("--devices", devices, "sim devices per rank");
     app.add_option("--system", system, "cascade, classic or both")
         ->check(CLI::IsMember({"cascade", "classic", "both"}));
@@ -370,10 +371,20 @@ int main(int argc, char** argv) {
         dopts.sim_options.run_kernels = !model;
     } else if (device == "opencl") {
         dopts.opencl = 1;
+    } else if (device == "cuda") {
+        dopts.cuda = 1;
     }
-    cascade::Devices devs(tp, dopts);
+    std::unique_ptr<cascade::Devices> devices_of_rank;
+    try {
+        devices_of_rank = std::make_unique<cascade::Devices>(tp, dopts);
+    } catch (const cascade::UsageError& e) {  // e.g. no such device here
+        std::fprintf(stderr, "jacobi3d: %s\n", e.what());
+        return 2;
+    }
+    cascade::Devices& devs = *devices_of_rank;
     const int first = device == "sim"      ? devs.find(cascade::DeviceKind::sim)
                       : device == "opencl" ? devs.find(cascade::DeviceKind::opencl)
+                      : device == "cuda"   ? devs.find(cascade::DeviceKind::cuda)
                                            : devs.find(cascade::DeviceKind::cpu);
     cascade::Objects objs(tp, comm);
     const int me = comm.rank(), ranks = comm.ranks();
