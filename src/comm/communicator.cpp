@@ -76,7 +76,12 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
     MPI_Comm_size(comm_, &size_);
     node_rank_ = node_local_rank(comm_);
     node_ranks_ = node_local_ranks(comm_);
-    count_delay_ = kFirstCountDelay;  // and again at every epoch's end (completion.cpp)
+    completion_ = detail::Completion(
+        rank_, size_,
+        [](void* self, int dest, const CtrlMsg& m) {
+            static_cast<Communicator*>(self)->send_ctrl(dest, m);
+        },
+        this);
     outbox_.reset(new Outbox[size_]);
     recv_seq_.assign(static_cast<std::size_t>(size_), 0);
     open_.assign(static_cast<std::size_t>(size_), 0);
@@ -93,12 +98,6 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
         "cascade.error");
     error_am_->set_broadcast_detection(false);
     if (opts_.broadcast_detection) bcast_->set_detection(*opts_.broadcast_detection);
-    if (rank_ == 0) {
-        cnt_q_.assign(size_, 0);
-        cnt_p_.assign(size_, 0);
-        reported_.assign(size_, false);
-        confirmed_.assign(size_, 0);
-    }
 }
 
 Communicator::~Communicator() {
@@ -435,26 +434,7 @@ std::string Communicator::describe_state() const {
         }
     if (bcast_)
         if (const std::string w = bcast_->describe_waits(); !w.empty()) os << "; " << w;
-    os << "; completion: epoch " << epoch_;
-    if (last_q_ == ~0ull)
-        os << ", no COUNT sent yet";
-    else
-        os << ", last COUNT sent (" << last_q_ << " queued, " << last_p_ << " processed)";
-    if (have_request_) os << ", REQUEST " << req_tag_ << " not yet confirmable";
-    if (rank_ == 0) {
-        std::uint64_t sq = 0, sp = 0;
-        for (int r = 0; r < size_; ++r) {
-            sq += cnt_q_[static_cast<std::size_t>(r)];
-            sp += cnt_p_[static_cast<std::size_t>(r)];
-        }
-        os << "; rank 0 has counts from " << n_reported_ << " of " << size_
-           << " ranks (sums: " << sq << " queued, " << sp << " processed)";
-        if (n_reported_ < size_) {
-            os << ", missing:";
-            for (int r = 0; r < size_; ++r)
-                if (!reported_[static_cast<std::size_t>(r)]) os << ' ' << r;
-        }
-    }
+    os << "; completion: " << completion_.describe();
     return os.str();
 }
 
@@ -505,7 +485,8 @@ void Communicator::write_trace_of_rank() noexcept {
 // they send after writing their events.
 void Communicator::tell_peers_of_abort() noexcept {
     constexpr auto kAbortWait = std::chrono::seconds(3);
-    std::vector<CtrlMsg> msgs(static_cast<std::size_t>(size_), CtrlMsg{ABORT, epoch_, 0, 0, 0});
+    std::vector<CtrlMsg> msgs(static_cast<std::size_t>(size_),
+                              CtrlMsg{CtrlMsg::ABORT, completion_.epoch(), 0, 0, 0});
     std::vector<MPI_Request> reqs;
     for (int r = 0; r < size_; ++r) {
         if (r == rank_) continue;
@@ -525,7 +506,7 @@ void Communicator::tell_peers_of_abort() noexcept {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
             continue;
         }
-        if (ctrl_buf_[slot].type == ABORT_ACK) ++acks;
+        if (ctrl_buf_[slot].type == CtrlMsg::ABORT_ACK) ++acks;
         post_ctrl_slot(slot);
         ctrl_head_ = (ctrl_head_ + 1) % kCtrlSlots;
     }

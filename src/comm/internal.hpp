@@ -3,7 +3,6 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,8 +47,6 @@ inline bool fills(std::size_t bytes, std::size_t capacity) {
     return 2 * bytes >= capacity;
 }
 constexpr std::size_t kMpiMessageLimit = detail::kMaxMessageBytes;
-constexpr auto kFirstCountDelay = std::chrono::microseconds(2);
-constexpr auto kMaxCountDelay = std::chrono::microseconds(640);
 
 // The Communicator whose progress this thread drives (set in progress() / poll()).
 extern thread_local const Communicator* tls_comm_thread;

@@ -218,9 +218,9 @@ bool Communicator::receive() {
         any = true;
     }
     // This epoch's messages, oldest posted receive first: it matches before any later one.
-    const int parity = static_cast<int>(epoch_ & 1);
+    const int parity = static_cast<int>(completion_.epoch() & 1);
     AmSlots& set = am_[parity];
-    for (int i = 0; i < kMaxMessagesPerProgress && set.count > 0 && !shutdown_; ++i) {
+    for (int i = 0; i < kMaxMessagesPerProgress && set.count > 0 && !completion_.shut_down(); ++i) {
         const int slot = set.order[set.head];
         int flag = 0;
         MPI_Status st;

@@ -324,12 +324,13 @@ void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, st
         auto& a = ps.announce.emplace_back();
         std::memcpy(a.data(), &fr, sizeof fr);
         a[2] = bytes;
-        check_mpi(MPI_Isend(a.data(), sizeof a, MPI_BYTE, dest, am_tag(epoch_), comm_, &req),
-                  "MPI_Isend");
+        check_mpi(
+            MPI_Isend(a.data(), sizeof a, MPI_BYTE, dest, am_tag(completion_.epoch()), comm_, &req),
+            "MPI_Isend");
         ps.reqs.push_back(req);
     }
     check_mpi(MPI_Isend(ps.buf.data() + begin, static_cast<int>(bytes), MPI_BYTE, dest,
-                        bytes > kSmallMessage ? TAG_BIG : am_tag(epoch_), comm_, &req),
+                        bytes > kSmallMessage ? TAG_BIG : am_tag(completion_.epoch()), comm_, &req),
               "MPI_Isend");
     ps.reqs.push_back(req);
     ++mpi_sends_;

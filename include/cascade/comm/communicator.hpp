@@ -24,6 +24,7 @@
 #include "cascade/comm/active_msg.hpp"
 #include "cascade/comm/broadcasts.hpp"
 #include "cascade/comm/detail/bytes.hpp"
+#include "cascade/comm/detail/completion.hpp"
 #include "cascade/comm/detail/frames.hpp"
 #include "cascade/comm/large_active_msg.hpp"
 #include "cascade/core/detail/worker_context.hpp"
@@ -424,13 +425,7 @@ class Communicator : public JoinHook {
         std::int64_t t0 = 0;
         bool counted = true;  // a large AM (counts as processed once here), not a body
     };
-    // ABORT: the sender ends the job (a trace is recorded): write your events, then ABORT_ACK.
-    enum Ctrl : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN, ABORT, ABORT_ACK };
-    struct CtrlMsg {
-        std::uint32_t type;
-        std::uint32_t epoch;
-        std::uint64_t a, b, c;
-    };
+    using CtrlMsg = detail::CtrlMsg;  // a control message (completion, abort)
 
     ActiveMsgBase* register_am(std::unique_ptr<ActiveMsgBase> am, std::string name);
     [[noreturn, gnu::cold]] static void too_many_argument_bytes(const ActiveMsgBase& am,
@@ -483,10 +478,10 @@ class Communicator : public JoinHook {
     bool test_large_recvs();
     void send_ctrl(int dest, CtrlMsg m);
     void on_ctrl(int source, const CtrlMsg& m);
+    [[noreturn, gnu::cold]] void unknown_ctrl(int source, const CtrlMsg& m);
     bool locally_idle(Threadpool& tp) const;
     void handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
                         const char* which);
-    bool completion_step(Threadpool& tp);
     void reset_epoch();
     void trace_ctrl(int peer, const CtrlMsg& m, bool received);
 
@@ -604,22 +599,9 @@ class Communicator : public JoinHook {
     std::vector<std::uint64_t> recv_seq_;  // frames received from each source so far
     std::uint64_t cur_seq_ = 0;            // of the frame whose handler runs now
 
-    // Completion detection state (see docs/completion.md).
-    std::uint32_t epoch_ = 0;
-    std::uint64_t last_q_ = ~0ull, last_p_ = ~0ull;  // counts last reported (COUNT)
-    bool have_request_ = false;                      // latest REQUEST not yet confirmed
-    std::uint64_t req_q_ = 0, req_p_ = 0, req_tag_ = 0;
-    bool shutdown_ = false;
-    std::optional<std::chrono::steady_clock::time_point> idle_since_;  // idle stretch start
-    std::chrono::steady_clock::duration count_delay_{};  // kFirstCountDelay at each epoch start
-    std::vector<std::pair<int, CtrlMsg>> early_ctrl_;    // control messages of a later epoch
-    // rank 0 only
-    std::vector<std::uint64_t> cnt_q_, cnt_p_;
-    std::vector<bool> reported_;
-    int n_reported_ = 0;
-    bool counts_changed_ = false;
-    std::uint64_t tag_ = 0;
-    std::vector<std::uint64_t> confirmed_;  // latest tag confirmed by each rank
+    // Completion detection (docs/design/completion.md): its epoch, the counts reported, rank
+    // 0's view of every rank's; driven by poll() (join.cpp).
+    detail::Completion completion_;
 };
 
 }  // namespace cascade

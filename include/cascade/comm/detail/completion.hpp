@@ -1,0 +1,101 @@
+// Completion: one rank's side of distributed completion detection, TaskTorrent's COUNT /
+// REQUEST / CONFIRMATION / SHUTDOWN protocol (docs/design/completion.md states it and why it
+// is correct). A state machine without MPI: the Communicator feeds it the control messages
+// it receives (on_ctrl) and, at each poll of join(), whether this rank is idle with its
+// counts (step); it sends what the protocol says through the function it was given. One
+// epoch per join(): next_epoch() starts the next one.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cascade::detail {
+
+/// One control message (MPI tag of its own, fixed size).
+struct CtrlMsg {
+    /// COUNT(q, p): a rank's counts, to rank 0. REQUEST(q, p, tag): rank 0 asks whether a
+    /// rank's counts are still (q, p). CONFIRM(tag): they are. SHUTDOWN: the epoch is over.
+    /// ABORT: the sender ends the job (a trace is recorded): write your events, then ABORT_ACK
+    /// (both handled by the Communicator, outside the protocol).
+    enum Type : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN, ABORT, ABORT_ACK };
+    std::uint32_t type;   ///< A Type.
+    std::uint32_t epoch;  ///< The sender's epoch.
+    std::uint64_t a, b, c;
+};
+
+/// The protocol's state on one rank (rank 0 also gathers the counts of all ranks).
+class Completion {
+  public:
+    using Clock = std::chrono::steady_clock;
+    /// After the first COUNT of an epoch, a rank sends the next one once it stayed idle this
+    /// long; the delay doubles with each further COUNT of the epoch, up to kMaxCountDelay.
+    static constexpr Clock::duration kFirstCountDelay = std::chrono::microseconds(2);
+    /// The longest delay before a further COUNT.
+    static constexpr Clock::duration kMaxCountDelay = std::chrono::microseconds(640);
+    /// How the protocol sends a control message (to any rank, this one included).
+    using SendFn = void (*)(void* ctx, int dest, const CtrlMsg& m);
+
+    /// The state of rank `rank` of `ranks` at the start of epoch 0; `send(ctx, dest, m)`
+    /// sends a control message.
+    Completion(int rank, int ranks, SendFn send, void* ctx);
+    /// A single rank that sends nothing: a placeholder until a Completion is assigned.
+    Completion() noexcept = default;
+
+    /// The current epoch (one per join(); AM messages carry its parity in their tag).
+    std::uint32_t epoch() const noexcept { return epoch_; }
+    /// SHUTDOWN received (or, on rank 0, sent) in this epoch: every rank is done.
+    bool shut_down() const noexcept { return shutdown_; }
+
+    /// What on_ctrl did with a message.
+    enum class Received {
+        taken,        ///< A message of this epoch, taken into the state.
+        later_epoch,  ///< Of a later epoch (its sender finished this one first): kept for then.
+        stale,        ///< Of an earlier epoch: ignored (it cannot matter any more).
+        unknown,      ///< Not a type of the protocol: the caller ends the job.
+    };
+    /// A control message from `source` (COUNT, REQUEST, CONFIRM or SHUTDOWN).
+    Received on_ctrl(int source, const CtrlMsg& m);
+
+    /// One step of the protocol at a poll of join(): `idle` whether this rank is idle
+    /// (Communicator::locally_idle), `queued` / `processed` its counts then, `now` the time.
+    /// Sends COUNT, CONFIRM and, on rank 0, REQUEST and SHUTDOWN as the protocol says.
+    /// Returns shut_down().
+    bool step(bool idle, std::uint64_t queued, std::uint64_t processed, Clock::time_point now);
+
+    /// Starts the next epoch, then takes the messages of it that arrived early. Returns the
+    /// first of them of an unknown type, if any (the rest are not taken: the job ends).
+    std::optional<std::pair<int, CtrlMsg>> next_epoch();
+
+    /// The state, for the watchdog: epoch, last COUNT, an unconfirmed REQUEST and, on rank
+    /// 0, the ranks whose counts are missing.
+    std::string describe() const;
+
+  private:
+    void send(int dest, const CtrlMsg& m) { send_(ctx_, dest, m); }
+
+    int rank_ = 0, ranks_ = 1;
+    SendFn send_ = nullptr;
+    void* ctx_ = nullptr;
+    std::uint32_t epoch_ = 0;
+    std::uint64_t last_q_ = ~0ull, last_p_ = ~0ull;  // counts last reported (COUNT)
+    bool have_request_ = false;                      // latest REQUEST not yet confirmed
+    std::uint64_t req_q_ = 0, req_p_ = 0, req_tag_ = 0;
+    bool shutdown_ = false;
+    std::optional<Clock::time_point> idle_since_;      // idle stretch start
+    Clock::duration count_delay_ = kFirstCountDelay;   // before a further COUNT
+    std::vector<std::pair<int, CtrlMsg>> early_ctrl_;  // messages of a later epoch
+    // Rank 0 only: each rank's latest counts, who reported in this epoch, the latest REQUEST
+    // tag and the latest tag each rank confirmed.
+    std::vector<std::uint64_t> cnt_q_, cnt_p_;
+    std::vector<bool> reported_;
+    int n_reported_ = 0;
+    bool counts_changed_ = false;
+    std::uint64_t tag_ = 0;
+    std::vector<std::uint64_t> confirmed_;
+};
+
+}  // namespace cascade::detail

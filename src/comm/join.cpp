@@ -1,0 +1,197 @@
+// join()'s side of the Communicator: each poll runs progress, then a step of the completion
+// protocol (detail::Completion, completion.cpp), whose control messages travel here; at the
+// end of an epoch, the buffers idle for two epochs go back to the system.
+#include "cascade/comm/communicator.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "cascade/core/errors.hpp"
+#include "cascade/core/log.hpp"
+
+#include "internal.hpp"
+
+namespace cascade {
+
+using namespace comm_detail;
+
+void Communicator::trace_ctrl(int peer, const CtrlMsg& m, bool received) {
+    trace::Buffer* tb = trace::this_thread();
+    if (trace::Event* e = tb ? tb->reserve(trace::Kind::ctrl) : nullptr) {
+        e->t0 = trace::stamp();
+        e->peer = peer;
+        e->a = m.type;
+        e->b = received ? 1 : 0;
+        e->c = m.epoch;
+        tb->commit();
+    }
+}
+
+void Communicator::send_ctrl(int dest, CtrlMsg m) {
+    if (trace::recording()) [[unlikely]]
+        trace_ctrl(dest, m, false);
+    if (dest == rank_) {
+        on_ctrl(rank_, m);
+        return;
+    }
+    PendingSend ps;
+    ps.buf.resize(sizeof m);
+    std::memcpy(ps.buf.data(), &m, sizeof m);
+    MPI_Request req;
+    check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, comm_, &req),
+              "MPI_Isend");
+    ps.reqs.push_back(req);
+    track_send(std::move(ps));
+}
+
+void Communicator::on_ctrl(int source, const CtrlMsg& m) {
+    if (trace::recording()) [[unlikely]]
+        trace_ctrl(source, m, true);
+    if (m.type == CtrlMsg::ABORT) {  // rank `source` ends the job: leave this rank's events
+        write_trace_of_rank();
+        CtrlMsg ack{CtrlMsg::ABORT_ACK, completion_.epoch(), 0, 0, 0};
+        MPI_Send(&ack, sizeof ack, MPI_BYTE, source, TAG_CTRL, comm_);
+        return;
+    }
+    if (m.type == CtrlMsg::ABORT_ACK) return;
+    switch (completion_.on_ctrl(source, m)) {
+        case detail::Completion::Received::taken:
+        case detail::Completion::Received::later_epoch:
+            return;
+        case detail::Completion::Received::stale:
+            if (opts_.verb > 0 || log::enabled(log::Level::debug))
+                log::write(opts_.verb > 0 ? log::Level::warn : log::Level::debug,
+                           "ignoring control message " + std::to_string(m.type) + " of epoch " +
+                               std::to_string(m.epoch) + " (now " +
+                               std::to_string(completion_.epoch()) + ")");
+            return;
+        case detail::Completion::Received::unknown:
+            unknown_ctrl(source, m);
+    }
+}
+
+void Communicator::unknown_ctrl(int source, const CtrlMsg& m) {
+    abort_job("rank " + std::to_string(rank_) + ": unknown control message " +
+              std::to_string(m.type) + " from rank " + std::to_string(source));
+    std::abort();  // not reached: abort_job does not return (a virtual call, not known here)
+}
+
+bool Communicator::locally_idle(Threadpool& tp) const {
+    // Order matters: once the pool is idle no worker can queue more, so what we read next
+    // (queues, counts) is stable until this thread runs a handler.
+    return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 &&
+           large_recvs_.empty() && big_recvs_.empty() && pending_large_sends_ == 0;
+}
+
+void Communicator::release_idle_buffers() {
+    // A counter is reset while its epoch uses the buffer, so that epoch's end counts 1: the
+    // buffer goes once kIdleEpochs epochs after it ended without using it.
+    constexpr int kIdleEpochs = 2;
+    // (x = {} would keep the capacity: it assigns an empty initializer list.)
+    if (big_spare_.capacity() && ++big_spare_idle_epochs_ > kIdleEpochs)
+        detail::Bytes().swap(big_spare_);
+    if (recv_buf_.capacity() > kKeptRecvBuffer && ++recv_buf_idle_epochs_ > kIdleEpochs)
+        detail::Bytes().swap(recv_buf_);
+    for (std::size_t i = 0; i < big_outboxes_.size();) {
+        Outbox& o = outbox_[big_outboxes_[i]];
+        if (++o.big_idle_epochs <= kIdleEpochs) {
+            ++i;
+            continue;
+        }
+        detail::Bytes old;  // freed after the lock is released
+        {
+            std::lock_guard<Spinlock> g(o.lock);
+            if (o.buf.empty()) std::swap(old, o.buf);  // else its frames leave at the next flush
+        }
+        o.big_idle_epochs = -1;
+        big_outboxes_[i] = big_outboxes_.back();
+        big_outboxes_.pop_back();
+    }
+}
+
+void Communicator::reset_epoch() {
+    release_idle_buffers();
+    // Control messages of the new epoch that arrived ahead of it are taken now.
+    if (const auto bad = completion_.next_epoch()) [[unlikely]]
+        unknown_ctrl(bad->first, bad->second);
+}
+
+// join()'s poll. Fail-stop: an exception escaping the progress engine (a failed MPI call, no
+// memory) would leave this rank's workers running and the other ranks waiting; with other
+// ranks the job ends here with a message, alone join() rethrows it.
+PollResult Communicator::poll(Threadpool& tp) {
+    joining_.store(true, std::memory_order_relaxed);
+    PollResult r;
+    try {
+        r = poll_once(tp);
+    } catch (...) {
+        if (size_ > 1) progress_failed("the progress engine (in join())", std::current_exception());
+        fail(tp, std::current_exception());
+        r = PollResult::done;
+    }
+    if (r == PollResult::done) {
+        joining_.store(false, std::memory_order_relaxed);
+        ++joins_done_;
+        settled_q_ = queued();
+        settled_p_ = processed_;
+    }
+    return r;
+}
+
+PollResult Communicator::poll_once(Threadpool& tp) {
+    tls_comm_thread = this;
+    if (tp.failed()) [[unlikely]] {
+        if (size_ == 1) return PollResult::done;  // join() rethrows the error
+        // The pool discards its tasks from now on. The others are told once (unless the
+        // error came from one of them), and the epoch ends as usual: every join() throws.
+        if (!error_told_) {
+            error_told_ = true;
+            if (!error_from_peer_) tell_peers_of_error(tp.error());
+        }
+    }
+    const bool active = progress();
+    if (completion_.step(locally_idle(tp), queued(), processed_,
+                         std::chrono::steady_clock::now())) {
+        // A message that ran but left work waiting for messages nobody sent was forged.
+        if (std::string stranded = bcast_->stranded(); !stranded.empty())
+            abort_job("rank " + std::to_string(rank_) + ": " + stranded);
+        // Everything sent was processed somewhere. Start the next epoch now: while we finish
+        // our sends below, other ranks that already got SHUTDOWN may send us control
+        // messages of the next epoch, which must count there.
+        // Only complete sends here: running handlers now would run messages of the next
+        // epoch inside this one (ranks that finished first may have sent them already).
+        reset_epoch();
+        last_join_failed_ = error_told_ || error_from_peer_;
+        error_told_ = false;
+        error_from_peer_ = false;
+        const auto since = std::chrono::steady_clock::now();
+        while (live_sends_ > 0) {
+            test_sends();
+            if (live_sends_ > 0) {
+                check_stall("join(), completing the last sends of an epoch", since);
+                std::this_thread::yield();
+            }
+        }
+        return PollResult::done;
+    }
+    // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
+    // While this rank's workers are idle, hot for kHotInFlightPolls quiet polls (a transfer
+    // of a few KiB ends within microseconds, and a yield's system call would sit in its
+    // path), then yielding: that leaves the core to busy workers, or to ranks sharing it.
+    const bool in_flight = !large_recvs_.empty() || !big_recvs_.empty() || pending_large_sends_ > 0;
+    if (!active && in_flight) {
+        if (!tp.idle() || quiet_in_flight_ == kHotInFlightPolls)
+            std::this_thread::yield();
+        else
+            ++quiet_in_flight_;
+    } else {
+        quiet_in_flight_ = 0;
+    }
+    if (active || in_flight) return PollResult::active;
+    return locally_idle(tp) ? PollResult::waiting : PollResult::idle;
+}
+
+}  // namespace cascade
