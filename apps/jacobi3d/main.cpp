@@ -4,8 +4,11 @@
 //   cascade  each block is a mobile object holding its field, its incoming halos and its
 //            outgoing faces as Data<double>. A block's update runs as a device kernel as soon
 //            as its six halos for that iteration arrived; when the kernel ends, the faces it
-//            wrote are read on the host (request(read)) and sent as object requests to the
-//            neighbours, whose handler writes them into their incoming halo Data. Nothing
+//            wrote are read on the host (request(read)) and sent to the neighbours as large
+//            active messages, straight from the face's host copy into the host copy of the
+//            neighbour's halo Data (--halos object: as object requests carrying the bytes,
+//            written into the halo by the neighbour's handler); the neighbour's handler counts
+//            the arrival and launches its kernel when it has everything. Nothing
 //            waits for an iteration to end everywhere: blocks, transfers and messages overlap
 //            (with --od 2 or 4, several blocks per device pipeline their transfers and
 //            kernels).
@@ -343,6 +346,10 @@ int main(int argc, char** argv) {
     app.add_option("--system", system, "cascade, classic or both")
         ->check(CLI::IsMember({"cascade", "classic", "both"}));
     app.add_option("--threads", threads, "pool workers per rank");
+    std::string halos = "am";
+    app.add_option("--halos", halos,
+                   "Cascade version: halos as large active messages (am) or object requests")
+        ->check(CLI::IsMember({"am", "object"}));
     app.add_option("--reps", reps, "timed runs of each system (interleaved; median reported)");
     app.add_flag("--model", model,
                  "sim devices sleep the modelled kernel time instead of computing (no checksum)");
@@ -415,8 +422,15 @@ int main(int argc, char** argv) {
         mine.push_back(
             objs.create<Block>(make_block(devs, g, me * per_rank + l, first + l % devices)));
 
-    // Sends face f of iteration t's input to block `to` (set once the handler exists).
-    std::function<void(int to, int t, int f, std::vector<double>&&)> send_halo;
+    // The blocks of this rank by local index (they never move, so the pointers stay valid).
+    std::vector<Block*> local(mine.size());
+    for (std::size_t l = 0; l < mine.size(); ++l)
+        local[l] = objs.local(mine[l]);
+    auto block = [&](int id) { return local[static_cast<std::size_t>(id % per_rank)]; };
+
+    // Sends face f of block `from`, the input of iteration t of block from.nb[f], from the
+    // host copy `s` of out[(t + 1) % 2][f] (granted), and releases that copy once sent.
+    std::function<void(Block & from, int t, int f, std::span<double> s)> ship;
     // Launches the iterations of b whose arrivals are complete, in order.
     auto try_launch = [&](Block& b) {
         while (b.next < iters && b.arrived[b.next % 2] == b.expected) {
@@ -435,16 +449,13 @@ int main(int argc, char** argv) {
                     if (bp->nb[f] >= 0)
                         hs.push_back(bp->out[t % 2][f].request(cascade::DataAccess::read));
                 std::size_t i = 0;
-                for (int f = 0; f < 6; ++f) {
-                    if (bp->nb[f] < 0) continue;
-                    std::span<double> s = hs[i++].get();
-                    std::vector<double> v(s.begin(), s.end());
-                    bp->out[t % 2][f].release();
-                    send_halo(bp->nb[f], t + 1, f ^ 1, std::move(v));
-                }
+                for (int f = 0; f < 6; ++f)
+                    if (bp->nb[f] >= 0) ship(*bp, t + 1, f, hs[i++].get());
             });
         }
     };
+    // Halos as object requests: the face's bytes in a std::vector, written into the halo's
+    // host copy by the receiving block's handler.
     auto halo = objs.make_handler<Block>(
         [&](Block& b, int& t, int& f, std::vector<double>& v) {
             auto h = b.in[t % 2][f].request(cascade::DataAccess::write);
@@ -455,17 +466,44 @@ int main(int argc, char** argv) {
             try_launch(b);
         },
         {.name = "halo"});
-    send_halo = [&](int to, int t, int f, std::vector<double>&& v) {
-        halo->invoke(ptr(to), t, f, std::move(v));
+    // Halos as large active messages: from the face's host copy straight into the halo's
+    // (where_to grants the receiver's write request); then the block counts the arrival.
+    auto arrived = objs.make_handler<Block>(
+        [&](Block& b, int& t) {
+            ++b.arrived[t % 2];
+            try_launch(b);
+        },
+        {.name = "arrived"});
+    auto* halo_am = comm.make_large_active_msg(
+        [&](int& to, int& t, int& f, int&) {  // on_arrival, at the receiver
+            block(to)->in[t % 2][f].release();
+            arrived->invoke(ptr(to), t);
+        },
+        [&](int& to, int& t, int& f, int&) {  // where_to, at the receiver
+            auto h = block(to)->in[t % 2][f].request(cascade::DataAccess::write);
+            return h.get().data();
+        },
+        [&](int&, int& t, int& f, int& from) {  // on_sent, at the sender
+            block(from)->out[(t + 1) % 2][f ^ 1].release();
+        },
+        "jacobi3d halo");
+    ship = [&](Block& from, int t, int f, std::span<double> s) {
+        const int to = from.nb[f];
+        if (halos == "am") {
+            halo_am->send_large(to / per_rank, cascade::view<double>(s.data(), s.size()), to, t,
+                                f ^ 1, from.id);
+        } else {
+            std::vector<double> v(s.begin(), s.end());
+            from.out[(t + 1) % 2][f].release();
+            halo->invoke(ptr(to), t, f ^ 1, std::move(v));
+        }
     };
     auto kick = objs.make_handler<Block>(
         [&](Block& b) {
             // Iteration 0's halos: the initial faces (out[1]).
-            for (int f = 0; f < 6; ++f) {
-                if (b.nb[f] < 0) continue;
-                std::vector<double> v = b.out[1][f].to_vector();
-                send_halo(b.nb[f], 0, f ^ 1, std::move(v));
-            }
+            for (int f = 0; f < 6; ++f)
+                if (b.nb[f] >= 0)
+                    ship(b, 0, f, b.out[1][f].request(cascade::DataAccess::read).get());
             try_launch(b);
         },
         {.name = "kick"});
