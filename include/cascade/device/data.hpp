@@ -49,7 +49,11 @@ class HostAccess {
         t_.get();
         return {static_cast<T*>(device::detail::host_pointer(b_)), b_->bytes / sizeof(T)};
     }
-    /// The request as a task (to chain with then(), when_all, or a Taskflow promise).
+    /// The request as a task. It finishes at Data::release(), not when the host copy is
+    /// granted (tasks submitted after the request wait for the release): a continuation
+    /// chained to it with then() runs after the release, so it must not be the code that
+    /// calls release(). To act once the copy is granted, call get() (a pool worker runs
+    /// other tasks while it waits).
     const DeviceTask& task() const noexcept { return t_; }
 
   private:
