@@ -5,14 +5,18 @@
 // efficiency (time inside BLAS/LAPACK kernels, summed over all ranks and threads, over
 // ranks x threads x wall time) and, with --check, the relative residual
 // ||A - L L^T||_F / ||A||_F. --reference times LAPACKE_dpotrf on the whole matrix with
-// multithreaded OpenBLAS instead (one rank).
+// multithreaded OpenBLAS instead (one rank). --device sim|cpu|opencl factors on the devices of
+// the device layer instead (one rank): tiles as Data, memory capped to --cap of the matrix
+// per device, bytes moved compared with the schedule's minimum (device_cholesky).
 //
 // Run: mpiexec -n 2 cholesky --n 4096 --nb 256 --threads 1 --check
+//      cholesky --device sim --n 2048 --nb 256 --sims 2 --cap 0.25 --check
 // The last line on rank 0 is a machine-readable summary ("RESULT {json}") for bench/apps.
 //
 // Layout of the app: tile_matrix (storage), distribution (who owns which tile),
 // kernels (BLAS calls and their clock), priorities + cholesky_graph (the task graph and its
-// messages), check (the residual), this file (the driver).
+// messages), device_cholesky (the same factorization on devices), check (the residual), this
+// file (the driver).
 
 #include <mpi.h>
 #include <CLI/CLI.hpp>
@@ -33,6 +37,9 @@
 #include "cholesky_graph.hpp"
 #include "common/record.hpp"
 #include "common/stats.hpp"
+#ifdef CASCADE_CHOLESKY_DEVICES
+#include "device_cholesky.hpp"
+#endif
 #include "distribution.hpp"
 #include "kernels.hpp"
 #include "tile_matrix.hpp"
@@ -42,6 +49,8 @@ using namespace cascade::apps;
 namespace {
 
 constexpr double residual_tolerance = 1e-12;
+// --device with --check: bytes moved at most this many times the schedule's minimum.
+constexpr double moved_tolerance = 1.5;
 
 struct Options {
     int n = 2048;
@@ -58,6 +67,9 @@ struct Options {
     bool indefinite = false;   // testing: the error path when a task fails
     std::string trees = "on";  // broadcast detection: a tile to k ranks leaves once per tree
     double fake_gflops = 0;    // > 0: kernels sleep flops / rate (GFlop/s) instead
+    std::string device;        // sim|cpu|opencl: on the device layer's devices; empty: taskflows
+    int sims = 2;              // --device sim: simulated devices
+    double cap = 0.25;         // --device: data per device, as a fraction of the matrix
 };
 
 struct RunResult {
@@ -186,6 +198,110 @@ std::string format_residual(double res) {
     return buf;
 }
 
+#ifdef CASCADE_CHOLESKY_DEVICES
+// --device: the factorization on the devices of one process, --repeat times; checks the
+// residual and the bytes moved against the schedule's minimum (with --check).
+int run_devices(const Options& opt) {
+    DeviceRunOptions d;
+    d.kind = opt.device;
+    d.n = opt.n;
+    d.nb = opt.nb;
+    d.threads = opt.threads;
+    d.sims = opt.sims;
+    d.cap = opt.cap;
+    d.seed = opt.seed;
+    d.indefinite = opt.indefinite;
+    const TileLayout layout(opt.n, opt.nb);
+    const double gflop = static_cast<double>(opt.n) * opt.n * opt.n / 3.0 * 1e-9;
+    const double matrix_mib = static_cast<double>(opt.n) * opt.n * sizeof(double) / 1048576.0;
+    const std::string devices = opt.device == "sim"      ? std::to_string(opt.sims) + " sim devices"
+                                : opt.device == "opencl" ? "the cpu device and an OpenCL device"
+                                                         : "the cpu device";
+    char cap[96] = ", each holding at most its own memory";
+    if (opt.device == "cpu")
+        std::snprintf(cap, sizeof cap, " on the host's memory");
+    else if (opt.cap > 0)
+        std::snprintf(cap, sizeof cap, ", each holding at most %g %% of the matrix (%.1f MiB)",
+                      100 * opt.cap, opt.cap * matrix_mib);
+    std::printf(
+        "cholesky on devices: n=%d nb=%d (%d x %d tiles%s, %lld tasks), %s%s, %d pool "
+        "threads, OpenBLAS %s kernels\n",
+        opt.n, opt.nb, layout.nt, layout.nt, opt.n % opt.nb != 0 ? ", last one ragged" : "",
+        CholeskyGraph::task_count(layout.nt), devices.c_str(), cap, opt.threads, blas_corename());
+
+    std::vector<double> seconds;
+    double worst_residual = -1, worst_ratio = 0;
+    DeviceRunResult last;
+    try {
+        for (int rep = 0; rep < opt.repeat; ++rep) {
+            TileMatrix factor(layout, BlockCyclic(1, 1, 1), 0);
+            const DeviceRunResult r = run_on_devices(d, factor);
+            const double residual =
+                opt.check
+                    ? distributed_residual(factor, BlockCyclic(1, 1, 1), opt.seed, MPI_COMM_SELF,
+                                           std::max(1u, std::thread::hardware_concurrency()))
+                    : -1;
+            seconds.push_back(r.seconds);
+            worst_residual = std::max(worst_residual, residual);
+            worst_ratio = std::max(worst_ratio, r.ratio());
+            std::printf(
+                "run %d/%d: %.4f s, %.2f GFlop/s, moved %.1f MiB, minimum %.1f MiB (ratio %.2f), "
+                "%llu evictions, kernels:",
+                rep + 1, opt.repeat, r.seconds, gflop / r.seconds, r.bytes_moved / 1048576.0,
+                r.bytes_minimum / 1048576.0, r.ratio(),
+                static_cast<unsigned long long>(r.evictions));
+            for (const auto& [name, count] : r.kernels)
+                std::printf(" %s %llu", name.c_str(), static_cast<unsigned long long>(count));
+            std::printf(", %s\n", format_residual(residual).c_str());
+            last = r;
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cholesky: FAILED: %s\n", e.what());
+        return 1;
+    }
+    const double med = median(seconds);
+    const bool residual_ok = !opt.check || worst_residual < residual_tolerance;
+    const bool moved_ok = !opt.check || worst_ratio <= moved_tolerance;
+    std::printf("cholesky device=%s n=%d nb=%d", opt.device.c_str(), opt.n, opt.nb);
+    if (opt.device == "sim") std::printf(" sims=%d", opt.sims);
+    std::printf(" cap=%.2f: %.3f s, %.2f GFlop/s", opt.cap, med, gflop / med);
+    if (opt.repeat > 1) std::printf(" (median of %d)", opt.repeat);
+    std::printf(", moved/minimum %.2f%s, %s%s\n", worst_ratio,
+                opt.check ? (moved_ok ? " (OK)" : " (FAILED)") : "",
+                format_residual(worst_residual).c_str(),
+                opt.check ? (residual_ok ? " (OK)" : " (FAILED)") : "");
+
+    cascade_bench::Record line;
+    line.add("app", "cholesky").add("system", "cascade").add("device", opt.device);
+    line.add("n", opt.n).add("nb", opt.nb).add("ranks", 1).add("threads", opt.threads);
+    line.add("sims", opt.device == "sim" ? opt.sims : 0).add("cap", opt.cap);
+    line.add("seconds", med).add("gflops", gflop / med);
+    line.add("bytes_moved", last.bytes_moved).add("bytes_minimum", last.bytes_minimum);
+    line.add("ratio", worst_ratio).add("evictions", last.evictions).add("tasks", last.tasks);
+    for (const auto& [name, count] : last.kernels)
+        line.add("kernels_" + name, count);
+    line.add("runs", seconds);
+    if (worst_residual < 0)
+        line.add_null("residual");
+    else
+        line.add("residual", worst_residual, "%.3e");
+    line.print_result();
+
+    if (!residual_ok)
+        std::fprintf(stderr,
+                     "cholesky: FAILED: relative residual %.3e is not below %.0e (device=%s n=%d "
+                     "nb=%d seed=%llu)\n",
+                     worst_residual, residual_tolerance, opt.device.c_str(), opt.n, opt.nb,
+                     static_cast<unsigned long long>(opt.seed));
+    if (!moved_ok)
+        std::fprintf(stderr,
+                     "cholesky: FAILED: the devices moved %.2fx the bytes the schedule needs "
+                     "(at most %.1fx allowed; device=%s n=%d nb=%d cap=%.2f)\n",
+                     worst_ratio, moved_tolerance, opt.device.c_str(), opt.n, opt.nb, opt.cap);
+    return residual_ok && moved_ok ? 0 : 1;
+}
+#endif
+
 // "PxQ" -> (P, Q); throws CLI::ValidationError on anything else or a product != ranks.
 void parse_grid(const std::string& s, int ranks, int& p, int& q) {
     const auto x = s.find('x');
@@ -249,6 +365,19 @@ int run(int argc, char** argv, int rank, int ranks) {
         ->check(CLI::PositiveNumber);
     app.add_flag("-v,--verbose", opt.verbose,
                  "Per-kernel and per-thread statistics (-vv: runtime logs)");
+    app.add_option("--device", opt.device,
+                   "Factor on the device layer's devices instead of the taskflows (one rank): "
+                   "sim (--sims simulated devices), cpu (the pool's workers) or opencl (the cpu "
+                   "device and an OpenCL device, CLBlast's trsm, syrk and gemm there)")
+        ->check(CLI::IsMember({"sim", "cpu", "opencl"}));
+    app.add_option("--sims", opt.sims, "--device sim: number of simulated devices")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    app.add_option("--cap", opt.cap,
+                   "--device: data each device may hold, as a fraction of the matrix (0: the "
+                   "device's memory)")
+        ->check(CLI::Range(0.0, 1e6))
+        ->capture_default_str();
     int pr = 0, pc = 0;
     try {
         app.parse(argc, argv);
@@ -265,6 +394,15 @@ int run(int argc, char** argv, int rank, int ranks) {
         if (opt.reference && ranks != 1)
             throw CLI::ValidationError("--reference",
                                        "runs on one rank, not " + std::to_string(ranks));
+        if (!opt.device.empty()) {
+            if (ranks != 1)
+                throw CLI::ValidationError(
+                    "--device", "runs on one rank, not " + std::to_string(ranks) +
+                                    " (the device layer has no MPI: device data across ranks "
+                                    "is not supported)");
+            if (opt.reference || opt.fake_gflops > 0)
+                throw CLI::ValidationError("--device", "not with --reference or --fake-kernels");
+        }
     } catch (const CLI::ParseError& e) {
         const int code = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
         return code;
@@ -279,6 +417,15 @@ int run(int argc, char** argv, int rank, int ranks) {
 
     if (const char* warning = blas_core_warning(); warning && root)
         std::fprintf(stderr, "cholesky: warning: %s\n", warning);
+    if (!opt.device.empty()) {
+#ifdef CASCADE_CHOLESKY_DEVICES
+        return run_devices(opt);
+#else
+        std::fprintf(stderr, "cholesky: --device: this build has no device layer\n");
+        return 1;
+#endif
+    }
+
     if (root) {
         if (opt.reference)
             std::printf(
