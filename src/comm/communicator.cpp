@@ -106,21 +106,22 @@ Communicator::~Communicator() {
     // in join() for this one, and MPI_Finalize would wait for them. End the job instead;
     // unless the exception is the error every rank's last join() threw (and nothing moved
     // since): every rank is in the same place, and the communicator ends as usual.
-    const bool after_job_error =
-        last_join_failed_ && !joining_.load() && queued() == settled_q_ && processed_ == settled_p_;
-    if (size_ > 1 && (abandoned_ || (std::uncaught_exceptions() > 0 && !after_job_error)))
+    const bool after_job_error = job_.after_job_error(queued(), processed_);
+    if (size_ > 1 && (job_.abandoned() || (std::uncaught_exceptions() > 0 && !after_job_error)))
         abort_job("rank " + std::to_string(rank_) +
-                  (abandoned_ ? ": an exception unwound past this rank's Threadpool before its "
-                                "join() finished"
-                              : ": the Communicator is destroyed by an exception") +
+                  (job_.abandoned()
+                       ? ": an exception unwound past this rank's Threadpool before its "
+                         "join() finished"
+                       : ": the Communicator is destroyed by an exception") +
                   "; the other ranks would wait for this one forever, so the job ends here");
     // Complete what is in flight so MPI can shut down cleanly (a peer that never receives it
     // is the watchdog's).
     const auto since = std::chrono::steady_clock::now();
     {
-        int done = send_reqs_.empty();
+        std::vector<MPI_Request>& reqs = sends_.requests();
+        int done = reqs.empty();
         while (!done) {
-            if (MPI_Testall(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &done,
+            if (MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done,
                             MPI_STATUSES_IGNORE) != MPI_SUCCESS)
                 break;
             if (!done) {
@@ -244,7 +245,7 @@ bool Communicator::progress() {
     tls_comm_thread = this;
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
     const std::uint64_t before = mpi_sends_ + processed_;
-    const std::size_t sends_before = live_sends_;
+    const std::size_t sends_before = sends_.live();
     struct Depth {
         int& d;
         explicit Depth(int& x) : d(++x) {}
@@ -262,7 +263,7 @@ bool Communicator::progress() {
     }
     any |= run_after_progress();
     if (!was) tls_comm_thread = nullptr;
-    any = any || mpi_sends_ + processed_ != before || live_sends_ != sends_before;
+    any = any || mpi_sends_ + processed_ != before || sends_.live() != sends_before;
     if (t0 != 0 && any) [[unlikely]] {
         trace::mark_progress_thread();
         if (trace::Buffer* tb = trace::this_thread()) tb->slice(trace::Kind::progress, t0);
@@ -331,7 +332,7 @@ void Communicator::tell_peers_of_error(std::exception_ptr e) {
 void Communicator::on_peer_error(int rank, int thread, std::string task, std::string what) {
     if (rank < 0 || rank >= size_ || rank != detail::tls_frame_source)
         throw WireError("an error report for rank " + std::to_string(rank));
-    error_from_peer_ = true;
+    job_.error_from_peer();
     if (!tp_) return;
     auto original = std::make_exception_ptr(std::runtime_error(what));
     fail(*tp_, std::make_exception_ptr(TaskError::reported(std::move(what), std::move(task), thread,
@@ -344,7 +345,7 @@ void Communicator::fail_pool(std::exception_ptr e) noexcept {
 }
 
 bool Communicator::is_done() const {
-    return outbox_pending_.load(std::memory_order_acquire) == 0 && live_sends_ == 0 &&
+    return outbox_pending_.load(std::memory_order_acquire) == 0 && sends_.live() == 0 &&
            large_recvs_.empty() && big_recvs_.empty();
 }
 
@@ -396,9 +397,7 @@ void Communicator::detach(Threadpool& tp) noexcept {
     tp_ = nullptr;
     // Destroyed while an exception unwinds, with work this rank never finished a join() for
     // (or none at all yet): the other ranks may be waiting for it in theirs.
-    if (std::uncaught_exceptions() > 0 &&
-        (joins_done_ == 0 || joining_.load() || queued() != settled_q_ || processed_ != settled_p_))
-        abandoned_ = true;
+    if (std::uncaught_exceptions() > 0 && !job_.settled(queued(), processed_)) job_.abandon();
 }
 
 void Communicator::sent_from_outside(const ActiveMsgBase& am) {
@@ -421,8 +420,8 @@ std::string Communicator::describe_state() const {
     std::ostringstream os;
     os << "messages: " << queued() << " active messages queued here, " << processed_
        << " processed here; " << outbox_pending_.load() << " destination(s) with unsent messages, "
-       << live_sends_ << " MPI send(s) in flight, " << large_recvs_.size() << " large bod(ies) and "
-       << big_recvs_.size() << " big message(s) being received";
+       << sends_.live() << " MPI send(s) in flight, " << large_recvs_.size()
+       << " large bod(ies) and " << big_recvs_.size() << " big message(s) being received";
     // Sends held behind a broadcast's fence until the rank it reached through another rank
     // acknowledges it.
     bool any_fence = false;
@@ -473,8 +472,7 @@ std::vector<std::string> Communicator::am_names() const {
 }
 
 void Communicator::write_trace_of_rank() noexcept {
-    if (trace_written_) return;
-    trace_written_ = true;
+    if (!job_.first_trace_write()) return;
     try {
         trace::write_rank(rank_, am_names());
     } catch (...) {
@@ -484,7 +482,6 @@ void Communicator::write_trace_of_rank() noexcept {
 // Sends ABORT to every other rank and waits (at most kAbortWait) for their ABORT_ACK, which
 // they send after writing their events.
 void Communicator::tell_peers_of_abort() noexcept {
-    constexpr auto kAbortWait = std::chrono::seconds(3);
     std::vector<CtrlMsg> msgs(static_cast<std::size_t>(size_),
                               CtrlMsg{CtrlMsg::ABORT, completion_.epoch(), 0, 0, 0});
     std::vector<MPI_Request> reqs;

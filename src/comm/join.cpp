@@ -1,6 +1,6 @@
 // join()'s side of the Communicator: each poll runs progress, then a step of the completion
 // protocol (detail::Completion, completion.cpp), whose control messages travel here; at the
-// end of an epoch, the buffers idle for two epochs go back to the system.
+// end of an epoch, the buffers idle for kIdleEpochs epochs go back to the system.
 #include "cascade/comm/communicator.hpp"
 
 #include <algorithm>
@@ -86,34 +86,8 @@ bool Communicator::locally_idle(Threadpool& tp) const {
            large_recvs_.empty() && big_recvs_.empty() && pending_large_sends_ == 0;
 }
 
-void Communicator::release_idle_buffers() {
-    // A counter is reset while its epoch uses the buffer, so that epoch's end counts 1: the
-    // buffer goes once kIdleEpochs epochs after it ended without using it.
-    constexpr int kIdleEpochs = 2;
-    // (x = {} would keep the capacity: it assigns an empty initializer list.)
-    if (big_spare_.capacity() && ++big_spare_idle_epochs_ > kIdleEpochs)
-        detail::Bytes().swap(big_spare_);
-    if (recv_buf_.capacity() > kKeptRecvBuffer && ++recv_buf_idle_epochs_ > kIdleEpochs)
-        detail::Bytes().swap(recv_buf_);
-    for (std::size_t i = 0; i < big_outboxes_.size();) {
-        Outbox& o = outbox_[big_outboxes_[i]];
-        if (++o.big_idle_epochs <= kIdleEpochs) {
-            ++i;
-            continue;
-        }
-        detail::Bytes old;  // freed after the lock is released
-        {
-            std::lock_guard<Spinlock> g(o.lock);
-            if (o.buf.empty()) std::swap(old, o.buf);  // else its frames leave at the next flush
-        }
-        o.big_idle_epochs = -1;
-        big_outboxes_[i] = big_outboxes_.back();
-        big_outboxes_.pop_back();
-    }
-}
-
 void Communicator::reset_epoch() {
-    release_idle_buffers();
+    buffers_.epoch_ended(outbox_.get());  // buffers idle for kIdleEpochs epochs go
     // Control messages of the new epoch that arrived ahead of it are taken now.
     if (const auto bad = completion_.next_epoch()) [[unlikely]]
         unknown_ctrl(bad->first, bad->second);
@@ -123,7 +97,7 @@ void Communicator::reset_epoch() {
 // memory) would leave this rank's workers running and the other ranks waiting; with other
 // ranks the job ends here with a message, alone join() rethrows it.
 PollResult Communicator::poll(Threadpool& tp) {
-    joining_.store(true, std::memory_order_relaxed);
+    job_.join_polled();
     PollResult r;
     try {
         r = poll_once(tp);
@@ -133,10 +107,7 @@ PollResult Communicator::poll(Threadpool& tp) {
         r = PollResult::done;
     }
     if (r == PollResult::done) {
-        joining_.store(false, std::memory_order_relaxed);
-        ++joins_done_;
-        settled_q_ = queued();
-        settled_p_ = processed_;
+        job_.join_done(queued(), processed_);
     }
     return r;
 }
@@ -147,10 +118,7 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         if (size_ == 1) return PollResult::done;  // join() rethrows the error
         // The pool discards its tasks from now on. The others are told once (unless the
         // error came from one of them), and the epoch ends as usual: every join() throws.
-        if (!error_told_) {
-            error_told_ = true;
-            if (!error_from_peer_) tell_peers_of_error(tp.error());
-        }
+        if (job_.tell_error()) tell_peers_of_error(tp.error());
     }
     const bool active = progress();
     if (completion_.step(locally_idle(tp), queued(), processed_,
@@ -164,13 +132,11 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         // Only complete sends here: running handlers now would run messages of the next
         // epoch inside this one (ranks that finished first may have sent them already).
         reset_epoch();
-        last_join_failed_ = error_told_ || error_from_peer_;
-        error_told_ = false;
-        error_from_peer_ = false;
+        job_.epoch_ended();
         const auto since = std::chrono::steady_clock::now();
-        while (live_sends_ > 0) {
+        while (sends_.live() > 0) {
             test_sends();
-            if (live_sends_ > 0) {
+            if (sends_.live() > 0) {
                 check_stall("join(), completing the last sends of an epoch", since);
                 std::this_thread::yield();
             }

@@ -158,9 +158,7 @@ void Communicator::frame_failed(int source, const ActiveMsgBase& am, std::except
 // blocking (test_big_recvs), holding that rank's later messages back until it ran.
 void Communicator::receive_big(int source, const detail::FrameRef& announce) {
     const std::size_t bytes = detail::announced_size(announce, kSmallMessage, kMpiMessageLimit);
-    if (fills(bytes, recv_buf_.capacity())) recv_buf_idle_epochs_ = 0;
-    BigRecv b{source, std::move(recv_buf_), MPI_REQUEST_NULL};  // leaves recv_buf_ empty
-    b.buf.resize(bytes);
+    BigRecv b{source, buffers_.take_recv_buffer(bytes), MPI_REQUEST_NULL};
     check_mpi(
         MPI_Irecv(b.buf.data(), static_cast<int>(bytes), MPI_BYTE, source, TAG_BIG, comm_, &b.req),
         "MPI_Irecv");
@@ -195,8 +193,8 @@ bool Communicator::test_big_recvs() {
         }
         run_message(b.source, b.buf.data(), b.buf.size());
         // Kept for the next one; beyond kKeptRecvBuffer only while big messages that fill it
-        // keep coming (release_idle_buffers).
-        if (recv_buf_.capacity() < b.buf.capacity()) recv_buf_ = std::move(b.buf);
+        // keep coming (BufferCache::epoch_ended).
+        buffers_.give_recv_buffer(b.buf);
     }
     return any;
 }

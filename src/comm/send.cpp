@@ -101,23 +101,14 @@ void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, s
 }
 
 int Communicator::new_body_tag() {
-    const unsigned start = body_tags_.fetch_add(1, std::memory_order_relaxed);
-    for (unsigned i = 0; i < static_cast<unsigned>(kBodyTags); ++i) {
-        const unsigned t = (start + i) % kBodyTags;
-        const std::uint64_t bit = std::uint64_t(1) << (t % 64);
-        if ((body_tag_held_[t / 64].fetch_or(bit, std::memory_order_acq_rel) & bit) == 0) {
-            if (i > 0) body_tags_.fetch_add(i, std::memory_order_relaxed);
-            return kFirstBodyTag + static_cast<int>(t);
-        }
-    }
-    throw UsageError("rank " + std::to_string(rank_) + ": " + std::to_string(kBodyTags) +
+    if (const auto tag = body_tags_.take()) return *tag;
+    throw UsageError("rank " + std::to_string(rank_) + ": " +
+                     std::to_string(detail::BodyTags::kCount) +
                      " broadcast bodies in flight from this rank; no MPI tag is free for another");
 }
 
 void Communicator::release_body_tag(int tag) noexcept {
-    if (!is_body_tag(tag)) return;
-    const unsigned t = static_cast<unsigned>(tag - kFirstBodyTag);
-    body_tag_held_[t / 64].fetch_and(~(std::uint64_t(1) << (t % 64)), std::memory_order_acq_rel);
+    body_tags_.release(tag);
 }
 
 void Communicator::send_body_now(int dest, ActiveMsgBase& am, const void* body, std::size_t bytes,
@@ -168,7 +159,7 @@ bool Communicator::must_send_directly(int dest) const {
 // `rest` and `rest_larges`, so that what was queued before leaves alone.
 void Communicator::split_at_fence(Outbox& o, detail::Bytes& rest,
                                   std::vector<LargeSend>& rest_larges) {
-    take_spare(rest);
+    buffers_.take_spare(rest);
     rest.assign(o.buf.begin() + static_cast<std::ptrdiff_t>(o.fence_bytes), o.buf.end());
     o.buf.resize(o.fence_bytes);
     for (std::size_t i = o.fence_larges; i < o.larges.size(); ++i) {
@@ -208,15 +199,7 @@ void Communicator::flush() {
             } else {
                 // The outbox's next buffer: for a burst bigger than a spare, the big spare (an
                 // iterative code sends the same burst at every step); else a spare, if any.
-                const bool big = o.buf.size() > kMaxSpareBufferBytes && big_spare_.capacity() > 0;
-                const bool used = big && fills(o.buf.size(), big_spare_.capacity());
-                if (big) {
-                    buf = std::move(big_spare_);
-                } else {
-                    take_spare(buf);
-                }
-                std::swap(buf, o.buf);
-                if (big) track_big_outbox(d, used);
+                buffers_.swap_out(outbox_.get(), d, buf);
                 std::swap(larges, o.larges);
                 o.body_bytes_queued = 0;
                 o.bodies_queued = 0;
@@ -237,7 +220,7 @@ void Communicator::flush() {
 // announces a message bigger than kSmallMessage. An empty buffer becomes a spare.
 void Communicator::send_frames(int d, detail::Bytes buf) {
     if (buf.empty()) {
-        keep_spare(buf);
+        buffers_.keep_spare(buf);
         return;
     }
     PendingSend ps;
@@ -336,68 +319,18 @@ void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, st
     ++mpi_sends_;
 }
 
-// Sends in flight: their requests join one array that test_sends() hands to MPI_Testsome,
-// so a poll costs one MPI call whatever the number of sends in flight.
 void Communicator::track_send(PendingSend ps) {
-    std::uint32_t slot;
-    if (!free_sends_.empty()) {
-        slot = free_sends_.back();
-        free_sends_.pop_back();
-    } else {
-        slot = static_cast<std::uint32_t>(sends_.size());
-        sends_.emplace_back();
-    }
-    ps.outstanding = ps.reqs.size();
-    ps.live = true;
-    for (MPI_Request r : ps.reqs) {
-        send_reqs_.push_back(r);
-        send_req_slot_.push_back(slot);
-    }
-    ps.reqs.clear();
-    if (ps.outstanding == 0) sends_done_.push_back(slot);
-    sends_[slot] = std::move(ps);
-    ++live_sends_;
+    sends_.track(std::move(ps));
 }
 
+// Sends whose requests completed: their buffers are kept for reuse, a large body's on_sent
+// runs (it may queue more sends, in new slots).
 void Communicator::test_sends() {
-    if (send_reqs_.size() > null_send_reqs_) {
-        testsome_idx_.resize(send_reqs_.size());
-        int count = 0;
-        check_mpi(MPI_Testsome(static_cast<int>(send_reqs_.size()), send_reqs_.data(), &count,
-                               testsome_idx_.data(), MPI_STATUSES_IGNORE),
-                  "MPI_Testsome");
-        if (count != MPI_UNDEFINED) {
-            for (int k = 0; k < count; ++k) {
-                const std::uint32_t slot =
-                    send_req_slot_[static_cast<std::size_t>(testsome_idx_[k])];
-                if (--sends_[slot].outstanding == 0) sends_done_.push_back(slot);
-            }
-            null_send_reqs_ += static_cast<std::size_t>(count);
-        }
-        // Completed requests are MPI_REQUEST_NULL now: drop them once they are half the array.
-        if (null_send_reqs_ * 2 > send_reqs_.size()) {
-            std::size_t w = 0;
-            for (std::size_t r = 0; r < send_reqs_.size(); ++r) {
-                if (send_reqs_[r] == MPI_REQUEST_NULL) continue;
-                send_reqs_[w] = send_reqs_[r];
-                send_req_slot_[w] = send_req_slot_[r];
-                ++w;
-            }
-            send_reqs_.resize(w);
-            send_req_slot_.resize(w);
-            null_send_reqs_ = 0;
-        }
-    }
-    // on_sent callbacks may queue more sends (new slots): take the list first.
-    while (!sends_done_.empty()) {
-        const std::uint32_t slot = sends_done_.back();
-        sends_done_.pop_back();
-        PendingSend finished = std::move(sends_[slot]);
-        sends_[slot].live = false;
-        free_sends_.push_back(slot);
-        --live_sends_;
+    sends_.test();
+    if (!sends_.any_done()) return;
+    PendingSend finished;
+    while (sends_.pop_done(finished))
         finish_send(finished);
-    }
 }
 
 void Communicator::finish_send(PendingSend& finished) {
@@ -426,68 +359,8 @@ void Communicator::finish_send(PendingSend& finished) {
     if (finished.dest >= 0)
         outbox_[finished.dest].frame_bytes_in_flight.fetch_sub(finished.bytes,
                                                                std::memory_order_release);
-    if (finished.buf.capacity() > kMaxSpareBufferBytes && finished.dest >= 0) {
-        keep_big_buffer(finished.dest, finished.buf);
-        return;
-    }
     finished.announce.clear();
-    keep_spare(finished.buf);
-}
-
-// Spare send buffers: only moderate ones are kept (a burst's big ones return to the system),
-// as many as kMaxSpareBuffers and kMaxSpareBytes allow.
-void Communicator::keep_spare(detail::Bytes& b) {
-    const std::size_t cap = b.capacity();
-    if (cap == 0 || cap > kMaxSpareBufferBytes || spare_bufs_.size() >= kMaxSpareBuffers ||
-        spare_bytes_ + cap > kMaxSpareBytes)
-        return;
-    b.clear();
-    spare_bytes_ += cap;
-    spare_bufs_.push_back(std::move(b));
-}
-
-void Communicator::take_spare(detail::Bytes& out) {
-    if (spare_bufs_.empty()) return;
-    out = std::move(spare_bufs_.back());
-    spare_bufs_.pop_back();
-    spare_bytes_ -= out.capacity();
-}
-
-// A big buffer whose frames were sent, whatever their size (a small burst may have been
-// written into the outbox's big buffer): back to its outbox if that waits empty with a
-// smaller one, so that the next burst is written straight into mapped memory (a code whose
-// main thread queues a whole burst before join() finds it there); else the big spare if it
-// is bigger than the one kept. Only a big burst that fills it counts as using the buffer
-// (release_idle_buffers frees it two epochs after the last one).
-void Communicator::keep_big_buffer(int dest, detail::Bytes& b) {
-    const bool burst = b.size() > kMaxSpareBufferBytes && fills(b.size(), b.capacity());
-    b.clear();
-    Outbox& o = outbox_[dest];
-    {
-        std::lock_guard<Spinlock> g(o.lock);
-        if (o.buf.empty() && o.buf.capacity() < b.capacity()) std::swap(o.buf, b);
-    }
-    if (b.capacity() > kMaxSpareBufferBytes) {  // the outbox was busy (or held a big one too)
-        if (b.capacity() > big_spare_.capacity()) {
-            big_spare_ = std::move(b);
-            if (burst) big_spare_idle_epochs_ = 0;
-        }
-        return;
-    }
-    track_big_outbox(dest, burst);
-    keep_spare(b);
-}
-
-// Outbox d holds a big buffer: release_idle_buffers watches it from now on; `used`: a big
-// burst used it in this epoch.
-void Communicator::track_big_outbox(int d, bool used) {
-    Outbox& o = outbox_[d];
-    if (o.big_idle_epochs < 0) {
-        big_outboxes_.push_back(d);
-        o.big_idle_epochs = 0;
-    } else if (used) {
-        o.big_idle_epochs = 0;
-    }
+    buffers_.keep_sent(outbox_.get(), finished.dest, finished.buf);
 }
 
 void Communicator::flush_blocking() {
@@ -497,11 +370,7 @@ void Communicator::flush_blocking() {
     // behind the running handler is posted only after that handler returns.
     flush();
     const std::uint64_t upto = send_serial_;
-    auto pending = [&] {
-        return held_ > 0 || std::any_of(sends_.begin(), sends_.end(), [&](const PendingSend& s) {
-                   return s.live && !s.large && s.serial < upto;
-               });
-    };
+    auto pending = [&] { return held_ > 0 || sends_.frames_in_flight_before(upto); };
     auto moved = std::chrono::steady_clock::now();
     while (pending()) {
         if (progress()) moved = std::chrono::steady_clock::now();
@@ -543,13 +412,7 @@ CommStats Communicator::stats() const {
 }
 
 std::size_t Communicator::kept_buffer_bytes() const {
-    std::size_t n = big_spare_.capacity() + recv_buf_.capacity() + spare_bytes_;
-    for (int d = 0; d < size_; ++d) {
-        Outbox& o = outbox_[d];
-        std::lock_guard<Spinlock> g(o.lock);
-        if (o.buf.empty()) n += o.buf.capacity();
-    }
-    return n;
+    return buffers_.kept_bytes(outbox_.get(), size_);
 }
 
 std::size_t Communicator::body_bytes_in_flight(int dest) const {

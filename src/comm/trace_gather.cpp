@@ -9,13 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "cascade/comm/detail/constants.hpp"
 #include "cascade/trace/export.hpp"
 #include "cascade/trace/recorder.hpp"
 
 namespace cascade::detail {
 
 namespace {
-constexpr int kSyncTag = 0x7ace;
+constexpr int kSyncTag = comm::kTraceTag;
 constexpr int kSyncRounds = 16;
 }  // namespace
 

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,9 +22,15 @@
 
 #include "cascade/comm/active_msg.hpp"
 #include "cascade/comm/broadcasts.hpp"
+#include "cascade/comm/detail/body_tags.hpp"
+#include "cascade/comm/detail/buffer_cache.hpp"
 #include "cascade/comm/detail/bytes.hpp"
 #include "cascade/comm/detail/completion.hpp"
+#include "cascade/comm/detail/constants.hpp"
 #include "cascade/comm/detail/frames.hpp"
+#include "cascade/comm/detail/job_state.hpp"
+#include "cascade/comm/detail/outbox.hpp"
+#include "cascade/comm/detail/send_slots.hpp"
 #include "cascade/comm/large_active_msg.hpp"
 #include "cascade/core/detail/worker_context.hpp"
 #include "cascade/core/errors.hpp"
@@ -218,7 +223,7 @@ class Communicator : public JoinHook {
     [[noreturn]] void abort_job(const std::string& what) override;
 
     // ---- for layers built on active messages (futures, and ActiveMsg itself) ---------------
-    struct Outbox;
+    using Outbox = detail::Outbox;  ///< What is queued for one destination (outbox.hpp).
     /// The default `extra` of enqueue(): nothing more under the outbox lock.
     struct NoExtra {
         /// Does nothing.
@@ -305,12 +310,10 @@ class Communicator : public JoinHook {
     /// Gives back a tag from new_body_tag() once every piece of its stream was sent.
     void release_body_tag(int tag) noexcept;
     /// For tests: the next new_body_tag() starts looking `n` tags further on.
-    void advance_body_tags_for_test(unsigned n) noexcept {
-        body_tags_.fetch_add(n, std::memory_order_relaxed);
-    }
+    void advance_body_tags_for_test(unsigned n) noexcept { body_tags_.skip(n); }
     /// Whether `tag` is one new_body_tag() hands out (a tag read from the wire is checked).
     static constexpr bool is_body_tag(std::int64_t tag) noexcept {
-        return tag >= kFirstBodyTag && tag < kFirstBodyTag + kBodyTags;
+        return detail::BodyTags::contains(tag);
     }
 
     /// A large message to one rank (what LargeActiveMsg::send_large queues).
@@ -332,43 +335,10 @@ class Communicator : public JoinHook {
     }
 
     /// The default (and largest) chunk size of large bodies: 1 GiB.
-    static constexpr std::size_t kDefaultChunk = std::size_t(1) << 30;
+    static constexpr std::size_t kDefaultChunk = detail::comm::kDefaultChunk;
 
     /// A large body queued for one destination, sent after the frames queued before it.
-    struct LargeSend {
-        ActiveMsgBase* am;       ///< The large AM whose on_body_sent runs on completion.
-        const char* body;        ///< The body (the sender's memory, valid until on_sent).
-        std::size_t bytes;       ///< Body size in bytes.
-        std::vector<char> args;  ///< The serialized arguments (passed to on_body_sent).
-        std::size_t chunk;       ///< The one written in the header: the receiver posts by it.
-        int tag = -1;            ///< MPI tag from new_body_tag(); < 0: the ordered body tag.
-    };
-    /// What is queued for one destination (one per rank, on its own cache line).
-    struct alignas(64) Outbox {
-        Spinlock lock;                      ///< Guards buf, larges, seq and body_bytes_queued.
-        detail::Bytes buf;                  ///< Frames not yet sent.
-        std::vector<LargeSend> larges;      ///< Large bodies to post after these frames.
-        std::atomic<bool> nonempty{false};  ///< Something is queued (read without the lock).
-        /// Frames queued to this destination so far (names them in traces).
-        std::uint64_t seq = 0;
-        /// Back-pressure: bytes of frames handed to MPI and not yet delivered.
-        std::atomic<std::size_t> frame_bytes_in_flight{0};
-        /// Back-pressure: bytes of large bodies posted to MPI and not yet delivered.
-        std::atomic<std::size_t> body_bytes_in_flight{0};
-        std::size_t body_bytes_queued = 0;  ///< Bytes of the bodies in `larges`.
-        std::size_t bodies_queued = 0;      ///< Number of bodies in `larges`.
-        /// Epochs since the big buffer it holds (the big spare, see flush) was last filled;
-        /// -1: it holds none. Communication thread only.
-        int big_idle_epochs = -1;
-        /// Fences (raise_fence): messages routed to this rank through other ranks and not yet
-        /// acknowledged. While there are any, what was queued after the first one waits:
-        /// frames from byte fence_bytes of buf on, bodies from fence_larges of larges on.
-        std::atomic<int> fences{0};
-        std::size_t fence_bytes = 0;   ///< Frames before this byte of buf leave (fenced).
-        std::size_t fence_larges = 0;  ///< Bodies before this index of larges leave (fenced).
-        /// Stretches of fences so far: one more each time `fences` goes from 0 to 1.
-        std::uint64_t fence_stretch = 0;
-    };
+    using LargeSend = detail::LargeSend;
 
     /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
     /// thread, draining sends, the destructor): ends the job with `what` and this rank's state
@@ -401,20 +371,7 @@ class Communicator : public JoinHook {
                        std::size_t chunk, std::vector<char> args, int tag = -1);
 
     using Frame = detail::Frame;  // header of one message inside an MPI buffer (frames.hpp)
-    struct PendingSend {
-        detail::Bytes buf;
-        std::vector<MPI_Request> reqs;
-        // Frames announcing big messages: MPI sends from them, so they never move (a list
-        // also makes and moves an empty PendingSend without allocating, unlike a deque).
-        std::list<std::array<std::uint64_t, 3>> announce;
-        std::unique_ptr<LargeSend> large;  // on_sent to run on completion
-        int dest = -1;                     // destination rank
-        std::size_t bytes = 0;             // frame bytes (back-pressure)
-        std::uint64_t serial = 0;          // frame messages, in flush order
-        std::size_t outstanding = 0;       // its requests not yet complete
-        bool live = false;                 // a slot of sends_ in use
-        std::int64_t t0 = 0;
-    };
+    using PendingSend = detail::PendingSend;  // one send handed to MPI (send_slots.hpp)
     struct PendingRecv {
         ActiveMsgBase* am;
         int source;
@@ -494,40 +451,17 @@ class Communicator : public JoinHook {
     std::vector<std::unique_ptr<ActiveMsgBase>> ams_;
     std::unique_ptr<Outbox[]> outbox_;
     std::atomic<int> outbox_pending_{0};
-    // Sends in flight: slots (live ones are in use, the others listed in free_sends_), and
-    // every request of theirs in one array tested with MPI_Testsome, each with its slot.
-    std::vector<PendingSend> sends_;
-    std::vector<std::uint32_t> free_sends_;
-    std::size_t live_sends_ = 0;
-    std::vector<MPI_Request> send_reqs_;
-    std::vector<std::uint32_t> send_req_slot_;
-    std::size_t null_send_reqs_ = 0;         // completed entries of send_reqs_ not yet compacted
-    std::vector<int> testsome_idx_;          // scratch for MPI_Testsome
-    std::vector<std::uint32_t> sends_done_;  // slots whose requests all completed
+    detail::SendSlots sends_;  // MPI sends in flight, tested together
     std::deque<PendingRecv> large_recvs_;
     std::vector<MPI_Status> statuses_;  // scratch for MPI_Testall
-    std::vector<detail::Bytes> spare_bufs_;
-    std::size_t spare_bytes_ = 0;  // their capacities' sum
-    void keep_spare(detail::Bytes& b);
-    void take_spare(detail::Bytes& out);
-    // Buffers beyond the spares' limits (a burst of frames bigger than kMaxSpareBufferBytes,
-    // a big message received) are kept while the program keeps using them: an iterative code
-    // that sends the same burst at every step finds its buffers mapped. Each is released
-    // once two epochs ended without using it (release_idle_buffers, at each epoch's end).
-    detail::Bytes big_spare_;  // the biggest burst's frame buffer, once sent
-    int big_spare_idle_epochs_ = 0;
-    int recv_buf_idle_epochs_ = 0;
-    std::vector<int> big_outboxes_;  // destinations whose outbox holds the big spare
-    void release_idle_buffers();
-    void keep_big_buffer(int dest, detail::Bytes& b);
-    void track_big_outbox(int d, bool used);
+    detail::BufferCache buffers_;       // buffers kept for reuse (buffer_cache.hpp)
     // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
     // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
     // order its receives were posted, which is the order messages from one rank arrive in.
     // AM messages carry the parity of their sender's completion epoch in their tag, and
     // there is one set of slots per parity: a rank that finished an epoch first may send
     // messages of the next one, which wait until this rank has finished the epoch too.
-    static constexpr int kAmSlots = 6, kCtrlSlots = 4;
+    static constexpr int kAmSlots = detail::comm::kAmSlots, kCtrlSlots = detail::comm::kCtrlSlots;
     struct AmSlots {
         std::unique_ptr<std::uint64_t[]> buf[kAmSlots];
         MPI_Request req[kAmSlots];
@@ -538,7 +472,6 @@ class Communicator : public JoinHook {
     CtrlMsg ctrl_buf_[kCtrlSlots] = {};
     MPI_Request ctrl_req_[kCtrlSlots];
     int ctrl_head_ = 0;
-    detail::Bytes recv_buf_;  // big messages (announced in a small one), kept when small enough
     // Big messages being received, one per source at most: that source's later messages
     // wait in deferred_ (open_ counts the receive) until it arrived and ran.
     struct BigRecv {
@@ -548,14 +481,7 @@ class Communicator : public JoinHook {
     };
     std::vector<BigRecv> big_recvs_;
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
-    // Tags of bodies matched by tag (broadcasts): [kFirstBodyTag, kFirstBodyTag + kBodyTags),
-    // below the trace's tag and the 32767 every MPI allows; one per body stream in flight
-    // (a bit of body_tag_held_ each), handed out in turn.
-    static constexpr int kFirstBodyTag = 64, kBodyTags = 29936;
-    std::atomic<unsigned> body_tags_{0};
-    std::unique_ptr<std::atomic<std::uint64_t>[]> body_tag_held_ {
-        new std::atomic<std::uint64_t>[(kBodyTags + 63) / 64] {}
-    };
+    detail::BodyTags body_tags_;  // tags of bodies matched by tag (broadcasts)
     std::unique_ptr<Broadcasts> bcast_;
     // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
     // a get() on this thread) must not see the next message of the rank whose message it
@@ -574,23 +500,13 @@ class Communicator : public JoinHook {
     int pending_large_sends_ = 0;
     int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)
     std::function<void()> progress_fault_;  // set_progress_fault_for_test
-    // join() runs (from its first poll until it returns): a send from a thread outside the
-    // pool then could change the counts after completion was confirmed (checked mode says so).
-    std::atomic<bool> joining_{false};
-    bool abandoned_ = false;  // the pool was destroyed by an exception, work unfinished
-    // A task or handler failed in this epoch: error_told_ once the other ranks were told,
-    // error_from_peer_ when the error came from one of them (nothing to tell).
+    // An error of a task or handler of one rank, told to the others (poll_once).
     ActiveMsg<int, int, std::string, std::string>* error_am_ = nullptr;
-    bool error_told_ = false;
-    bool error_from_peer_ = false;
-    bool last_join_failed_ = false;  // the last join() ended with such an error
-    bool trace_written_ = false;     // this rank's events were written on the way to an abort
+    // join() runs, how the last one ended, this epoch's error told or received (job_state.hpp).
+    detail::JobState job_;
     // join()'s polls in a row that moved nothing while a transfer was in flight (poll_once).
-    static constexpr std::uint8_t kHotInFlightPolls = 32;
     std::uint8_t quiet_in_flight_ = 0;
-    std::uint64_t joins_done_ = 0;                 // join()s that completed
-    std::uint64_t settled_q_ = 0, settled_p_ = 0;  // counts when the last one completed
-    std::uint64_t send_serial_ = 1;                // next frame message's PendingSend::serial
+    std::uint64_t send_serial_ = 1;  // next frame message's PendingSend::serial
     Threadpool* tp_ = nullptr;
 
     std::atomic<std::uint64_t> queued_{0};

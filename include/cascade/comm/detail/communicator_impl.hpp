@@ -68,7 +68,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
                          std::to_string(dest) + " outside [0, " + std::to_string(size_) + ")");
     if (max_bytes > detail::kMaxArgumentBytes) [[unlikely]]
         too_many_argument_bytes(am, max_bytes);
-    if (joining_.load(std::memory_order_relaxed)) [[unlikely]]
+    if (job_.joining()) [[unlikely]]
         if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0)
             sent_from_outside(am);
     Outbox& o = outbox_[dest];

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "cascade/comm/detail/constants.hpp"
+
 namespace cascade::detail {
 
 /// One control message (MPI tag of its own, fixed size).
@@ -33,9 +35,9 @@ class Completion {
     using Clock = std::chrono::steady_clock;
     /// After the first COUNT of an epoch, a rank sends the next one once it stayed idle this
     /// long; the delay doubles with each further COUNT of the epoch, up to kMaxCountDelay.
-    static constexpr Clock::duration kFirstCountDelay = std::chrono::microseconds(2);
+    static constexpr Clock::duration kFirstCountDelay = comm::kFirstCountDelay;
     /// The longest delay before a further COUNT.
-    static constexpr Clock::duration kMaxCountDelay = std::chrono::microseconds(640);
+    static constexpr Clock::duration kMaxCountDelay = comm::kMaxCountDelay;
     /// How the protocol sends a control message (to any rank, this one included).
     using SendFn = void (*)(void* ctx, int dest, const CtrlMsg& m);
 

@@ -1,0 +1,102 @@
+// SendSlots: the MPI sends of one Communicator in flight. Each send (a buffer of frames, a
+// large body, a control message) has a slot; the requests of all of them are in one array
+// that one MPI_Testsome tests, whatever the number in flight. Communication thread only.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <vector>
+
+#include "cascade/comm/detail/bytes.hpp"
+#include "cascade/comm/detail/outbox.hpp"
+
+namespace cascade::detail {
+
+/// One send handed to MPI: its buffer (or body) and its requests until they complete.
+struct PendingSend {
+    Bytes buf;                      ///< Frames (or a control message) MPI sends from.
+    std::vector<MPI_Request> reqs;  ///< Its requests, until SendSlots::track takes them.
+    /// Frames announcing big messages: MPI sends from them, so they never move (a list also
+    /// makes and moves an empty PendingSend without allocating, unlike a deque).
+    std::list<std::array<std::uint64_t, 3>> announce;
+    std::unique_ptr<LargeSend> large;  ///< A large body: on_sent to run on completion.
+    int dest = -1;                     ///< Destination rank (-1: a control message).
+    std::size_t bytes = 0;             ///< Frame bytes (back-pressure).
+    std::uint64_t serial = 0;          ///< Frame messages, in flush order.
+    std::size_t outstanding = 0;       ///< Its requests not yet complete.
+    bool live = false;                 ///< A slot in use.
+    std::int64_t t0 = 0;               ///< When a large body was posted (the trace).
+};
+
+/// The sends in flight (see the top of this file).
+class SendSlots {
+  public:
+    /// Takes `ps` and its requests (ps.reqs) in a free slot; a send without requests is done
+    /// at the next test().
+    void track(PendingSend ps) {
+        std::uint32_t slot;
+        if (!free_.empty()) {
+            slot = free_.back();
+            free_.pop_back();
+        } else {
+            slot = static_cast<std::uint32_t>(sends_.size());
+            sends_.emplace_back();
+        }
+        ps.outstanding = ps.reqs.size();
+        ps.live = true;
+        for (MPI_Request r : ps.reqs) {
+            reqs_.push_back(r);
+            req_slot_.push_back(slot);
+        }
+        ps.reqs.clear();
+        if (ps.outstanding == 0) done_.push_back(slot);
+        sends_[slot] = std::move(ps);
+        ++live_;
+    }
+    /// Tests the requests in flight (one MPI_Testsome); the sends whose requests all
+    /// completed are then taken with pop_done(). Throws when MPI fails.
+    void test();
+    /// Moves a send whose requests all completed into `out` and frees its slot; false when
+    /// none is left. Of the sends tracked meanwhile (by what `out` runs), one without
+    /// requests is given too; the others' requests are tested at the next test().
+    bool pop_done(PendingSend& out) {
+        if (done_.empty()) return false;
+        const std::uint32_t slot = done_.back();
+        done_.pop_back();
+        out = std::move(sends_[slot]);
+        sends_[slot].live = false;
+        free_.push_back(slot);
+        --live_;
+        return true;
+    }
+    /// Whether pop_done() has a send to give.
+    bool any_done() const noexcept { return !done_.empty(); }
+    /// Sends in flight (tracked and not yet popped).
+    std::size_t live() const noexcept { return live_; }
+    /// Whether a message of frames flushed before `serial` (PendingSend::serial) is in flight.
+    bool frames_in_flight_before(std::uint64_t serial) const noexcept {
+        for (const PendingSend& s : sends_)
+            if (s.live && !s.large && s.serial < serial) return true;
+        return false;
+    }
+    /// Every request not yet completed (and completed ones as MPI_REQUEST_NULL), for the
+    /// Communicator's destructor to wait for.
+    std::vector<MPI_Request>& requests() noexcept { return reqs_; }
+
+  private:
+    std::vector<PendingSend> sends_;       // slots: live ones in use, the others in free_
+    std::vector<std::uint32_t> free_;      // free slots
+    std::size_t live_ = 0;                 // slots in use
+    std::vector<MPI_Request> reqs_;        // requests of every slot, tested together
+    std::vector<std::uint32_t> req_slot_;  // the slot of each request
+    std::size_t null_reqs_ = 0;            // completed entries of reqs_ not yet compacted
+    std::vector<int> testsome_idx_;        // scratch for MPI_Testsome
+    std::vector<std::uint32_t> done_;      // slots whose requests all completed
+};
+
+}  // namespace cascade::detail
