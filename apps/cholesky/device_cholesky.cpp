@@ -22,6 +22,12 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <clblast_c.h>
 #endif
+#ifdef CASCADE_CHOLESKY_CUBLAS
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include <map>
+#endif
 
 namespace cascade::apps {
 
@@ -46,6 +52,69 @@ void check(CLBlastStatusCode st, const char* what) {
     if (st != CLBlastSuccess)
         throw std::runtime_error(std::string(what) + " failed: CLBlast status " +
                                  std::to_string(static_cast<int>(st)));
+}
+#endif
+
+#ifdef CASCADE_CHOLESKY_CUBLAS
+// cuBLAS, opened at run time like the device layer's CUDA driver, so that the program starts
+// (and its other modes run) where no CUDA library is installed. One handle per CUDA context,
+// made on the device runtime's thread at the first call there.
+struct Cublas {
+    decltype(&::cublasCreate_v2) create = nullptr;
+    decltype(&::cublasSetStream_v2) set_stream = nullptr;
+    decltype(&::cublasDtrsm_v2) dtrsm = nullptr;
+    decltype(&::cublasDsyrk_v2) dsyrk = nullptr;
+    decltype(&::cublasDgemm_v2) dgemm = nullptr;
+    std::string error;
+    std::mutex lock;
+    std::map<void*, cublasHandle_t> handles;
+};
+
+Cublas& cublas() {
+    static Cublas c;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        void* lib = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) lib = dlopen(CASCADE_CHOLESKY_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            c.error = "cuBLAS (libcublas.so of the CUDA toolkit) not found";
+            return;
+        }
+        c.create = reinterpret_cast<decltype(c.create)>(dlsym(lib, "cublasCreate_v2"));
+        c.set_stream = reinterpret_cast<decltype(c.set_stream)>(dlsym(lib, "cublasSetStream_v2"));
+        c.dtrsm = reinterpret_cast<decltype(c.dtrsm)>(dlsym(lib, "cublasDtrsm_v2"));
+        c.dsyrk = reinterpret_cast<decltype(c.dsyrk)>(dlsym(lib, "cublasDsyrk_v2"));
+        c.dgemm = reinterpret_cast<decltype(c.dgemm)>(dlsym(lib, "cublasDgemm_v2"));
+        if (!c.create || !c.set_stream || !c.dtrsm || !c.dsyrk || !c.dgemm)
+            c.error = "libcublas.so lacks a cuBLAS v2 function this program calls";
+    });
+    if (!c.error.empty()) throw std::runtime_error(c.error);
+    return c;
+}
+
+void check(cublasStatus_t st, const char* what) {
+    if (st != CUBLAS_STATUS_SUCCESS)
+        throw std::runtime_error(std::string(what) + " failed: cuBLAS status " +
+                                 std::to_string(static_cast<int>(st)));
+}
+
+// The cuBLAS handle of the call's context, set to queue on the call's stream.
+cublasHandle_t handle(const ::cascade::CudaCall& c) {
+    Cublas& b = cublas();
+    std::lock_guard g(b.lock);
+    cublasHandle_t& h = b.handles[c.context];
+    if (!h) check(b.create(&h), "cublasCreate");
+    check(b.set_stream(h, static_cast<cudaStream_t>(c.stream)), "cublasSetStream");
+    return h;
+}
+const double* dptr(const ::cascade::CudaCall& c, int i) {
+    return reinterpret_cast<const double*>(*static_cast<const unsigned long long*>(c.slots[i]));
+}
+double* dptr_rw(const ::cascade::CudaCall& c, int i) {
+    return reinterpret_cast<double*>(*static_cast<const unsigned long long*>(c.slots[i]));
+}
+int idim(const ::cascade::CudaCall& c, int i) {
+    return *static_cast<const int*>(c.slots[i]);
 }
 #endif
 
@@ -95,6 +164,30 @@ void register_kernels() {
                   "CLBlastDgemm");
         });
 #endif
+#ifdef CASCADE_CHOLESKY_CUBLAS
+        // cuBLAS on the device's kernel stream; potrf stays on the cpu, as with OpenCL.
+        trsm_k.cuda([](::cascade::CudaCall& c) {
+            const int m = idim(c, 2), n = idim(c, 3);
+            const double one = 1.0;
+            check(cublas().dtrsm(handle(c), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                 CUBLAS_DIAG_NON_UNIT, m, n, &one, dptr(c, 0), n, dptr_rw(c, 1), m),
+                  "cublasDtrsm");
+        });
+        syrk_k.cuda([](::cascade::CudaCall& c) {
+            const int n = idim(c, 2), k = idim(c, 3);
+            const double one = 1.0, minus = -1.0;
+            check(cublas().dsyrk(handle(c), CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k, &minus,
+                                 dptr(c, 0), n, &one, dptr_rw(c, 1), n),
+                  "cublasDsyrk");
+        });
+        gemm_k.cuda([](::cascade::CudaCall& c) {
+            const int m = idim(c, 3), n = idim(c, 4), k = idim(c, 5);
+            const double one = 1.0, minus = -1.0;
+            check(cublas().dgemm(handle(c), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &minus, dptr(c, 0),
+                                 m, dptr(c, 1), n, &one, dptr_rw(c, 2), m),
+                  "cublasDgemm");
+        });
+#endif
     });
 }
 
@@ -110,6 +203,14 @@ double now() {
 
 }  // namespace
 
+bool device_cuda_built() noexcept {
+#ifdef CASCADE_CHOLESKY_CUBLAS
+    return true;
+#else
+    return false;
+#endif
+}
+
 bool device_opencl_built() noexcept {
 #ifdef CASCADE_CHOLESKY_CLBLAST
     return true;
@@ -119,11 +220,15 @@ bool device_opencl_built() noexcept {
 }
 
 DeviceRunResult run_on_devices(const DeviceRunOptions& opt, TileMatrix& factor) {
-    const bool opencl = opt.kind == "opencl";
+    const bool opencl = opt.kind == "opencl", cuda = opt.kind == "cuda";
     if (opencl && !device_opencl_built())
         throw UsageError(
             "--device opencl: this build has no OpenCL device kernels (they need OpenCL and "
             "CLBlast; Debian: apt-get install ocl-icd-opencl-dev libclblast-dev)");
+    if (cuda && !device_cuda_built())
+        throw UsageError(
+            "--device cuda: this build has no CUDA device kernels (they need the CUDA toolkit "
+            "with cuBLAS at configure time)");
     register_kernels();
     blas_set_threads(1);  // one BLAS thread per kernel: the devices run kernels side by side
 
@@ -137,9 +242,10 @@ DeviceRunResult run_on_devices(const DeviceRunOptions& opt, TileMatrix& factor) 
     DeviceRunResult r;
     ::cascade::Threadpool tp(opt.threads);
     ::cascade::DevicesOptions o;
-    o.cpu = opt.kind != "sim";  // opencl: potrf runs on the cpu device
+    o.cpu = opt.kind != "sim";  // opencl, cuda: potrf runs on the cpu device
     o.sim = opt.kind == "sim" ? opt.sims : 0;
     o.opencl = opencl ? 1 : 0;
+    o.cuda = cuda ? 1 : 0;
     // The cap (0: CASCADE_DEVICE_MEMORY if set, else the device's memory). A sim device's
     // arena (reserved address space, pages used as touched) holds the whole matrix twice.
     r.device_memory = static_cast<std::size_t>(opt.cap * static_cast<double>(matrix_bytes));
@@ -166,15 +272,17 @@ DeviceRunResult run_on_devices(const DeviceRunOptions& opt, TileMatrix& factor) 
         return tiles[static_cast<std::size_t>(id(i, j))];
     };
 
-    if (opencl) {
-        // CLBlast compiles its kernels at their first call (seconds on PoCL): not timed.
+    if (opencl || cuda) {
+        // CLBlast compiles its kernels at their first call (seconds on PoCL), cuBLAS makes its
+        // handle: not timed.
         const int b = L.rows(0);
         std::vector<double> eye(static_cast<std::size_t>(b) * static_cast<std::size_t>(b), 0.0);
         for (int i = 0; i < b; ++i)
             eye[static_cast<std::size_t>(i) * static_cast<std::size_t>(b + 1)] = 1.0;
         ::cascade::Data<double> w0(devs, std::span<const double>(eye)),
             w1(devs, std::span<const double>(eye)), w2(devs, std::span<const double>(eye));
-        const ::cascade::Launch on_cl{.device = ::cascade::DeviceKind::opencl};
+        const ::cascade::Launch on_cl{.device = cuda ? ::cascade::DeviceKind::cuda
+                                                     : ::cascade::DeviceKind::opencl};
         devs.submit(trsm_k, ::cascade::read(w0), ::cascade::readwrite(w1), b, b, on_cl);
         devs.submit(syrk_k, ::cascade::read(w0), ::cascade::readwrite(w2), b, b, on_cl);
         devs.submit(gemm_k, ::cascade::read(w0), ::cascade::read(w1), ::cascade::readwrite(w2), b,

@@ -1,9 +1,9 @@
 // Tiled Cholesky on the devices of one process (the device layer, no MPI): every lower tile
 // is a cascade::Data, the four tile kernels are device kernels with a CPU variant (the app's
 // OpenBLAS/LAPACKE kernels, on cpu and sim devices) and, where CLBlast is found, OpenCL
-// variants of trsm, syrk and gemm; the scheduler places every task (.device = any). Device
-// memory can be capped to a fraction of the matrix; the run counts the bytes moved and the
-// minimum the same schedule needs.
+// variants of trsm, syrk and gemm (cuBLAS variants where the CUDA toolkit is); the scheduler places
+// every task (.device = any). Device memory can be capped to a fraction of the matrix; the run
+// counts the bytes moved and the minimum the same schedule needs.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@ namespace cascade::apps {
 
 struct DeviceRunOptions {
     std::string kind = "sim";  // sim: `sims` simulated devices; cpu: the pool's workers;
-                               // opencl: the cpu device and one OpenCL device
+                               // opencl: the cpu device and one OpenCL device;
+                               // cuda: the cpu device and one CUDA device
     int n = 2048;
     int nb = 256;
     int threads = 1;  // pool workers (the cpu device's)
@@ -44,6 +45,9 @@ struct DeviceRunResult {
 
 // Whether `--device opencl` is available (built with OpenCL and CLBlast).
 bool device_opencl_built() noexcept;
+// Whether `--device cuda` is available (built with the CUDA toolkit; cuBLAS is opened at run
+// time).
+bool device_cuda_built() noexcept;
 
 // Factors the seeded SPD matrix of TileMatrix::fill_random_spd on the devices; `factor` (one
 // rank's TileMatrix holding every tile) receives L. Throws UsageError when the devices asked

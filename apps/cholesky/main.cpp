@@ -5,7 +5,7 @@
 // efficiency (time inside BLAS/LAPACK kernels, summed over all ranks and threads, over
 // ranks x threads x wall time) and, with --check, the relative residual
 // ||A - L L^T||_F / ||A||_F. --reference times LAPACKE_dpotrf on the whole matrix with
-// multithreaded OpenBLAS instead (one rank). --device sim|cpu|opencl factors on the devices of
+// multithreaded OpenBLAS instead (one rank). --device sim|cpu|opencl|cuda factors on the devices of
 // the device layer instead (one rank): tiles as Data, memory capped to --cap of the matrix
 // per device, bytes moved compared with the schedule's minimum (device_cholesky).
 //
@@ -67,9 +67,9 @@ struct Options {
     bool indefinite = false;   // testing: the error path when a task fails
     std::string trees = "on";  // broadcast detection: a tile to k ranks leaves once per tree
     double fake_gflops = 0;    // > 0: kernels sleep flops / rate (GFlop/s) instead
-    std::string device;        // sim|cpu|opencl: on the device layer's devices; empty: taskflows
-    int sims = 2;              // --device sim: simulated devices
-    double cap = 0.25;         // --device: data per device, as a fraction of the matrix
+    std::string device;  // sim|cpu|opencl|cuda: on the device layer's devices; empty: taskflows
+    int sims = 2;        // --device sim: simulated devices
+    double cap = 0.25;   // --device: data per device, as a fraction of the matrix
 };
 
 struct RunResult {
@@ -216,6 +216,7 @@ int run_devices(const Options& opt) {
     const double matrix_mib = static_cast<double>(opt.n) * opt.n * sizeof(double) / 1048576.0;
     const std::string devices = opt.device == "sim"      ? std::to_string(opt.sims) + " sim devices"
                                 : opt.device == "opencl" ? "the cpu device and an OpenCL device"
+                                : opt.device == "cuda"   ? "the cpu device and a CUDA device"
                                                          : "the cpu device";
     char cap[96] = ", each holding at most its own memory";
     if (opt.device == "cpu")
@@ -367,9 +368,10 @@ int run(int argc, char** argv, int rank, int ranks) {
                  "Per-kernel and per-thread statistics (-vv: runtime logs)");
     app.add_option("--device", opt.device,
                    "Factor on the device layer's devices instead of the taskflows (one rank): "
-                   "sim (--sims simulated devices), cpu (the pool's workers) or opencl (the cpu "
-                   "device and an OpenCL device, CLBlast's trsm, syrk and gemm there)")
-        ->check(CLI::IsMember({"sim", "cpu", "opencl"}));
+                   "sim (--sims simulated devices), cpu (the pool's workers), opencl (the cpu "
+                   "device and an OpenCL device, CLBlast's trsm, syrk and gemm there) or cuda "
+                   "(the cpu device and a CUDA device, cuBLAS's trsm, syrk and gemm there)")
+        ->check(CLI::IsMember({"sim", "cpu", "opencl", "cuda"}));
     app.add_option("--sims", opt.sims, "--device sim: number of simulated devices")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();

@@ -115,7 +115,7 @@ void check(CUresult r, const char* what) {
 
 class CudaDevice final : public Device {
   public:
-    CudaDevice(int number, CUdevice dev, bool separate) : dev_(dev), a_(api()) {
+    CudaDevice(int number, CUdevice dev, bool separate) : dev_(dev), number_(number), a_(api()) {
         check(a_.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
         current();
         check(a_.cuStreamCreate(&ks_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -173,6 +173,17 @@ class CudaDevice final : public Device {
     }
     void launch(const LaunchRecord& r, Event& e) override {
         current();
+        if (r.kernel->cuda_fn()) {
+            // A call variant gets CUdeviceptr* for Data arguments, value pointers for scalars.
+            std::vector<void*> slots(r.slots, r.slots + r.n);
+            for (int i = 0; i < r.n; ++i)
+                if (r.is_data[i])
+                    slots[static_cast<std::size_t>(i)] = const_cast<void**>(&r.slots[i]);
+            CudaCall c{ctx_, ks_, number_, slots.data(), r.sizes, r.n};
+            r.kernel->cuda_fn()(c);
+            record(ks_, e);
+            return;
+        }
         CUfunction f = get(*r.kernel);
         std::vector<void*> args(static_cast<std::size_t>(r.n));
         for (int i = 0; i < r.n; ++i)
@@ -251,6 +262,7 @@ class CudaDevice final : public Device {
         return f;
     }
     CUdevice dev_;
+    int number_;
     const Api& a_;
     CUcontext ctx_ = nullptr;
     CUstream ks_ = nullptr, ins_ = nullptr, outs_ = nullptr;

@@ -191,6 +191,10 @@ Kernel& Kernel::cuda_source(std::string source, std::string function) {
     cuda_fn_ = std::move(function);
     return *this;
 }
+Kernel& Kernel::cuda(std::function<void(CudaCall&)> fn) {
+    cuda_call_ = std::move(fn);
+    return *this;
+}
 Kernel& Kernel::model(std::function<double(const Threads&)> seconds) {
     model_ = std::move(seconds);
     return *this;
@@ -204,7 +208,7 @@ bool Kernel::has_variant(DeviceKind kind) const noexcept {
         case DeviceKind::opencl:
             return !ocl_src_.empty() || static_cast<bool>(ocl_call_);
         case DeviceKind::cuda:
-            return !cuda_src_.empty();
+            return !cuda_src_.empty() || static_cast<bool>(cuda_call_);
         case DeviceKind::any:
             return true;
     }

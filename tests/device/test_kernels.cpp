@@ -3,6 +3,7 @@
 // barrier and scratch memory, 2-D ranges, and build errors that reach the waiter.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -210,4 +211,31 @@ TEST(DeviceKernels, CudaRunsWhereAGpuIsAndSaysWhyNotElsewhere) {
     devs->submit(saxpy, 3.0, cascade::read(x), cascade::readwrite(y), n, Launch{.threads = {n}});
     for (float v : y.to_vector())
         ASSERT_EQ(v, 6.0f);
+}
+
+// A call variant (Kernel::cuda) gets the device's context and stream and one device pointer per
+// Data argument; the runtime records the task's end on that stream after the call.
+TEST(DeviceKernels, CudaCallVariantGetsTheStreamAndDevicePointers) {
+    cascade::Kernel k("cuda_call");
+    std::atomic<int> calls{0};
+    std::atomic<bool> args_ok{false};
+    k.cuda([&](cascade::CudaCall& c) {
+        const auto p = *static_cast<const unsigned long long*>(c.slots[0]);
+        args_ok = c.n == 2 && c.context && c.stream && c.device >= 0 && p != 0 &&
+                  c.sizes[0] == 64 * sizeof(float) && *static_cast<const int*>(c.slots[1]) == 64;
+        calls.fetch_add(1);
+    });
+    EXPECT_TRUE(k.has_variant(DeviceKind::cuda));
+    EXPECT_FALSE(k.has_variant(DeviceKind::cpu));
+    Threadpool tp(1);
+    std::unique_ptr<Devices> devs;
+    try {
+        devs = std::make_unique<Devices>(tp, DevicesOptions{.cpu = false, .cuda = 1});
+    } catch (const cascade::UsageError& e) {
+        GTEST_SKIP() << "no CUDA device (" << e.what() << ")";
+    }
+    Data<float> x(*devs, 64);
+    devs->submit(k, cascade::readwrite(x), 64, Launch{.device = DeviceKind::cuda}).get();
+    EXPECT_EQ(calls.load(), 1);
+    EXPECT_TRUE(args_ok.load());
 }

@@ -103,6 +103,20 @@ struct OpenclCall {
     void** event;              ///< set to the cl_event that completes the work
 };
 
+/// What a CUDA call variant (Kernel::cuda) gets: the device's context and kernel stream, the
+/// arguments as device pointers / scalar pointers. It queues its work on `stream` (e.g. a cuBLAS
+/// call after cublasSetStream); the runtime records the task's end on that stream after the
+/// call returns. Types are void* so that this header needs no CUDA headers.
+struct CudaCall {
+    void* context;  ///< CUcontext (current on the calling thread)
+    void* stream;   ///< CUstream (a cudaStream_t for the runtime API and the libraries)
+    int device;     ///< the CUDA device ordinal
+    void* const*
+        slots;  ///< per argument: a CUdeviceptr* for Data, a pointer to the value for scalars
+    const std::size_t* sizes;  ///< per argument: bytes
+    int n;                     ///< number of arguments
+};
+
 namespace device::detail {
 // Per-parameter facts of a single-source kernel, from its C++ signature.
 enum class ParamKind : std::uint8_t { pointer, i32, i64, f32, f64, other };
@@ -172,6 +186,8 @@ class Kernel {
     /// A CUDA variant from CUDA C++ source (compiled by NVRTC) and its extern "C"
     /// __global__ function's name.
     Kernel& cuda_source(std::string source, std::string function);
+    /// A CUDA variant that queues its own work on the device's stream (e.g. a cuBLAS call).
+    Kernel& cuda(std::function<void(CudaCall&)> fn);
     /// Expected seconds of one launch on a simulated device (sim devices with
     /// SimOptions::run_kernels = false sleep that long instead of running the CPU variant).
     Kernel& model(std::function<double(const Threads&)> seconds);
@@ -200,6 +216,8 @@ class Kernel {
     const std::function<void(KernelArgs&)>& cpu_fn() const noexcept { return cpu_; }
     /// The OpenCL call variant (Kernel::opencl), if any.
     const std::function<void(OpenclCall&)>& opencl_fn() const noexcept { return ocl_call_; }
+    /// The CUDA call variant (Kernel::cuda), if any.
+    const std::function<void(CudaCall&)>& cuda_fn() const noexcept { return cuda_call_; }
     /// The modelled time (Kernel::model), if any.
     const std::function<double(const Threads&)>& model_fn() const noexcept { return model_; }
     /// OpenCL C source and function (generated for single-source kernels).
@@ -222,6 +240,7 @@ class Kernel {
     SingleSource ss_;
     std::function<void(KernelArgs&)> cpu_;
     std::function<void(OpenclCall&)> ocl_call_;
+    std::function<void(CudaCall&)> cuda_call_;
     std::function<double(const Threads&)> model_;
     std::string ocl_src_, ocl_fn_, cuda_src_, cuda_fn_;
 };
