@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "cascade/comm/detail/test_access.hpp"
 #include "fuzz_common.hpp"
 
 namespace cascade::detail {
@@ -111,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Bodies the input announced never come (no rank sends them): their receives are
     // dropped and their owners let go (a call then runs and replies), so each input starts
     // from a clean rank.
-    w.comm.drop_body_receives_for_test();
+    cascade::detail::CommTestAccess::drop_body_receives(w.comm);
     try {
         fuzz::drain(w.comm);
     } catch (const std::exception&) {

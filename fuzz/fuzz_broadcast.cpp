@@ -14,6 +14,7 @@
 
 #include "cascade/broadcast/detail/engine.hpp"
 #include "cascade/cascade.hpp"
+#include "cascade/comm/detail/test_access.hpp"
 #include "fuzz_common.hpp"
 
 using namespace cascade;
@@ -64,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     // Bodies the input announced never come: their receives are dropped, each input starts
     // from a clean rank.
-    w.comm.drop_body_receives_for_test();
+    cascade::detail::CommTestAccess::drop_body_receives(w.comm);
     try {
         fuzz::drain(w.comm);
     } catch (const std::exception&) {

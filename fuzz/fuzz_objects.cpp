@@ -20,6 +20,7 @@
 #include "cascade/balance/diffusion.hpp"
 #include "cascade/balance/master_worker.hpp"
 #include "cascade/cascade.hpp"
+#include "cascade/comm/detail/test_access.hpp"
 #include "fuzz_common.hpp"
 
 namespace cascade::detail {
@@ -214,7 +215,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     } catch (const std::exception&) {
     }
-    w.comm.drop_body_receives_for_test();
+    cascade::detail::CommTestAccess::drop_body_receives(w.comm);
     try {
         fuzz::drain(w.comm);
     } catch (const std::exception&) {

@@ -318,7 +318,7 @@ bool Communicator::test_large_recvs() {
     return any;
 }
 
-std::size_t Communicator::drop_body_receives_for_test() {
+std::size_t Communicator::drop_body_receives() {
     std::size_t dropped = 0;
     for (std::size_t i = 0; i < large_recvs_.size();) {
         PendingRecv& r = large_recvs_[i];

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cascade/cascade.hpp"
+#include "cascade/comm/detail/test_access.hpp"
 
 using namespace cascade;
 
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
         Threadpool tp(2, &comm);
         int polls = 0;
         if (me == 1)
-            comm.set_progress_fault_for_test([&polls] {
+            cascade::detail::CommTestAccess::set_progress_fault(comm, [&polls] {
                 if (++polls == 1000) throw std::runtime_error("injected fault in progress");
             });
         Ring ring(comm, tp, 60000);

@@ -40,6 +40,10 @@
 
 namespace cascade {
 
+namespace detail {
+struct CommTestAccess;
+}  // namespace detail
+
 /// Settings of a Communicator.
 struct CommunicatorOptions {
     /// Verbosity (TaskTorrent's `verb`): 0 quiet; higher values log more of what this rank
@@ -309,8 +313,6 @@ class Communicator : public JoinHook {
     int new_body_tag();
     /// Gives back a tag from new_body_tag() once every piece of its stream was sent.
     void release_body_tag(int tag) noexcept;
-    /// For tests: the next new_body_tag() starts looking `n` tags further on.
-    void advance_body_tags_for_test(unsigned n) noexcept { body_tags_.skip(n); }
     /// Whether `tag` is one new_body_tag() hands out (a tag read from the wire is checked).
     static constexpr bool is_body_tag(std::int64_t tag) noexcept {
         return detail::BodyTags::contains(tag);
@@ -345,15 +347,6 @@ class Communicator : public JoinHook {
     /// once nothing moved since `since` for longer than the watchdog limit (CASCADE_WATCHDOG).
     void check_stall(const char* what, std::chrono::steady_clock::time_point since);
 
-    /// For tests of fail-stop: f runs at the start of every progress() on this rank (it may
-    /// throw, as a failing MPI call or allocation would). Null: none.
-    void set_progress_fault_for_test(std::function<void()> f) { progress_fault_ = std::move(f); }
-
-    /// For fuzzing: cancels the body receives posted on this rank whose bodies will never be
-    /// sent (a fuzzed header announced them), and tells their owners as if the body had
-    /// arrived, so what they held for it is let go. Returns how many were dropped.
-    std::size_t drop_body_receives_for_test();
-
   protected:
     /// Active messages queued by this rank so far (user messages only). Any thread.
     std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
@@ -361,6 +354,8 @@ class Communicator : public JoinHook {
     std::uint64_t processed() const noexcept { return processed_; }
 
   private:
+    friend struct detail::CommTestAccess;  // what tests do (comm/detail/test_access.hpp)
+    std::size_t drop_body_receives();      // CommTestAccess::drop_body_receives
     std::size_t kept_buffer_bytes() const;
     template <class T, class... Ps>
     friend class LargeActiveMsg;
@@ -499,7 +494,7 @@ class Communicator : public JoinHook {
     std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
     int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)
-    std::function<void()> progress_fault_;  // set_progress_fault_for_test
+    std::function<void()> progress_fault_;  // CommTestAccess::set_progress_fault
     // An error of a task or handler of one rank, told to the others (poll_once).
     ActiveMsg<int, int, std::string, std::string>* error_am_ = nullptr;
     // join() runs, how the last one ended, this epoch's error told or received (job_state.hpp).

@@ -1,0 +1,28 @@
+// CommTestAccess: what tests and fuzzers do to a Communicator that a program never does:
+// inject a fault into progress(), move where the next body tag is looked for, drop the body
+// receives a forged header announced. Not part of the Communicator's API.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <utility>
+
+#include "cascade/comm/communicator.hpp"
+
+namespace cascade::detail {
+
+struct CommTestAccess {
+    /// `f` runs at the start of every progress() on this rank (it may throw, as a failing
+    /// MPI call or allocation would). Null: none.
+    static void set_progress_fault(Communicator& c, std::function<void()> f) {
+        c.progress_fault_ = std::move(f);
+    }
+    /// The next new_body_tag() starts looking `n` tags further on.
+    static void skip_body_tags(Communicator& c, unsigned n) noexcept { c.body_tags_.skip(n); }
+    /// Cancels the body receives posted on this rank whose bodies will never be sent (a
+    /// fuzzed header announced them), and tells their owners as if the body had arrived, so
+    /// what they held for it is let go. Returns how many were dropped.
+    static std::size_t drop_body_receives(Communicator& c) { return c.drop_body_receives(); }
+};
+
+}  // namespace cascade::detail
