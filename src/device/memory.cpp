@@ -19,6 +19,8 @@
 namespace cascade::device::detail {
 
 namespace {
+// How many of a device's waiting tasks an eviction looks at to keep the data they read.
+constexpr std::size_t kVictimLookahead = 32;
 // The first argument naming the same Data as args[i], or i.
 std::size_t first_of(const TaskState* t, std::size_t i) {
     for (std::size_t j = 0; j < i; ++j)
@@ -120,7 +122,7 @@ DataBlock* Runtime::lru_victim(int d, const TaskState* t) const {
     const DeviceSlot& s = slots[static_cast<std::size_t>(d)];
     const auto sp = static_cast<std::size_t>(s.dev->space);
     DataBlock* best = nullptr;
-    bool best_invalid = false;
+    bool best_invalid = false, best_wanted = false;
     for (DataBlock* b : s.resident) {
         const Copy& c = b->copies[sp];
         if (c.pins > 0) continue;
@@ -133,12 +135,21 @@ DataBlock* Runtime::lru_victim(int d, const TaskState* t) const {
         for (const ArgSlot& a : t->args)
             mine |= a.block == b;
         if (mine) continue;
+        // Data that a task waiting for this device reads soon stays if anything else can go.
+        bool wanted = false;
+        const std::size_t look = std::min(s.admit.size(), kVictimLookahead);
+        for (std::size_t j = 0; j < look && !wanted; ++j)
+            for (const ArgSlot& a : s.admit[j]->args)
+                wanted |= a.block == b;
         const bool inv = b->states[sp] == Msi::invalid;
-        // Invalid copies cost nothing to drop: they go first, then the least recently used.
-        if (!best || (inv && !best_invalid) ||
-            (inv == best_invalid && c.last_use < best->copies[sp].last_use)) {
+        // Invalid copies cost nothing to drop: they go first, then data no waiting task
+        // wants, then the least recently used.
+        if (!best || (inv && !best_invalid) || (inv == best_invalid && !wanted && best_wanted) ||
+            (inv == best_invalid && wanted == best_wanted &&
+             c.last_use < best->copies[sp].last_use)) {
             best = b;
             best_invalid = inv;
+            best_wanted = wanted;
         }
     }
     return best;
@@ -171,6 +182,7 @@ void Runtime::evict(int d, DataBlock* b) {
     h.pending = e;
     ++e->refs;
     retain(b);
+    s.freeing += b->bytes;
     transfers.push_back(Transfer{e, b, d, -1, -1, ptr, b->bytes, true, now_seconds()});
     ++s.transfers;
     s.stats.bytes_out += b->bytes;
@@ -205,6 +217,10 @@ bool Runtime::admit(int d, TaskState* t, bool evicting) {
         if (c.ptr) continue;
         void* p = device_allocate(d, b->bytes);
         while (!p) {
+            // Write-backs in flight free their memory when done: if that makes room, wait
+            // for them instead of evicting more.
+            if (s.freeing > 0 && s.used - s.pooled_bytes - s.freeing + b->bytes <= s.capacity)
+                return false;
             DataBlock* v = lru_victim(d, t);
             if (!v) break;
             evict(d, v);
@@ -287,7 +303,10 @@ bool Runtime::progress_transfers() {
         tr.ev->processed = true;
         DataBlock* b = tr.block;
         if (tr.src_space > 0) --b->copies[static_cast<std::size_t>(tr.src_space)].pins;
-        if (tr.free_ptr) device_free(tr.device, tr.free_ptr, tr.bytes);
+        if (tr.free_ptr) {
+            device_free(tr.device, tr.free_ptr, tr.bytes);
+            s.freeing -= tr.bytes;
+        }
         if (tr.ev->state.load(std::memory_order_acquire) == Event::failed && !b->error)
             b->error = tr.ev->error;
         // Clear the pending marks that point to this event.

@@ -43,6 +43,7 @@ struct DeviceSlot {
     std::size_t pooled_bytes = 0;
     std::size_t capacity = 0;  // data bytes allowed (the cap)
     std::size_t used = 0;      // bytes allocated from the backend (incl. pool)
+    std::size_t freeing = 0;   // bytes of evicted copies being written back (freed when done)
     int in_flight = 0;         // tasks admitted, not finished
     int transfers = 0;         // transfers in flight
     double backlog = 0;        // expected seconds of the admitted tasks

@@ -4,9 +4,11 @@
 // cannot fit fails with the sizes instead of waiting forever.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cascade/device/devices.hpp"
@@ -148,6 +150,42 @@ TEST(DeviceCoherence, EvictionUnderACapMovesOnlyWhatTheScheduleNeeds) {
     EXPECT_EQ(st.bytes_in + st.bytes_out, minimum);
     EXPECT_LE(st.devices[0].write_backs, 16u);
     EXPECT_LE(st.devices[0].memory_peak, 4 * tile_bytes);
+}
+
+TEST(DeviceCoherence, EvictionKeepsDataThatAWaitingTaskReads) {
+    // A, B, C fill a 3-tile cap (A least recently used). After g (on C), two tasks wait at once:
+    // one needs room for D, the next reads A and needs room for E. Evicting A (the least recently
+    // used) would bring it back at once; B goes instead, and only D and E come in.
+    Threadpool tp(2);
+    const int tile = 4096;
+    const std::size_t tile_bytes = tile * sizeof(double);
+    Devices devs(tp, {.cpu = false, .sim = 1, .sim_options = fast_sim(), .memory = 3 * tile_bytes});
+    std::vector<double> ones(tile, 1.0);
+    Data<double> a(devs, std::span<const double>(ones), "A"),
+        b(devs, std::span<const double>(ones), "B"), c(devs, std::span<const double>(ones), "C"),
+        d(devs, std::span<const double>(ones), "D"), e(devs, std::span<const double>(ones), "E");
+    const Launch all{.threads = {tile}};
+    for (Data<double>* x : {&a, &b, &c}) {
+        devs.submit(scale, cascade::readwrite(*x), 2.0, tile, all);
+        devs.wait_all();  // one at a time: A is the least recently used
+    }
+    const std::uint64_t in_before = devs.stats().bytes_in;
+    // g holds the device long enough for both tasks to be waiting when it ends.
+    cascade::Kernel hold("hold");
+    hold.cpu(
+        [](cascade::KernelArgs&) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
+    auto g = devs.submit(hold, cascade::readwrite(c));
+    auto t4 = devs.prepare(scale, cascade::readwrite(d), 2.0, tile, all);
+    auto t5 =
+        devs.prepare(add3, cascade::read(a), cascade::read(a), cascade::readwrite(e), tile, all);
+    t4.after(g);
+    t5.after(g);
+    t4.submit();
+    t5.submit();
+    devs.wait_all();
+    EXPECT_EQ(devs.stats().bytes_in - in_before, 2 * tile_bytes);
+    for (double v : e.to_vector())
+        ASSERT_EQ(v, 5.0);
 }
 
 TEST(DeviceCoherence, TasksNeedingTheWholeCapStillAllRun) {
