@@ -29,23 +29,23 @@ struct FuzzObjects {
     static ActiveMsgBase* am(Objects& o, int which) {
         switch (which) {
             case 0:
-                return o.invoke_am_;
+                return o.am_.invoke;
             case 1:
-                return o.reply_am_;
+                return o.am_.reply;
             case 2:
-                return o.migrate_am_;
+                return o.am_.migrate;
             case 3:
-                return o.migrate_bodies_am_;
+                return o.am_.migrate_bodies;
             case 4:
-                return o.lazy_update_am_;
+                return o.am_.lazy_update;
             case 5:
-                return o.home_update_am_;
+                return o.am_.home_update;
             default:
-                return o.destroyed_am_;
+                return o.am_.destroyed;
         }
     }
-    static std::uint32_t sig(Objects& o, std::uint32_t h) { return o.handlers_[h].load()->sig; }
-    static std::uint32_t handlers(Objects& o) { return o.n_handlers_.load(); }
+    static std::uint32_t sig(Objects& o, std::uint32_t h) { return o.registry_.handler(h)->sig; }
+    static std::uint32_t handlers(Objects& o) { return o.registry_.handlers(); }
     // Removes every object of this rank and every object half-arrived, with their requests.
     static void clear(Objects& o) {
         auto free_record = [](Record& r) {
@@ -68,15 +68,7 @@ struct FuzzObjects {
             }
             s.map.clear();
         }
-        std::lock_guard<Spinlock> g(o.large_lock_);
-        for (std::size_t i = 0; i < o.arriving_objects_.size(); ++i) {
-            auto& a = o.arriving_objects_[i];
-            if (!a.rec) continue;
-            free_record(*a.rec);
-            a.rec.reset();
-            o.free_arriving_.push_back(static_cast<std::uint32_t>(i));
-        }
-        o.arriving_.clear();
+        o.transit_.clear_arriving(free_record);
     }
 };
 

@@ -52,7 +52,7 @@ void Objects::execute(Record* r, Invocation* inv) {
         default:
             break;
     }
-    detail::HandlerBase* h = handlers_[inv->h.handler].load(std::memory_order_acquire);
+    detail::HandlerBase* h = registry_.handler(inv->h.handler);
     const bool excl = h->access == Access::exclusive;
     const std::uint64_t waits = detail::waits_on_this_thread();
     const double t0 = now_s();

@@ -42,7 +42,7 @@ struct ExpectedWire {
 // After the MigrateHead of an object whose big members travel as bodies (objects.migrate_bodies):
 // who sent it, the number of its bodies and the chunk they travel in. The bodies need no name
 // on the wire: they follow the message from the same rank in order, and each side keeps the
-// object in a slot of its own (Objects::arriving_objects_, leaving_objects_).
+// object in a slot of its own (detail::Transit).
 struct BodiesHead {
     std::int32_t source;
     std::uint32_t n_bodies;

@@ -141,20 +141,6 @@ std::vector<char> body_args(int source, std::uint32_t slot) {
     return a;
 }
 
-// A free slot of `slots` (reused, or added at the end).
-template <class Slot>
-std::uint32_t take_slot(std::deque<Slot>& slots, std::vector<std::uint32_t>& free) {
-    if (!free.empty()) {
-        const std::uint32_t i = free.back();
-        free.pop_back();
-        return i;
-    }
-    if (free.capacity() < slots.size() + 1)
-        free.reserve(2 * (slots.size() + 1));  // giving every slot back never allocates
-    slots.emplace_back();
-    return static_cast<std::uint32_t>(slots.size() - 1);
-}
-
 }  // namespace
 
 void Objects::do_migrate(Record* r, Invocation* inv) {
@@ -213,7 +199,7 @@ void Objects::migrate_now(Record* r, int dest) {
     if (bound <= kSmallMigration) {
         // Small: packed straight into the outbox, as the argument of one message (a view:
         // its length, then the bytes).
-        comm_.enqueue(dest, *migrate_am_, sizeof(std::uint64_t) + bound, [&](char* out) {
+        comm_.enqueue(dest, *am_.migrate, sizeof(std::uint64_t) + bound, [&](char* out) {
             char* begin = out + sizeof(std::uint64_t);
             wire::Writer w(begin);
             w.put(head_of(*rec, rank_));
@@ -230,7 +216,7 @@ void Objects::migrate_now(Record* r, int dest) {
         return;
     }
     // The object and its state packed into one buffer, sent as one large message.
-    auto buf = take_buffer(bound);
+    auto buf = spares_.take_buffer(bound);
     wire::Writer w(buf->data());
     w.put(head_of(*rec, rank_));
     write_state(w, *rec);
@@ -241,61 +227,17 @@ void Objects::migrate_now(Record* r, int dest) {
     {
         char* data = buf->data();
         std::uint64_t serial;
-        {
-            std::lock_guard<Spinlock> g(large_lock_);
-            serial = next_serial_++;
-            sending_[serial] = std::move(buf);
-        }
-        migrate_large_am_->send_large(dest, view<char>(data, n), std::int32_t(rank_),
+        serial = transit_.keep_sending(std::move(buf));
+        am_.migrate_large->send_large(dest, view<char>(data, n), std::int32_t(rank_),
                                       std::uint64_t(n), serial);
         comm_.send_queued();
     }
     give_record(std::move(rec));
 }
 
-std::unique_ptr<Record> Objects::take_record() {
-    {
-        std::lock_guard<Spinlock> g(spare_lock_);
-        if (!spare_records_.empty()) {
-            auto r = std::move(spare_records_.back());
-            spare_records_.pop_back();
-            return r;
-        }
-    }
-    return std::make_unique<Record>();
-}
-
 void Objects::give_record(std::unique_ptr<Record> r) noexcept {
     reset(*r);
-    std::lock_guard<Spinlock> g(spare_lock_);
-    if (spare_records_.size() < kSpareRecords) spare_records_.push_back(std::move(r));
-}
-
-std::unique_ptr<detail::Bytes> Objects::take_buffer(std::size_t bytes) {
-    {
-        std::lock_guard<Spinlock> g(spare_lock_);
-        for (auto& b : spare_) {
-            if (b->capacity() >= bytes) {
-                auto out = std::move(b);
-                b = std::move(spare_.back());
-                spare_.pop_back();
-                out->resize(bytes);  // no zero-fill (detail::Bytes)
-                return out;
-            }
-        }
-    }
-    auto out = std::make_unique<detail::Bytes>();
-    out->resize(bytes);
-    return out;
-}
-
-void Objects::give_buffer(std::unique_ptr<detail::Bytes> b) noexcept {
-    constexpr std::size_t kMaxSpare = 8, kMaxSpareBytes = std::size_t(256) << 20;
-    std::lock_guard<Spinlock> g(spare_lock_);
-    std::size_t total = b->capacity();
-    for (auto& x : spare_)
-        total += x->capacity();
-    if (spare_.size() < kMaxSpare && total <= kMaxSpareBytes) spare_.push_back(std::move(b));
+    spares_.give_record(std::move(r));
 }
 
 const detail::ObjectType& Objects::arriving_type(std::uint32_t hash, const ObjectKey& k) const {
@@ -316,11 +258,10 @@ void Objects::check_source(const MigrateHead& mh, int source, int named) const {
 }
 
 void Objects::check_requests(const Record& r) const {
-    const std::uint32_t n = n_handlers_.load(std::memory_order_acquire);
+    const std::uint32_t n = registry_.handlers();
     auto ok = [&](const Invocation* q) {
         if (q->h.kind != detail::OpKind::handler) return true;
-        return q->h.handler < n &&
-               handlers_[q->h.handler].load(std::memory_order_acquire)->sig == q->h.sig;
+        return q->h.handler < n && registry_.handler(q->h.handler)->sig == q->h.sig;
     };
     bool good = true;
     for (const Invocation* q : r.ready)
@@ -337,7 +278,7 @@ void Objects::install(int source, const char* data, std::size_t size) {
     const auto mh = rd.get<MigrateHead>();
     check_source(mh, source, source);
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
-    auto rec = take_record();
+    auto rec = spares_.take_record();
     try {
         read_record(rd, mh, &t, rec.get(), size_);
         check_requests(*rec);
@@ -360,13 +301,8 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
     const std::size_t chunk = comm_.large_chunk();
     // Its slot until the last body has left. Its place stays put (a deque), so it is filled
     // below without the lock: on_body_sent reads it only after a body it names has left.
-    Leaving* leaving;
-    std::uint32_t slot;
-    {
-        std::lock_guard<Spinlock> g(large_lock_);
-        slot = take_slot(leaving_objects_, free_leaving_);
-        leaving = &leaving_objects_[slot];
-    }
+    const std::uint32_t slot = transit_.reserve_leaving();
+    detail::Transit::Leaving* leaving = &transit_.leaving(slot);
     // The bodies' places (the thread's own list: its capacity stays for the next migration).
     thread_local std::vector<detail::BodyRef> t_bodies;
     std::vector<detail::BodyRef>& bodies = t_bodies;
@@ -377,7 +313,7 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
     // stays here until the last body has left (on_body_sent).
     try {
         comm_.enqueue(
-            dest, *migrate_bodies_am_, sizeof(std::uint64_t) + bytes,
+            dest, *am_.migrate_bodies, sizeof(std::uint64_t) + bytes,
             [&](char* out) {
                 char* begin = out + sizeof(std::uint64_t);
                 wire::Writer w(begin);
@@ -394,16 +330,15 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
                 return end;
             },
             [&](Communicator::Outbox& o) {
-                *leaving = Leaving{rec->type, rec->obj, bodies.size()};
+                *leaving = detail::Transit::Leaving{rec->type, rec->obj, bodies.size()};
                 for (std::size_t i = 0; i + 1 < bodies.size(); ++i)
-                    Communicator::attach_body(o, *body_am_, bodies[i].data, bodies[i].bytes, chunk,
+                    Communicator::attach_body(o, *am_.body, bodies[i].data, bodies[i].bytes, chunk,
                                               args);
-                Communicator::attach_body(o, *body_am_, bodies.back().data, bodies.back().bytes,
+                Communicator::attach_body(o, *am_.body, bodies.back().data, bodies.back().bytes,
                                           chunk, std::move(args));
             });
     } catch (...) {
-        std::lock_guard<Spinlock> g(large_lock_);
-        if (!leaving->type) free_leaving_.push_back(slot);
+        transit_.cancel_leaving(slot);
         throw;
     }
     // Requests wait for the object where it goes: it leaves now, not after the rest of this
@@ -423,7 +358,7 @@ void Objects::on_migrate_bodies(int source, const char* data, std::size_t size) 
     if (bh.chunk > Communicator::kDefaultChunk)
         throw WireError("objects: body chunk of " + std::to_string(bh.chunk) + " bytes");
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
-    auto rec = take_record();
+    auto rec = spares_.take_record();
     thread_local std::vector<detail::BodyRef> t_bodies;  // as in send_with_bodies
     std::vector<detail::BodyRef>& bodies = t_bodies;
     bodies.clear();
@@ -443,45 +378,23 @@ void Objects::on_migrate_bodies(int source, const char* data, std::size_t size) 
         give_record(std::move(rec));
         throw;
     }
-    std::uint32_t slot;
-    {
-        std::lock_guard<Spinlock> g(large_lock_);
-        slot = take_slot(arriving_objects_, free_arriving_);
-        arriving_objects_[slot] = Arriving{std::move(rec), bodies.size()};
-    }
+    const std::uint32_t slot = transit_.add_arriving(std::move(rec), bodies.size());
     std::vector<char> args = body_args(source, slot);
     const auto chunk = static_cast<std::size_t>(bh.chunk);
     for (std::size_t i = 0; i + 1 < bodies.size(); ++i)
-        comm_.receive_body(source, *body_am_, bodies[i].data, bodies[i].bytes, chunk, args);
-    comm_.receive_body(source, *body_am_, bodies.back().data, bodies.back().bytes, chunk,
+        comm_.receive_body(source, *am_.body, bodies[i].data, bodies[i].bytes, chunk, args);
+    comm_.receive_body(source, *am_.body, bodies.back().data, bodies.back().bytes, chunk,
                        std::move(args));
 }
 
 void Objects::on_body_arrived(int source, std::uint64_t slot) {
-    std::unique_ptr<Record> rec;
-    {
-        std::lock_guard<Spinlock> g(large_lock_);
-        if (slot >= arriving_objects_.size() || !arriving_objects_[slot].rec)
-            throw WireError("objects: a body of an object rank " + std::to_string(source) +
-                            " never sent");
-        Arriving& a = arriving_objects_[slot];
-        if (--a.bodies_left > 0) return;
-        rec = std::move(a.rec);
-        free_arriving_.push_back(static_cast<std::uint32_t>(slot));  // reserved: no throw
-    }
-    place(std::move(rec), source);
+    if (std::unique_ptr<Record> rec = transit_.body_arrived(slot, source))
+        place(std::move(rec), source);
 }
 
 void Objects::on_body_sent(std::uint64_t slot) {
-    Leaving l;
-    {
-        std::lock_guard<Spinlock> g(large_lock_);
-        if (slot >= leaving_objects_.size() || !leaving_objects_[slot].type ||
-            --leaving_objects_[slot].bodies_left > 0)
-            return;
-        l = std::exchange(leaving_objects_[slot], Leaving{});
-        free_leaving_.push_back(static_cast<std::uint32_t>(slot));  // reserved: no throw
-    }
+    const detail::Transit::Leaving l = transit_.body_sent(slot);
+    if (!l.type) return;
     l.type->donate(l.obj);  // its big members receive the next bodies (Recycler)
     l.type->destroy(l.obj);
 }
@@ -545,10 +458,10 @@ void Objects::do_destroy(Record* r, Invocation* inv) {
     rec->obj = nullptr;
     // The home and the ranks that sent it requests forget it too (their directories would
     // otherwise keep it forever); a later request from them fails as here.
-    if (rec->key.home != rank_) destroyed_am_->send(rec->key.home, rec->key, std::int32_t(rank_));
+    if (rec->key.home != rank_) am_.destroyed->send(rec->key.home, rec->key, std::int32_t(rank_));
     for (const auto& [sender, next] : rec->expected)
         if (sender != rank_ && sender != rec->key.home)
-            destroyed_am_->send(sender, rec->key, std::int32_t(rank_));
+            am_.destroyed->send(sender, rec->key, std::int32_t(rank_));
     // Requests issued after the destruction: the first one is the error.
     Invocation* late = !rec->ready.empty()  ? rec->ready.front()
                        : !rec->held.empty() ? rec->held.begin()->second
@@ -562,7 +475,7 @@ void Objects::do_destroy(Record* r, Invocation* inv) {
         }
     }
     for (const std::int32_t l : lived)
-        destroyed_am_->send(l, rec->key, std::int32_t(rank_));
+        am_.destroyed->send(l, rec->key, std::int32_t(rank_));
     drop_requests(*rec);
     give_record(std::move(rec));
     if (late) throw UsageError(msg);

@@ -38,26 +38,18 @@ const char* intern(const std::string& s) {
 }  // namespace detail
 
 Objects::Objects(Threadpool& tp, Communicator& comm)
-    : tp_(tp),
-      comm_(comm),
-      rank_(comm.rank()),
-      size_(comm.ranks()),
-      handlers_(new std::atomic<detail::HandlerBase*>[kMaxHandlers]),
-      shards_(new Shard[kShards]) {
+    : tp_(tp), comm_(comm), rank_(comm.rank()), size_(comm.ranks()), shards_(new Shard[kShards]) {
     // call() futures are waited on with the futures layer's get(): make sure one exists.
     Futures* cur = Futures::current();
     if (!cur || &cur->pool() != &tp) own_futures_ = std::make_unique<Futures>(tp, &comm);
-    for (std::uint32_t i = 0; i < kMaxHandlers; ++i)
-        handlers_[i].store(nullptr, std::memory_order_relaxed);
-    spare_records_.reserve(kSpareRecords);  // give_record() never allocates
-    invoke_am_ = comm.make_active_msg(
+    am_.invoke = comm.make_active_msg(
         [this](view<char>& v) { on_invoke_frame(v.data(), v.size()); }, "objects.invoke");
-    forward_am_ = comm.make_active_msg(
+    am_.forward = comm.make_active_msg(
         [this](view<char>& v) { on_invoke_frame(v.data(), v.size()); }, "objects.forward");
-    lazy_update_am_ = comm.make_active_msg(
+    am_.lazy_update = comm.make_active_msg(
         [this](ObjectKey& k, std::int32_t& loc, std::uint64_t& ver) { on_update(k, loc, ver); },
         "objects.lazy_update");
-    home_update_am_ = comm.make_active_msg(
+    am_.home_update = comm.make_active_msg(
         [this](ObjectKey& k, std::int32_t& loc, std::uint64_t& ver) {
             on_update(k, loc, ver);
             Shard& s = shard(k);
@@ -68,53 +60,33 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
             if (std::find(lived.begin(), lived.end(), loc) == lived.end()) lived.push_back(loc);
         },
         "objects.home_update");
-    reply_am_ = comm.make_active_msg(
+    am_.reply = comm.make_active_msg(
         [this](std::int32_t& src, std::uint64_t& token, std::uint8_t& failed, view<char>& v) {
             on_reply(detail::tls_frame_source, src, token, failed, v.data(), v.size());
         },
         "objects.reply");
-    migrate_am_ = comm.make_active_msg(
+    am_.migrate = comm.make_active_msg(
         [this](view<char>& v) { install(detail::tls_frame_source, v.data(), v.size()); },
         "objects.migrate");
-    migrate_large_am_ = comm.make_large_active_msg(
+    am_.migrate_large = comm.make_large_active_msg(
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) {
-            std::unique_ptr<detail::Bytes> buf;
-            {
-                std::lock_guard<Spinlock> g(large_lock_);
-                auto it = arriving_.find({src, token});
-                if (it == arriving_.end())
-                    throw WireError("objects: a big migration rank " + std::to_string(src) +
-                                    " never announced");
-                buf = std::move(it->second);
-                arriving_.erase(it);
-            }
+            std::unique_ptr<detail::Bytes> buf = transit_.arrived(src, token);
             if (bytes > buf->size()) throw WireError("objects: a big migration outgrew its buffer");
             install(src, buf->data(), static_cast<std::size_t>(bytes));
-            give_buffer(std::move(buf));
+            spares_.give_buffer(std::move(buf));
         },
         [this](std::int32_t& src, std::uint64_t& bytes, std::uint64_t& token) -> char* {
-            auto buf = take_buffer(detail::body_elements(bytes, 1));
+            auto buf = spares_.take_buffer(detail::body_elements(bytes, 1));
             char* p = buf->data();
-            std::lock_guard<Spinlock> g(large_lock_);
-            auto [it, fresh] = arriving_.try_emplace({src, token});
-            if (!fresh)
-                throw WireError("objects: rank " + std::to_string(src) +
-                                " announced big migration " + std::to_string(token) + " twice");
-            it->second = std::move(buf);
+            transit_.expect(src, token, std::move(buf));
             return p;
         },
         [this](std::int32_t&, std::uint64_t&, std::uint64_t& serial) {
-            std::unique_ptr<detail::Bytes> buf;
-            {
-                std::lock_guard<Spinlock> g(large_lock_);
-                auto it = sending_.find(serial);
-                buf = std::move(it->second);
-                sending_.erase(it);
-            }
-            give_buffer(std::move(buf));
+            if (std::unique_ptr<detail::Bytes> buf = transit_.sent(serial))
+                spares_.give_buffer(std::move(buf));
         },
         "objects.migrate_large");
-    destroyed_am_ = comm.make_active_msg(
+    am_.destroyed = comm.make_active_msg(
         [this](ObjectKey& k, std::int32_t& where) {
             // From the rank that destroyed it, or passed on by its home.
             const int from = detail::tls_frame_source;
@@ -134,14 +106,14 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
                 forget_locked(s, k, where);
             }
             for (const std::int32_t r : lived)
-                if (r != where) destroyed_am_->send(r, k, where);
+                if (r != where) am_.destroyed->send(r, k, where);
         },
         "objects.destroyed");
     // Objects with big members: the message, then the members as bodies (detail/bodies.hpp).
-    migrate_bodies_am_ = comm.make_active_msg(
+    am_.migrate_bodies = comm.make_active_msg(
         [this](view<char>& v) { on_migrate_bodies(detail::tls_frame_source, v.data(), v.size()); },
         "objects.migrate_bodies");
-    body_am_ = comm.make_large_active_msg(
+    am_.body = comm.make_large_active_msg(
         [this](std::int32_t& src, std::uint64_t& serial) { on_body_arrived(src, serial); },
         // Bodies are posted by the handler of the message they belong to: one arriving as a
         // message of its own is malformed.
@@ -153,10 +125,10 @@ Objects::Objects(Threadpool& tp, Communicator& comm)
     // a reply (futures, never held) must not overtake the lazy update a handler sent before
     // it, nor a forward the request it follows.
     for (ActiveMsgBase* am : std::initializer_list<ActiveMsgBase*>{
-             invoke_am_, forward_am_, lazy_update_am_, home_update_am_, reply_am_, migrate_am_,
-             migrate_large_am_, destroyed_am_, migrate_bodies_am_, body_am_})
+             am_.invoke, am_.forward, am_.lazy_update, am_.home_update, am_.reply, am_.migrate,
+             am_.migrate_large, am_.destroyed, am_.migrate_bodies, am_.body})
         am->set_broadcast_detection(false);
-    after_progress_ = comm.add_after_progress(&Objects::run_deferred, this);
+    deferred_.installed = comm.add_after_progress(&Objects::run_deferred, this);
     // Balancing with no code: CASCADE_BALANCE names the policy (same on every rank, so its
     // message is registered at the same point everywhere).
     if (const detail::ImplicitBalancing* b =
@@ -171,7 +143,7 @@ void Objects::FreeBalancer::operator()(Balancer* b) const noexcept {
 
 Objects::~Objects() {
     implicit_balancer_.reset();
-    if (after_progress_) {
+    if (deferred_.installed) {
         run_deferred(this);  // none expected: progress() runs them before it returns
         comm_.remove_after_progress(&Objects::run_deferred, this);
     }
@@ -182,10 +154,8 @@ Objects::~Objects() {
             detail::free_invocation(inv);
         if (r.obj) r.type->destroy(r.obj);
     };
-    for (auto& a : arriving_objects_)  // none after join(): a body still in flight
-        if (a.rec) free_record(*a.rec);
-    for (auto& l : leaving_objects_)
-        if (l.type) l.type->destroy(l.obj);
+    // None after join(): bodies still in flight.
+    transit_.clear(free_record, [](detail::Transit::Leaving& l) { l.type->destroy(l.obj); });
     for (int i = 0; i < kShards; ++i) {
         for (auto& [k, e] : shards_[i].map) {
             for (Invocation* inv : e.waiting)
@@ -202,43 +172,15 @@ Objects::Shard& Objects::shard(const ObjectKey& k) const {
 // ---- registration ---------------------------------------------------------------------------
 
 void Objects::register_type_erased(detail::ObjectType t) {
-    std::lock_guard<std::mutex> g(registry_mutex_);
-    if (types_.count(t.hash)) return;
-    auto& slot = types_[t.hash];
-    slot = std::make_unique<detail::ObjectType>(std::move(t));
-    const std::uint32_t n = n_types_.load(std::memory_order_relaxed);
-    if (n < kMaxTypes) {
-        type_list_[n].store(slot.get(), std::memory_order_relaxed);
-        n_types_.store(n + 1, std::memory_order_release);
-    }
+    registry_.add_type(std::move(t));
 }
 
 const detail::ObjectType* Objects::type_of(std::uint32_t hash) const {
-    const std::uint32_t n = n_types_.load(std::memory_order_acquire);
-    for (std::uint32_t i = 0; i < n; ++i) {
-        const detail::ObjectType* t = type_list_[i].load(std::memory_order_relaxed);
-        if (t->hash == hash) return t;
-    }
-    if (n < kMaxTypes) return nullptr;
-    std::lock_guard<std::mutex> g(registry_mutex_);  // types beyond the list
-    auto it = types_.find(hash);
-    return it == types_.end() ? nullptr : it->second.get();
+    return registry_.type(hash);
 }
 
 detail::HandlerBase* Objects::add_handler(std::unique_ptr<detail::HandlerBase> h) {
-    std::lock_guard<std::mutex> g(registry_mutex_);
-    const std::uint32_t id = n_handlers_.load(std::memory_order_relaxed);
-    if (id >= kMaxHandlers)
-        throw UsageError("objects: more than " + std::to_string(kMaxHandlers) + " handlers");
-    h->id = id;
-    if (h->name.empty()) h->name = "handler#" + std::to_string(id);
-    const auto* t = types_.at(h->type_hash).get();
-    h->label = detail::intern(h->name + "(" + t->name);
-    auto* raw = h.get();
-    owned_handlers_.push_back(std::move(h));
-    handlers_[id].store(raw, std::memory_order_release);
-    n_handlers_.store(id + 1, std::memory_order_release);
-    return raw;
+    return registry_.add_handler(std::move(h));
 }
 
 ObjectKey Objects::create_erased(std::uint32_t type, void* obj) {
@@ -275,9 +217,7 @@ std::string Objects::what_of(const Invocation& inv) const {
         case OpKind::rebalance:
             return "rebalance to rank " + std::to_string(inv.h.arg);
         default: {
-            auto* h = inv.h.handler < n_handlers_.load(std::memory_order_acquire)
-                          ? handlers_[inv.h.handler].load(std::memory_order_acquire)
-                          : nullptr;
+            auto* h = registry_.find_handler(inv.h.handler);
             return h ? "handler '" + h->name + "'" : "handler #" + std::to_string(inv.h.handler);
         }
     }
@@ -294,13 +234,13 @@ const char* Objects::label_of(const Record& r, const Invocation& inv) const {
         case OpKind::rebalance:
             return r.type->migrate_label;
         default:
-            return handlers_[inv.h.handler].load(std::memory_order_acquire)->label;
+            return registry_.handler(inv.h.handler)->label;
     }
 }
 
 bool Objects::exclusive(const Invocation& inv) const {
     if (inv.h.kind != OpKind::handler) return true;
-    return handlers_[inv.h.handler].load(std::memory_order_acquire)->access == Access::exclusive;
+    return registry_.handler(inv.h.handler)->access == Access::exclusive;
 }
 
 void Objects::error_destroyed(const Invocation& inv, int destroyed_on) const {

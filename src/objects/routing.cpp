@@ -20,7 +20,7 @@ using detail::Record;
 
 void Objects::send_invocation(int dest, const InvokeHead& h, const char* args, std::size_t n,
                               bool forwarded) {
-    comm_.enqueue(dest, forwarded ? *forward_am_ : *invoke_am_,
+    comm_.enqueue(dest, forwarded ? *am_.forward : *am_.invoke,
                   sizeof(std::uint64_t) + sizeof h + n, [&](char* out) {
                       const std::uint64_t len = sizeof h + n;
                       std::memcpy(out, &len, sizeof len);
@@ -33,16 +33,16 @@ void Objects::send_invocation(int dest, const InvokeHead& h, const char* args, s
 void Objects::send_update(int dest, const ObjectKey& k, int loc, std::uint64_t ver, bool to_home) {
     if (to_home) {
         counters_.home_updates.fetch_add(1, std::memory_order_relaxed);
-        home_update_am_->send(dest, k, loc, ver);
+        am_.home_update->send(dest, k, loc, ver);
     } else {
         counters_.lazy_updates.fetch_add(1, std::memory_order_relaxed);
-        lazy_update_am_->send(dest, k, loc, ver);
+        am_.lazy_update->send(dest, k, loc, ver);
     }
 }
 
 void Objects::send_reply(int dest, std::uint64_t token, bool failed, const char* data,
                          std::size_t n) {
-    reply_am_->send(dest, rank_, token, std::uint8_t(failed ? 1 : 0),
+    am_.reply->send(dest, rank_, token, std::uint8_t(failed ? 1 : 0),
                     view<char>(const_cast<char*>(data), n));
 }
 
@@ -101,7 +101,7 @@ void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
         }
     }
     if (dest >= 0) {
-        comm_.enqueue(dest, *invoke_am_, sizeof(std::uint64_t) + sizeof h + w.bytes,
+        comm_.enqueue(dest, *am_.invoke, sizeof(std::uint64_t) + sizeof h + w.bytes,
                       [&](char* out_) {
                           char* args = out_ + sizeof(std::uint64_t) + sizeof h;
                           char* end = w.bytes ? w.write(w.ctx, args) : args;
@@ -133,7 +133,7 @@ void Objects::on_invoke_frame(const char* data, std::size_t size) {
     check_head(inv->h, inv->h.kind == OpKind::rebalance ? "request (rebalance)" : "request");
     if (inv->h.kind == OpKind::rebalance) throw WireError("objects: a rebalance request");
     if (inv->h.kind == OpKind::handler) {
-        const std::uint32_t n = n_handlers_.load(std::memory_order_acquire);
+        const std::uint32_t n = registry_.handlers();
         if (inv->h.handler >= n)
             throw UsageError("objects: rank " + std::to_string(inv->h.sender) +
                              " invoked handler #" + std::to_string(inv->h.handler) + " on object " +
@@ -141,7 +141,7 @@ void Objects::on_invoke_frame(const char* data, std::size_t size) {
                              " registered only " + std::to_string(n) +
                              " handlers (make_handler must be called in the same order on "
                              "every rank)");
-        auto* h = handlers_[inv->h.handler].load(std::memory_order_acquire);
+        auto* h = registry_.handler(inv->h.handler);
         if (h->sig != inv->h.sig)
             throw UsageError("objects: rank " + std::to_string(inv->h.sender) +
                              " invoked handler #" + std::to_string(inv->h.handler) + " on object " +
@@ -306,8 +306,7 @@ void Objects::start_all(std::vector<Pending>& out) {
                 execute(p.rec, p.inv);
                 continue;
             }
-            const detail::HandlerBase* h =
-                handlers_[p.inv->h.handler].load(std::memory_order_acquire);
+            const detail::HandlerBase* h = registry_.handler(p.inv->h.handler);
             if (h->run_in_handler) {
                 const HereTask traced(this, p.rec, p.inv, nullptr);
                 execute(p.rec, p.inv);
@@ -329,11 +328,11 @@ bool Objects::defer(const Pending& p) {
     // not from a deferred handler (which may wait, driving progress), and only while no
     // worker has anything to do: a busy pool would take the request as fast, and the
     // communication thread has messages to move.
-    if (!after_progress_ || running_deferred_ || n_deferred_ == kMaxDeferred ||
+    if (!deferred_.installed || deferred_.running || deferred_.n == Deferred::kMax ||
         !comm_.in_progress() || tp_.failed() || !tp_.idle())
         return false;
     p.rec->deferred = true;
-    deferred_[n_deferred_++] = p;
+    deferred_.list[deferred_.n++] = p;
     return true;
 }
 
@@ -341,8 +340,8 @@ void Objects::undefer(Record* r) {
     // Its deferred requests hold the object's access, so r stays here until the last of them
     // is pushed, not after: a worker may run it, and a migration queued behind it, at once.
     r->deferred = false;
-    for (std::size_t i = 0; i < n_deferred_; ++i) {
-        Pending& p = deferred_[i];
+    for (std::size_t i = 0; i < deferred_.n; ++i) {
+        Pending& p = deferred_.list[i];
         if (p.rec != r || !p.inv) continue;
         cascade::Task t = ObjTask::make(this, p.rec, p.inv, label_of(*p.rec, *p.inv));
         p.inv = nullptr;
@@ -352,10 +351,10 @@ void Objects::undefer(Record* r) {
 
 bool Objects::run_deferred(void* self) {
     auto* o = static_cast<Objects*>(self);
-    if (o->n_deferred_ == 0 || o->running_deferred_) return false;
-    o->running_deferred_ = true;
-    for (std::size_t i = 0; i < o->n_deferred_; ++i) {
-        const Pending p = o->deferred_[i];
+    if (o->deferred_.n == 0 || o->deferred_.running) return false;
+    o->deferred_.running = true;
+    for (std::size_t i = 0; i < o->deferred_.n; ++i) {
+        const Pending p = o->deferred_.list[i];
         if (!p.inv) continue;  // handed to a worker meanwhile (undefer)
         p.rec->deferred = false;
         if (o->tp_.failed()) {  // as the pool discards its queued tasks once one failed
@@ -380,8 +379,8 @@ bool Objects::run_deferred(void* self) {
             o->comm_.fail_pool(std::make_exception_ptr(TaskError(name, -1, e, what, o->rank_)));
         }
     }
-    o->n_deferred_ = 0;
-    o->running_deferred_ = false;
+    o->deferred_.n = 0;
+    o->deferred_.running = false;
     return true;
 }
 

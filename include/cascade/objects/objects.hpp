@@ -41,6 +41,9 @@
 #include "cascade/futures/futures.hpp"
 #include "cascade/objects/access.hpp"
 #include "cascade/objects/detail/record.hpp"
+#include "cascade/objects/detail/registry.hpp"
+#include "cascade/objects/detail/spares.hpp"
+#include "cascade/objects/detail/transit.hpp"
 #include "cascade/objects/handler.hpp"
 #include "cascade/objects/mobile_ptr.hpp"
 
@@ -309,28 +312,21 @@ class Objects {
     Communicator& comm_;
     int rank_ = 0, size_ = 1;
     std::unique_ptr<Futures> own_futures_;  // when no Futures of this pool exists: for get()
-    ActiveMsg<view<char>>* invoke_am_ = nullptr;
-    ActiveMsg<view<char>>* forward_am_ = nullptr;
-    ActiveMsg<ObjectKey, std::int32_t, std::uint64_t>* lazy_update_am_ = nullptr;
-    ActiveMsg<ObjectKey, std::int32_t, std::uint64_t>* home_update_am_ = nullptr;
-    ActiveMsg<std::int32_t, std::uint64_t, std::uint8_t, view<char>>* reply_am_ = nullptr;
-    ActiveMsg<view<char>>* migrate_am_ = nullptr;
-    LargeActiveMsg<char, std::int32_t, std::uint64_t, std::uint64_t>* migrate_large_am_ = nullptr;
-    ActiveMsg<view<char>>* migrate_bodies_am_ = nullptr;
-    LargeActiveMsg<char, std::int32_t, std::uint64_t>* body_am_ = nullptr;
-    ActiveMsg<ObjectKey, std::int32_t>* destroyed_am_ = nullptr;
-
-    static constexpr std::uint32_t kMaxHandlers = 4096;
-    mutable std::mutex registry_mutex_;
-    std::vector<std::unique_ptr<detail::HandlerBase>> owned_handlers_;
-    std::unique_ptr<std::atomic<detail::HandlerBase*>[]> handlers_;  // by id, read lock-free
-    std::atomic<std::uint32_t> n_handlers_{0};
-    std::unordered_map<std::uint32_t, std::unique_ptr<detail::ObjectType>> types_;
-    // The first kMaxTypes of them in registration order, read lock-free on every arrival
-    // (type_of; later ones are looked up in types_ under the lock).
-    static constexpr std::uint32_t kMaxTypes = 256;
-    std::array<std::atomic<const detail::ObjectType*>, kMaxTypes> type_list_{};
-    std::atomic<std::uint32_t> n_types_{0};
+    // The layer's messages, made once by the constructor.
+    struct Messages {
+        ActiveMsg<view<char>>* invoke = nullptr;
+        ActiveMsg<view<char>>* forward = nullptr;
+        ActiveMsg<ObjectKey, std::int32_t, std::uint64_t>* lazy_update = nullptr;
+        ActiveMsg<ObjectKey, std::int32_t, std::uint64_t>* home_update = nullptr;
+        ActiveMsg<std::int32_t, std::uint64_t, std::uint8_t, view<char>>* reply = nullptr;
+        ActiveMsg<view<char>>* migrate = nullptr;
+        LargeActiveMsg<char, std::int32_t, std::uint64_t, std::uint64_t>* migrate_large = nullptr;
+        ActiveMsg<view<char>>* migrate_bodies = nullptr;
+        LargeActiveMsg<char, std::int32_t, std::uint64_t>* body = nullptr;
+        ActiveMsg<ObjectKey, std::int32_t>* destroyed = nullptr;
+    };
+    Messages am_;
+    detail::Registry registry_;
     std::atomic<std::uint64_t> next_id_{1};
 
     static constexpr int kShards = 64;
@@ -341,49 +337,18 @@ class Objects {
     // brought them (Communicator::add_after_progress), outside any handler, with their
     // object's access already granted. Communication thread only; a fixed array (no
     // allocation), the rest go to workers.
-    static constexpr std::size_t kMaxDeferred = 32;
-    std::array<Pending, kMaxDeferred> deferred_{};
-    std::size_t n_deferred_ = 0;
-    bool running_deferred_ = false;
-    bool after_progress_ = false;  // run_deferred is installed on the communicator
+    struct Deferred {
+        static constexpr std::size_t kMax = 32;
+        std::array<Pending, kMax> list{};
+        std::size_t n = 0;
+        bool running = false;
+        bool installed = false;  // run_deferred is installed on the communicator
+    };
+    Deferred deferred_;
 
-    // Guards the migrations in flight below (short sections: a spinlock).
-    Spinlock large_lock_;
-    // Big migrations being received: (source, token) -> buffer.
-    std::map<std::pair<int, std::uint64_t>, std::unique_ptr<detail::Bytes>> arriving_;
-    // Big migrations being sent, by serial (their message's token: unique per sender, unlike
-    // a buffer's address, which the next migration may reuse before the receiver is done).
-    std::map<std::uint64_t, std::unique_ptr<detail::Bytes>> sending_;
-    std::uint64_t next_serial_ = 1;  // under large_lock_
-    // Objects whose big members travel as bodies (detail/bodies.hpp). Arriving: built from
-    // their message, installed once their last body is in. Leaving: kept until their last
-    // body has left, then freed. Each in a slot, named by its index in the bodies' own
-    // arguments (which stay on their rank); slots are reused, and a deque keeps them in
-    // place while others are added (under large_lock_).
-    struct Arriving {
-        std::unique_ptr<detail::Record> rec;  // null: a free slot
-        std::size_t bodies_left = 0;
-    };
-    struct Leaving {
-        const detail::ObjectType* type = nullptr;  // null: a free slot
-        void* obj = nullptr;
-        std::size_t bodies_left = 0;
-    };
-    std::deque<Arriving> arriving_objects_;
-    std::vector<std::uint32_t> free_arriving_;
-    std::deque<Leaving> leaving_objects_;
-    std::vector<std::uint32_t> free_leaving_;
-    // Packing buffers kept for the next migration: fresh megabytes cost page faults that
-    // dwarf the copy (a 1 MiB object moved 5x slower than with recycled buffers).
-    std::unique_ptr<detail::Bytes> take_buffer(std::size_t bytes);
-    void give_buffer(std::unique_ptr<detail::Bytes> b) noexcept;
-    Spinlock spare_lock_;
-    std::vector<std::unique_ptr<detail::Bytes>> spare_;
-    // Records of objects that left, for the next arrivals: a migration then allocates no
-    // Record, request queue or ordering state (kSpareRecords at most, under spare_lock_).
-    static constexpr std::size_t kSpareRecords = 16;
-    std::vector<std::unique_ptr<detail::Record>> spare_records_;
-    std::unique_ptr<detail::Record> take_record();
+    detail::Transit transit_;  // migrations in flight
+    detail::Spares spares_;    // buffers and records kept for the next migrations
+    // Resets `r` and keeps it for the next arrival (spares_).
     void give_record(std::unique_ptr<detail::Record> r) noexcept;
 
     struct Counters {
@@ -479,9 +444,8 @@ void Objects::destroy(mobile_ptr<T> p) {
 template <class T>
 void Objects::set_load(std::function<double(const T&)> f) {
     register_type<T>();
-    std::lock_guard<std::mutex> g(registry_mutex_);
-    auto& t = *types_.at(wire::hash_name(wire::type_names<T>()));
-    t.load = [f = std::move(f)](const void* p) { return f(*static_cast<const T*>(p)); };
+    registry_.set_load(wire::hash_name(wire::type_names<T>()),
+                       [f = std::move(f)](const void* p) { return f(*static_cast<const T*>(p)); });
 }
 
 template <class T, class R, class... Ps>
