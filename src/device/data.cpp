@@ -27,7 +27,7 @@ DataBlock* new_block(Devices& d, std::size_t bytes, std::size_t elem, std::strin
     b->states.assign(static_cast<std::size_t>(rt.n_spaces), Msi::invalid);
     b->states[0] = Msi::modified;  // the host copy is the only one (zeros until written)
     if (init) {
-        b->copies[0].ptr = rt.host_allocate(bytes, false);
+        b->copies[0].ptr = rt.host.allocate(bytes, false);
         if (bytes) std::memcpy(b->copies[0].ptr, init, bytes);
     } else {
         b->host_zero = true;

@@ -95,7 +95,7 @@ void Runtime::device_free(int d, void* p, std::size_t bytes) noexcept {
 void Runtime::ensure_host(DataBlock* b) {
     Copy& h = b->copies[0];
     if (!h.ptr) {
-        h.ptr = host_allocate(b->bytes, b->host_zero && b->states[0] != Msi::invalid);
+        h.ptr = host.allocate(b->bytes, b->host_zero && b->states[0] != Msi::invalid);
         b->host_zero = false;
     }
 }
@@ -390,7 +390,7 @@ void Runtime::release_blocks() {
         b->last_writer = nullptr;
         if (TaskState* j = std::exchange(b->readers_join, nullptr)) close_join(j);
         b->lock.unlock();
-        if (b->copies[0].ptr) host_deallocate(b->copies[0].ptr, b->bytes);
+        if (b->copies[0].ptr) host.deallocate(b->copies[0].ptr, b->bytes);
         delete b;
         b = next;
     }

@@ -66,7 +66,7 @@ void wake_runtime(void* p, bool entering) {
 }  // namespace
 
 Runtime::Runtime(Devices& o, Threadpool& pool, const DevicesOptions& op)
-    : owner(o), tp(pool), opts(op), id(g_next_id.fetch_add(1)) {
+    : host(op.memory_pool), owner(o), tp(pool), opts(op), id(g_next_id.fetch_add(1)) {
     std::vector<std::unique_ptr<Device>> devs;
     if (opts.cpu) devs.push_back(make_cpu_device(tp));
     for (int i = 0; i < opts.sim; ++i)
@@ -117,9 +117,6 @@ Runtime::Runtime(Devices& o, Threadpool& pool, const DevicesOptions& op)
 
 Runtime::~Runtime() {
     stop();
-    for (auto& [n, ptrs] : host_pool_)
-        for (void* p : ptrs)
-            std::free(p);
 }
 
 void Runtime::start() {
@@ -144,68 +141,12 @@ void Runtime::wake() noexcept {
                 nullptr, nullptr, 0);
 }
 
-// Host copies come from a pool of freed ones of the same size (already mapped and faulted in,
-// as page-locked memory stays), up to 1 GiB kept, when the memory pool is on.
-void* Runtime::host_allocate(std::size_t bytes, bool zero) {
-    const std::size_t n = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
-    void* p = nullptr;
-    if (opts.memory_pool) {
-        std::lock_guard<std::mutex> g(host_mutex_);
-        auto it = host_pool_.find(n);
-        if (it != host_pool_.end() && !it->second.empty()) {
-            p = it->second.back();
-            it->second.pop_back();
-            host_pooled_ -= n;
-        }
-    }
-    if (!p) p = std::aligned_alloc(64, n);
-    if (!p) throw std::bad_alloc();
-    if (zero) std::memset(p, 0, bytes);
-    return p;
-}
-
-void Runtime::host_deallocate(void* p, std::size_t bytes) noexcept {
-    const std::size_t n = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
-    if (opts.memory_pool) {
-        std::lock_guard<std::mutex> g(host_mutex_);
-        if (host_pooled_ + n <= (std::size_t(1) << 30)) {
-            try {
-                host_pool_[n].push_back(p);
-                host_pooled_ += n;
-                return;
-            } catch (...) {
-            }
-        }
-    }
-    std::free(p);
-}
-
 Event* Runtime::new_event() {
-    Event* e = free_events;
-    if (e) {
-        free_events = e->next_free;
-    } else {
-        all_events.push_back(std::make_unique<Event>());
-        e = all_events.back().get();
-    }
-    e->state.store(Event::pending, std::memory_order_relaxed);
-    e->error = nullptr;
-    e->native = nullptr;
-    e->t_start = e->t_end = 0;
-    e->seconds = 0;
-    e->refs = 1;
-    e->processed = false;
-    e->on_finish = &wake_runtime;
-    e->on_finish_arg = this;
-    return e;
+    return events.take(&wake_runtime, this);
 }
 
 void Runtime::unref(Event* e) noexcept {
-    if (--e->refs == 0) {
-        e->error = nullptr;
-        e->next_free = free_events;
-        free_events = e;
-    }
+    events.unref(e);
 }
 
 void Runtime::fail_task(TaskState* t, std::exception_ptr e) {

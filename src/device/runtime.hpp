@@ -17,6 +17,9 @@
 #include "cascade/device/detail/block.hpp"
 #include "cascade/device/detail/task_state.hpp"
 #include "cascade/device/devices.hpp"
+#include "event_pool.hpp"
+#include "host_pool.hpp"
+#include "task_pool.hpp"
 
 namespace cascade::device::detail {
 
@@ -68,8 +71,7 @@ class Runtime {
     void complete(TaskState* t, std::exception_ptr e);  // finished (any thread)
     void free_block(DataBlock* b) noexcept;             // last reference gone
     void wake() noexcept;
-    void* host_allocate(std::size_t bytes, bool zero);
-    void host_deallocate(void* p, std::size_t bytes) noexcept;
+    HostPool host;  // host copies
 
     Devices& owner;
     Threadpool& tp;
@@ -129,19 +131,13 @@ class Runtime {
     std::vector<Transfer> transfers;
     std::vector<double> kernel_seconds;  // [kernel id * devices + device], <0: unknown
     std::uint64_t use_clock = 0;
-    Event* free_events = nullptr;
-    std::vector<std::unique_ptr<Event>> all_events;
+    EventPool events;
     bool polled_events = false;  // some device needs polling
 
   private:
-    std::mutex host_mutex_;
-    std::unordered_map<std::size_t, std::vector<void*>> host_pool_;
-    std::size_t host_pooled_ = 0;
     std::atomic<TaskState*> ready_{nullptr};
-    std::atomic<TaskState*> returned_{nullptr};
     std::atomic<DataBlock*> freed_{nullptr};
-    std::mutex all_mutex_;
-    std::vector<std::unique_ptr<TaskState>> all_;
+    TaskStatePool task_states{id, this};
     std::atomic<std::uint32_t> wake_word_{0};
     std::atomic<bool> sleeping_{false};
     std::atomic<bool> stop_{false};

@@ -130,13 +130,20 @@ void Runtime::make_ready(TaskState* t) {
 }
 
 TaskState* Runtime::acquire() {
-    // A thread-local chain taken whole from the returned stack (exchange: no ABA).
+    return task_states.take();
+}
+
+void Runtime::recycle(TaskState* t) noexcept {
+    task_states.give(t);
+}
+
+TaskState* TaskStatePool::take() {
     struct Cache {
-        std::uint64_t rt = 0;
+        std::uint64_t pool = 0;
         TaskState* chain = nullptr;
     };
     thread_local Cache cache;
-    if (cache.rt != id) cache = Cache{id, nullptr};
+    if (cache.pool != id_) cache = Cache{id_, nullptr};
     if (!cache.chain) cache.chain = returned_.exchange(nullptr, std::memory_order_acquire);
     TaskState* s = cache.chain;
     if (s) {
@@ -144,8 +151,8 @@ TaskState* Runtime::acquire() {
     } else {
         auto owned = std::make_unique<TaskState>();
         s = owned.get();
-        s->rt = this;
-        std::lock_guard<std::mutex> g(all_mutex_);
+        s->rt = rt_;
+        std::lock_guard<std::mutex> g(mutex_);
         all_.push_back(std::move(owned));
     }
     s->reset();
@@ -153,7 +160,7 @@ TaskState* Runtime::acquire() {
     return s;
 }
 
-void Runtime::recycle(TaskState* t) noexcept {
+void TaskStatePool::give(TaskState* t) noexcept {
     t->fn = nullptr;  // what a continuation captured goes now
     t->error = nullptr;
     TaskState* head = returned_.load(std::memory_order_relaxed);
@@ -161,6 +168,11 @@ void Runtime::recycle(TaskState* t) noexcept {
         t->next = head;
     } while (!returned_.compare_exchange_weak(head, t, std::memory_order_release,
                                               std::memory_order_relaxed));
+}
+
+std::size_t TaskStatePool::made() const {
+    std::lock_guard<std::mutex> g(mutex_);
+    return all_.size();
 }
 
 }  // namespace device::detail
