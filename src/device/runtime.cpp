@@ -3,10 +3,7 @@
 // to completion and releases the tasks that waited for them. It sleeps in the kernel when
 // nothing is in flight and is woken by submissions and by backends finishing work; while a
 // backend with native events (OpenCL, CUDA) has work in flight it polls them, backing off.
-#include <linux/futex.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -135,10 +132,7 @@ void Runtime::stop() {
 }
 
 void Runtime::wake() noexcept {
-    wake_word_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleeping_.load(std::memory_order_seq_cst))
-        syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word_), FUTEX_WAKE_PRIVATE, 1,
-                nullptr, nullptr, 0);
+    doorbell_.ring();
 }
 
 Event* Runtime::new_event() {
@@ -373,7 +367,7 @@ void Runtime::loop() {
     int quiet = 0;
     auto quiet_since = std::chrono::steady_clock::now();
     for (;;) {
-        const std::uint32_t word = wake_word_.load(std::memory_order_seq_cst);
+        const std::uint32_t word = doorbell_.word();
         bool moved, polling;
         {
             // Steps are serialized by step_mutex: threads waiting for a task help (help()),
@@ -404,12 +398,7 @@ void Runtime::loop() {
                 const long us = native_waiters.load(std::memory_order_relaxed) > 0
                                     ? 200
                                     : std::min<long>(200, 8L * (quiet & 31));
-                timespec ts{0, us * 1000};
-                sleeping_.store(true, std::memory_order_seq_cst);
-                if (wake_word_.load(std::memory_order_seq_cst) == word)
-                    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word_),
-                            FUTEX_WAIT_PRIVATE, word, &ts, nullptr, 0);
-                sleeping_.store(false, std::memory_order_relaxed);
+                doorbell_.sleep(word, us * 1000);
             }
             continue;
         }
@@ -419,13 +408,7 @@ void Runtime::loop() {
             std::this_thread::yield();
             continue;
         }
-        sleeping_.store(true, std::memory_order_seq_cst);
-        if (wake_word_.load(std::memory_order_seq_cst) == word) {
-            timespec ts{0, 100 * 1000 * 1000};
-            syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_word_), FUTEX_WAIT_PRIVATE,
-                    word, &ts, nullptr, 0);
-        }
-        sleeping_.store(false, std::memory_order_relaxed);
+        doorbell_.sleep(word, 100L * 1000 * 1000);
     }
 }
 

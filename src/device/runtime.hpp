@@ -17,6 +17,7 @@
 #include "cascade/device/detail/block.hpp"
 #include "cascade/device/detail/task_state.hpp"
 #include "cascade/device/devices.hpp"
+#include "doorbell.hpp"
 #include "event_pool.hpp"
 #include "host_pool.hpp"
 #include "task_pool.hpp"
@@ -138,8 +139,7 @@ class Runtime {
     std::atomic<TaskState*> ready_{nullptr};
     std::atomic<DataBlock*> freed_{nullptr};
     TaskStatePool task_states{id, this};
-    std::atomic<std::uint32_t> wake_word_{0};
-    std::atomic<bool> sleeping_{false};
+    Doorbell doorbell_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };

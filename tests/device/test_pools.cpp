@@ -1,12 +1,14 @@
 // The device runtime's pools on their own: host copies kept by size, events and task states
-// reused.
+// reused, the runtime thread's doorbell.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "doorbell.hpp"
 #include "event_pool.hpp"
 #include "host_pool.hpp"
 #include "task_pool.hpp"
@@ -85,4 +87,19 @@ TEST(DevicePools, TaskStatesComeBackFromAnyThread) {
         EXPECT_EQ(x->refs.load(), 1);
     }
     EXPECT_EQ(pool.made(), 8u);  // all reused
+}
+
+TEST(DevicePools, ADoorbellRungBeforeTheSleepOrDuringItWakesTheSleeper) {
+    cascade::device::detail::Doorbell bell;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::uint32_t w = bell.word();
+    bell.ring();                              // between word() and sleep(): no sleep at all
+    bell.sleep(w, 10L * 1000 * 1000 * 1000);  // 10 s if the ring were lost
+    std::thread ringer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        bell.ring();
+    });
+    bell.sleep(bell.word(), 10L * 1000 * 1000 * 1000);
+    ringer.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
