@@ -50,14 +50,18 @@ void fiber_entry() {
     // Returning resumes uc_link (the group's scheduler).
 }
 
-__attribute__((noinline)) void make_fibers(Fibers& f, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-        getcontext(&f.ctx[i]);
-        f.ctx[i].uc_stack.ss_sp = f.stacks[i].get();
-        f.ctx[i].uc_stack.ss_size = kFiberStack;
-        f.ctx[i].uc_link = &f.main;
-        makecontext(&f.ctx[i], &fiber_entry, 0);
-    }
+// One fiber per call: nothing the caller changes afterwards lives across getcontext().
+__attribute__((noinline)) void make_fiber(Fibers& f, std::size_t i) {
+    getcontext(&f.ctx[i]);
+    f.ctx[i].uc_stack.ss_sp = f.stacks[i].get();
+    f.ctx[i].uc_stack.ss_size = kFiberStack;
+    f.ctx[i].uc_link = &f.main;
+    makecontext(&f.ctx[i], &fiber_entry, 0);
+}
+
+void make_fibers(Fibers& f, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        make_fiber(f, i);
 }
 
 // Resumes each work item in turn until all finished (so every item reaches a barrier before
