@@ -123,12 +123,13 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
 
     void send_one(Held& h) {
         if (h.large) {
-            h.engine->comm().enqueue_large(h.dest, *h.am, h.body, h.bytes, std::move(h.args));
+            cascade::detail::LayerLink::enqueue_large(h.engine->comm(), h.dest, *h.am, h.body,
+                                                      h.bytes, std::move(h.args));
             return;
         }
         const char* p = buf_.data() + h.off;
         const std::size_t n = h.len;
-        h.engine->comm().enqueue(h.dest, *h.am, n, [&](char* out) {
+        cascade::detail::LayerLink::enqueue(h.engine->comm(), h.dest, *h.am, n, [&](char* out) {
             if (n) std::memcpy(out, p, n);
             return out + n;
         });
@@ -169,7 +170,8 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
             run_.clear();
             Engine* run_engine = nullptr;
             auto send_run = [&] {
-                if (!run_.empty()) run_engine->comm().enqueue_many(one_dest_, run_);
+                if (!run_.empty())
+                    cascade::detail::LayerLink::enqueue_many(run_engine->comm(), one_dest_, run_);
                 run_.clear();
             };
             for (Held& h : held_) {
@@ -266,19 +268,20 @@ class HeldSends final : public cascade::detail::TaskEpilogue {
     cascade::detail::Bytes buf_;
     std::vector<std::pair<std::uint64_t, std::size_t>> keyed_;  // scratch of flush()
     std::vector<std::size_t> next_;
-    std::vector<Communicator::HeldArgs> run_;  // scratch of flush(): sends to one rank
-    std::vector<char> first_;                  // 1: the first send of a class, 2: a plain send
-    int one_dest_ = -1;                        // the rank every held send names, or -1
-    std::size_t held_body_bytes_ = 0;          // bodies of the held large sends
-    std::size_t cap_ = ~std::size_t(0);        // the window (first_held)
-    std::size_t check_at_ = 0;                 // held bytes at which check_release looks
+    std::vector<cascade::detail::LayerLink::HeldArgs>
+        run_;                            // scratch of flush(): sends to one rank
+    std::vector<char> first_;            // 1: the first send of a class, 2: a plain send
+    int one_dest_ = -1;                  // the rank every held send names, or -1
+    std::size_t held_body_bytes_ = 0;    // bodies of the held large sends
+    std::size_t cap_ = ~std::size_t(0);  // the window (first_held)
+    std::size_t check_at_ = 0;           // held bytes at which check_release looks
 };
 
 }  // namespace
 
 bool Engine::holding_here() const noexcept {
     if (cascade::detail::tls_handler_depth > 0) return comm_.on_comm_thread();
-    Threadpool* tp = comm_.pool();
+    Threadpool* tp = cascade::detail::LayerLink::pool(comm_);
     return tp && tp->current_thread() >= 0;
 }
 

@@ -14,6 +14,9 @@ namespace cascade {
 
 namespace broadcast::detail {
 
+using cascade::detail::BodyQueue;
+using cascade::detail::LayerLink;
+
 namespace {
 
 // Defaults chosen from the cost model, not yet measured (bench/broadcast measures them): from
@@ -297,7 +300,7 @@ void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>
         std::size_t moved = tree;
         for (const Child& c : kids) {
             for (std::size_t i = c.at + 1; i < c.at + 1 + c.count && moved == tree; ++i)
-                if (comm_.must_send_directly(list[i].rank)) moved = i;
+                if (LayerLink::must_send_directly(comm_, list[i].rank)) moved = i;
             if (moved != tree) break;
         }
         if (moved == tree) break;
@@ -310,17 +313,17 @@ void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>
     since.clear();
     for (const Child& c : kids) {
         list[c.at].after = 0;  // a child of the root: its messages arrive in order
-        since.push_back(comm_.fence_stretch(list[c.at].rank));
+        since.push_back(LayerLink::fence_stretch(comm_, list[c.at].rank));
         for (std::size_t i = c.at + 1; i < c.at + 1 + c.count; ++i)
-            list[i].after = comm_.raise_fence(list[i].rank);
+            list[i].after = LayerLink::raise_fence(comm_, list[i].rank);
     }
 }
 
 template <class... Ps>
 void Engine::send_protocol(std::uint64_t since, int dest, ActiveMsg<Ps...>& am, const Ps&... ps) {
     const std::size_t bytes = (std::size_t(0) + ... + wire::size_of(ps));
-    comm_.enqueue_past_fence(
-        dest, am, bytes,
+    LayerLink::enqueue_past_fence(
+        comm_, dest, am, bytes,
         [&](char* out) {
             wire::Writer w(out);
             (w.put(ps), ...);
@@ -333,7 +336,7 @@ void Engine::on_delivered(int rank) {
     if (rank != cascade::detail::tls_frame_source)
         throw WireError("broadcast: rank " + std::to_string(cascade::detail::tls_frame_source) +
                         " acknowledged a delivery for rank " + std::to_string(rank));
-    comm_.lower_fence(rank);
+    LayerLink::lower_fence(comm_, rank);
 }
 
 // Sends the root the acknowledgement route() waits for, when this rank got a broadcast
@@ -358,7 +361,7 @@ struct Engine::Delivered {
 // the order of one pair of ranks only).
 bool Engine::must_wait(const Header& h) const {
     if (h.from == h.root) return false;
-    if (comm_.frames_run_from(h.root) < h.after) return true;
+    if (LayerLink::frames_run_from(comm_, h.root) < h.after) return true;
     return std::any_of(waiting_.begin(), waiting_.end(),
                        [&](const Waiting& w) { return w.h.root == h.root; });
 }
@@ -388,9 +391,9 @@ std::string Engine::stranded() const {
     return std::string("malformed active message '") + (w.large ? "broadcast.large" : "broadcast") +
            "' from " + rank_str(w.h.from) + ": broadcast header from " + rank_str(w.h.from) +
            ": runs after " + std::to_string(w.h.after) + " messages of root " + rank_str(w.h.root) +
-           ", and the epoch ended with " + std::to_string(comm_.frames_run_from(w.h.root)) +
-           " of them run here (" + std::to_string(waiting_.size()) +
-           " broadcast(s) would never run)";
+           ", and the epoch ended with " +
+           std::to_string(LayerLink::frames_run_from(comm_, w.h.root)) + " of them run here (" +
+           std::to_string(waiting_.size()) + " broadcast(s) would never run)";
 }
 
 std::string Engine::describe_waits() const {
@@ -399,7 +402,7 @@ std::string Engine::describe_waits() const {
     return std::to_string(waiting_.size()) +
            " broadcast(s) waiting for earlier messages of their " + "root, the first from root " +
            rank_str(w.h.root) + " through " + rank_str(w.h.from) + " (" +
-           std::to_string(comm_.frames_run_from(w.h.root)) + " of its " +
+           std::to_string(LayerLink::frames_run_from(comm_, w.h.root)) + " of its " +
            std::to_string(w.h.after) + " run here)";
 }
 
@@ -411,7 +414,7 @@ bool Engine::run_waiting(void* self) {
         bool earlier = false;  // an earlier one of its root still waits
         for (std::size_t j = 0; j < i && !earlier; ++j)
             earlier = e->waiting_[j].h.root == w.h.root;
-        if (earlier || e->comm_.frames_run_from(w.h.root) < w.h.after) {
+        if (earlier || LayerLink::frames_run_from(e->comm_, w.h.root) < w.h.after) {
             ++i;
             continue;
         }
@@ -442,7 +445,7 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
     Split& sp = *scratch;
     split(sp, am, dests, priorities);
     auto plain = [&](int dest) {
-        comm_.enqueue(dest, am, size, [&](char* out) {
+        LayerLink::enqueue(comm_, dest, am, size, [&](char* out) {
             if (size) std::memcpy(out, payload, size);
             return out + size;
         });
@@ -473,7 +476,7 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
                        0,
                        0};
         const view<const char> body(payload, size);
-        const Communicator::RoomWaitsDeferred whole_tree;
+        const LayerLink::RoomWaitsDeferred whole_tree;
         for (std::size_t i = 0; i < kids.size(); ++i)
             send_protocol(sp.since[i], list[kids[i].at].rank, *small_, h,
                           view<const Recipient>(list.data() + kids[i].at + 1, kids[i].count), body);
@@ -484,7 +487,7 @@ void Engine::tree_small(ActiveMsgBase& am, std::span<const int> dests,
 }
 
 ActiveMsgBase& Engine::user_am(const Header& h, bool large) {
-    ActiveMsgBase* am = comm_.find_am(h.am);
+    ActiveMsgBase* am = LayerLink::find_am(comm_, h.am);
     if (!am || am->signature() != h.sig || am->is_large() != large)
         comm_.abort_job(rank_str(me_) + ": a broadcast from " + rank_str(h.root) +
                         " carries active message #" + std::to_string(h.am) +
@@ -522,7 +525,7 @@ void Engine::check(const Header& h, view<const Recipient>& sub, bool large) cons
     if (h.piece == 0 || pieces(h.bytes, h.piece) > kMaxBroadcastPieces)
         bad("piece of " + std::to_string(h.piece) + " bytes for a body of " +
             std::to_string(h.bytes));
-    if (!Communicator::is_body_tag(h.tag)) bad("body tag " + std::to_string(h.tag));
+    if (!LayerLink::is_body_tag(h.tag)) bad("body tag " + std::to_string(h.tag));
 }
 
 void Engine::on_small(Header& h, view<const Recipient>& sub, view<const char>& payload) {
@@ -578,22 +581,22 @@ void Engine::post(int dest, const Header& h, std::span<const Recipient> sub,
         return w.position();
     };
     if (!root) {  // forwarded by an inner node
-        comm_.enqueue_past_fence(dest, *large_, bytes, write);
+        LayerLink::enqueue_past_fence(comm_, dest, *large_, bytes, write);
         return;
     }
     if (attach == 0) {
-        comm_.enqueue_past_fence(dest, *large_, bytes, write, since);
+        LayerLink::enqueue_past_fence(comm_, dest, *large_, bytes, write, since);
         return;
     }
     // The root's pieces go with the header, under the same lock.
-    comm_.enqueue_past_fence(dest, *large_, bytes, write, since, [&](Communicator::Outbox& o) {
+    LayerLink::enqueue_past_fence(comm_, dest, *large_, bytes, write, since, [&](BodyQueue& q) {
         const std::size_t n = std::min(attach, pieces(h.bytes, h.piece));
         for (std::size_t k = 0; k < n; ++k) {
             const std::size_t off = k * h.piece;
             const std::size_t len =
                 std::min<std::size_t>(h.piece, h.bytes - std::min<std::size_t>(h.bytes, off));
-            Communicator::attach_body(o, *sink_, static_cast<const char*>(body) + off, len, h.chunk,
-                                      Sink::encode(Sink::root_sent, root, mark), h.tag);
+            q.attach(*sink_, static_cast<const char*>(body) + off, len, h.chunk,
+                     Sink::encode(Sink::root_sent, root, mark), h.tag);
         }
     });
 }
@@ -612,7 +615,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     }
     if (sp.others.size() == 1 && !sp.self && times == 1) {  // a tree of one: the plain message
         n_.root_messages.fetch_add(1, std::memory_order_relaxed);
-        comm_.enqueue_large(sp.others[0], am, body, bytes, std::move(args));
+        LayerLink::enqueue_large(comm_, sp.others[0], am, body, bytes, std::move(args));
         return;
     }
     if (sp.others.empty() && !sp.self) {  // nobody: the buffer is free at once
@@ -649,9 +652,9 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
     std::vector<int>& tags = sp.tags;
     tags.clear();
     for (std::size_t i = 0; i < kids.size(); ++i)
-        tags.push_back(comm_.new_body_tag());
+        tags.push_back(LayerLink::new_body_tag(comm_));
     st->tags.assign(tags.begin(), tags.end());
-    if (sp.self) st->tags.push_back(comm_.new_body_tag());
+    if (sp.self) st->tags.push_back(LayerLink::new_body_tag(comm_));
     if (serial || chain) {
         st->body = body;
         st->h = h;
@@ -666,7 +669,7 @@ void Engine::tree_large(ActiveMsgBase& am, std::span<const int> dests,
         st->next_piece = window;
         st->chain = BodyDest{list[kids[0].at].rank, tags[0], kids[0].count == 0};
     }
-    const Communicator::RoomWaitsDeferred whole_tree;
+    const LayerLink::RoomWaitsDeferred whole_tree;
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
         h.tag = tags[i];
@@ -722,7 +725,7 @@ void Engine::run_large(const Header& h, const view<const Recipient>& sub,
     f.from = me_;
     for (std::size_t i = 0; i < kids.size(); ++i) {
         const Child& c = kids[i];
-        f.tag = comm_.new_body_tag();
+        f.tag = LayerLink::new_body_tag(comm_);
         f.ack = ack_token(st->serial, kids, i, st->token);
         f.after = sub[c.at].after;
         post(sub[c.at].rank, f, std::span<const Recipient>(sub.data() + c.at + 1, c.count),
@@ -735,8 +738,8 @@ void Engine::run_large(const Header& h, const view<const Recipient>& sub,
     st->chain = st->kids.size() == 1 && st->npieces > st->window;
     RecvState* raw = st.release();
     for (std::size_t k = 0; k < raw->npieces; ++k)
-        comm_.receive_body(h.from, *sink_, raw->where + raw->offset(k), raw->length(k), h.chunk,
-                           Sink::encode(Sink::piece_arrived, raw, k), h.tag);
+        LayerLink::receive_body(comm_, h.from, *sink_, raw->where + raw->offset(k), raw->length(k),
+                                h.chunk, Sink::encode(Sink::piece_arrived, raw, k), h.tag);
 }
 
 void Engine::piece_arrived(RecvState* st, std::size_t k) {
@@ -750,8 +753,9 @@ void Engine::piece_arrived(RecvState* st, std::size_t k) {
         }
         if (st->chain) continue;  // pump() below
         for (const BodyDest& kid : st->kids)
-            comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(p), st->length(p),
-                                st->h.chunk, Sink::encode(Sink::forward_sent, st, p), kid.tag);
+            LayerLink::send_body_now(comm_, kid.rank, *sink_, st->where + st->offset(p),
+                                     st->length(p), st->h.chunk,
+                                     Sink::encode(Sink::forward_sent, st, p), kid.tag);
     }
     if (st->chain) pump(st);
     if (st->next == st->npieces && !st->delivered) {
@@ -788,7 +792,8 @@ void Engine::send_in_turn(const std::vector<BodyDest>& dests, std::size_t& next,
     const std::size_t end = dests[next].leaf ? dests.size() : next + 1;
     if (end == dests.size()) drop_ack_token(token);
     for (; next < end; ++next)
-        comm_.send_body_now(dests[next].rank, *sink_, body, bytes, chunk, args, dests[next].tag);
+        LayerLink::send_body_now(comm_, dests[next].rank, *sink_, body, bytes, chunk, args,
+                                 dests[next].tag);
 }
 
 std::uint64_t Engine::new_ack_token(RootState* root, RecvState* recv) {
@@ -822,9 +827,9 @@ void Engine::on_ack(std::uint64_t token) {
 void Engine::pump(RecvState* st) {
     for (; st->sent < st->next && st->in_flight < st->window; ++st->sent, ++st->in_flight) {
         const BodyDest& kid = st->kids[0];
-        comm_.send_body_now(kid.rank, *sink_, st->where + st->offset(st->sent),
-                            st->length(st->sent), st->h.chunk,
-                            Sink::encode(Sink::forward_sent, st, st->sent), kid.tag);
+        LayerLink::send_body_now(comm_, kid.rank, *sink_, st->where + st->offset(st->sent),
+                                 st->length(st->sent), st->h.chunk,
+                                 Sink::encode(Sink::forward_sent, st, st->sent), kid.tag);
     }
 }
 
@@ -841,7 +846,7 @@ void Engine::maybe_release(RecvState* st) {
     if (!st->delivered || st->sends_left > 0) return;
     std::unique_ptr<RecvState> done(st);
     for (const BodyDest& kid : done->kids)
-        comm_.release_body_tag(kid.tag);
+        LayerLink::release_body_tag(comm_, kid.tag);
     done->am->on_body_released(done->args.data(), done->args.size());
 }
 
@@ -850,13 +855,14 @@ void Engine::root_sent(RootState* st, std::uint64_t mark) {
         const std::size_t k = st->next_piece++;
         const std::size_t off = k * st->h.piece;
         const std::size_t len = std::min<std::size_t>(st->h.piece, st->h.bytes - off);
-        comm_.send_body_now(st->chain.rank, *sink_, static_cast<const char*>(st->body) + off, len,
-                            st->h.chunk, Sink::encode(Sink::root_sent, st, 2), st->chain.tag);
+        LayerLink::send_body_now(comm_, st->chain.rank, *sink_,
+                                 static_cast<const char*>(st->body) + off, len, st->h.chunk,
+                                 Sink::encode(Sink::root_sent, st, 2), st->chain.tag);
     }
     if (--st->sends_left > 0) return;
     std::unique_ptr<RootState> done(st);
     for (int tag : done->tags)
-        comm_.release_body_tag(tag);
+        LayerLink::release_body_tag(comm_, tag);
     for (std::size_t t = 0; t < done->times; ++t)
         done->am->on_body_sent(done->args.data(), done->args.size());
 }

@@ -162,7 +162,8 @@ void Futures::receive_body(int source, void* dest, std::size_t bytes, std::size_
                            detail::BodySink* sink) {
     bodies_received_.fetch_add(1, std::memory_order_relaxed);
     try {
-        comm_->receive_body(source, *body_am_, dest, bytes, chunk, detail::body_token(sink));
+        cascade::detail::LayerLink::receive_body(*comm_, source, *body_am_, dest, bytes, chunk,
+                                                 detail::body_token(sink));
     } catch (...) {
         // Not posted (a malformed header: the job ends): the sink expected this body, so it
         // hears of it now and lets go of what it held for it (a call not started yet frees).
@@ -315,7 +316,7 @@ void Futures::on_reply(int source, const char* data, std::size_t size) {
             const auto n = r.get<std::uint64_t>();
             const auto chunk = r.get<std::uint64_t>();
             // Checked before the value is sized (receive_body would refuse it after).
-            if (chunk > Communicator::kDefaultChunk)
+            if (chunk > cascade::detail::LayerLink::kDefaultChunk)
                 throw WireError("body chunk of " + std::to_string(chunk) + " bytes");
             std::size_t bytes = 0;
             void* dest = st->begin_body(n, bytes);

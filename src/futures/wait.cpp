@@ -120,7 +120,8 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
             runs = r;
             moved = clock::now();
         }
-        comm.check_stall("a future's get() on the communication thread", moved);
+        cascade::detail::LayerLink::check_stall(
+            comm, "a future's get() on the communication thread", moved);
         if (tp.idle()) {
             const auto quiet = clock::now() - last;
             if (quiet < std::chrono::microseconds(20)) continue;

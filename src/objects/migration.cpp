@@ -199,16 +199,17 @@ void Objects::migrate_now(Record* r, int dest) {
     if (bound <= kSmallMigration) {
         // Small: packed straight into the outbox, as the argument of one message (a view:
         // its length, then the bytes).
-        comm_.enqueue(dest, *am_.migrate, sizeof(std::uint64_t) + bound, [&](char* out) {
-            char* begin = out + sizeof(std::uint64_t);
-            wire::Writer w(begin);
-            w.put(head_of(*rec, rank_));
-            write_state(w, *rec);
-            char* end = rec->type->pack(rec->obj, w.position());
-            const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
-            std::memcpy(out, &len, sizeof len);
-            return end;
-        });
+        cascade::detail::LayerLink::enqueue(
+            comm_, dest, *am_.migrate, sizeof(std::uint64_t) + bound, [&](char* out) {
+                char* begin = out + sizeof(std::uint64_t);
+                wire::Writer w(begin);
+                w.put(head_of(*rec, rank_));
+                write_state(w, *rec);
+                char* end = rec->type->pack(rec->obj, w.position());
+                const std::uint64_t len = static_cast<std::uint64_t>(end - begin);
+                std::memcpy(out, &len, sizeof len);
+                return end;
+            });
         comm_.send_queued();
         drop_requests(*rec);
         rec->type->destroy(rec->obj);
@@ -312,8 +313,8 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
     // The message and, after it, the bodies straight from the object's members; the object
     // stays here until the last body has left (on_body_sent).
     try {
-        comm_.enqueue(
-            dest, *am_.migrate_bodies, sizeof(std::uint64_t) + bytes,
+        cascade::detail::LayerLink::enqueue(
+            comm_, dest, *am_.migrate_bodies, sizeof(std::uint64_t) + bytes,
             [&](char* out) {
                 char* begin = out + sizeof(std::uint64_t);
                 wire::Writer w(begin);
@@ -329,13 +330,12 @@ bool Objects::send_with_bodies(std::unique_ptr<Record>& rec, int dest) {
                 std::memcpy(out, &len, sizeof len);
                 return end;
             },
-            [&](Communicator::Outbox& o) {
+            [&](cascade::detail::BodyQueue& q) {
                 *leaving = detail::Transit::Leaving{rec->type, rec->obj, bodies.size()};
                 for (std::size_t i = 0; i + 1 < bodies.size(); ++i)
-                    Communicator::attach_body(o, *am_.body, bodies[i].data, bodies[i].bytes, chunk,
-                                              args);
-                Communicator::attach_body(o, *am_.body, bodies.back().data, bodies.back().bytes,
-                                          chunk, std::move(args));
+                    q.attach(*am_.body, bodies[i].data, bodies[i].bytes, chunk, args);
+                q.attach(*am_.body, bodies.back().data, bodies.back().bytes, chunk,
+                         std::move(args));
             });
     } catch (...) {
         transit_.cancel_leaving(slot);
@@ -355,7 +355,7 @@ void Objects::on_migrate_bodies(int source, const char* data, std::size_t size) 
     const auto bh = rd.get<BodiesHead>();
     // The bodies are received from the rank that sent this message, never one it names.
     check_source(mh, source, bh.source);
-    if (bh.chunk > Communicator::kDefaultChunk)
+    if (bh.chunk > cascade::detail::LayerLink::kDefaultChunk)
         throw WireError("objects: body chunk of " + std::to_string(bh.chunk) + " bytes");
     const detail::ObjectType& t = arriving_type(mh.type, mh.key);
     auto rec = spares_.take_record();
@@ -382,9 +382,10 @@ void Objects::on_migrate_bodies(int source, const char* data, std::size_t size) 
     std::vector<char> args = body_args(source, slot);
     const auto chunk = static_cast<std::size_t>(bh.chunk);
     for (std::size_t i = 0; i + 1 < bodies.size(); ++i)
-        comm_.receive_body(source, *am_.body, bodies[i].data, bodies[i].bytes, chunk, args);
-    comm_.receive_body(source, *am_.body, bodies.back().data, bodies.back().bytes, chunk,
-                       std::move(args));
+        cascade::detail::LayerLink::receive_body(comm_, source, *am_.body, bodies[i].data,
+                                                 bodies[i].bytes, chunk, args);
+    cascade::detail::LayerLink::receive_body(comm_, source, *am_.body, bodies.back().data,
+                                             bodies.back().bytes, chunk, std::move(args));
 }
 
 void Objects::on_body_arrived(int source, std::uint64_t slot) {

@@ -20,14 +20,15 @@ using detail::Record;
 
 void Objects::send_invocation(int dest, const InvokeHead& h, const char* args, std::size_t n,
                               bool forwarded) {
-    comm_.enqueue(dest, forwarded ? *am_.forward : *am_.invoke,
-                  sizeof(std::uint64_t) + sizeof h + n, [&](char* out) {
-                      const std::uint64_t len = sizeof h + n;
-                      std::memcpy(out, &len, sizeof len);
-                      std::memcpy(out + sizeof len, &h, sizeof h);
-                      if (n) std::memcpy(out + sizeof len + sizeof h, args, n);
-                      return out + sizeof len + len;
-                  });
+    cascade::detail::LayerLink::enqueue(comm_, dest, forwarded ? *am_.forward : *am_.invoke,
+                                        sizeof(std::uint64_t) + sizeof h + n, [&](char* out) {
+                                            const std::uint64_t len = sizeof h + n;
+                                            std::memcpy(out, &len, sizeof len);
+                                            std::memcpy(out + sizeof len, &h, sizeof h);
+                                            if (n)
+                                                std::memcpy(out + sizeof len + sizeof h, args, n);
+                                            return out + sizeof len + len;
+                                        });
 }
 
 void Objects::send_update(int dest, const ObjectKey& k, int loc, std::uint64_t ver, bool to_home) {
@@ -101,16 +102,16 @@ void Objects::submit(InvokeHead h, const detail::ArgWriter& w) {
         }
     }
     if (dest >= 0) {
-        comm_.enqueue(dest, *am_.invoke, sizeof(std::uint64_t) + sizeof h + w.bytes,
-                      [&](char* out_) {
-                          char* args = out_ + sizeof(std::uint64_t) + sizeof h;
-                          char* end = w.bytes ? w.write(w.ctx, args) : args;
-                          const std::uint64_t len =
-                              static_cast<std::uint64_t>(end - (out_ + sizeof(std::uint64_t)));
-                          std::memcpy(out_, &len, sizeof len);
-                          std::memcpy(out_ + sizeof len, &h, sizeof h);
-                          return end;
-                      });
+        cascade::detail::LayerLink::enqueue(
+            comm_, dest, *am_.invoke, sizeof(std::uint64_t) + sizeof h + w.bytes, [&](char* out_) {
+                char* args = out_ + sizeof(std::uint64_t) + sizeof h;
+                char* end = w.bytes ? w.write(w.ctx, args) : args;
+                const std::uint64_t len =
+                    static_cast<std::uint64_t>(end - (out_ + sizeof(std::uint64_t)));
+                std::memcpy(out_, &len, sizeof len);
+                std::memcpy(out_ + sizeof len, &h, sizeof h);
+                return end;
+            });
     }
     start(out);
 }

@@ -30,9 +30,14 @@ int main(int argc, char** argv) {
                                            [](int&) {}, "user");
     if (comm.rank() == 1) {
         // The broadcast layer registers its messages first: "broadcast", "broadcast.large".
-        ActiveMsgBase* large = comm.find_am(1);
+        ActiveMsgBase* large = cascade::detail::LayerLink::find_am(comm, 1);
         if (!large || large->name() != "broadcast.large") return 2;
-        Header h{user->id(), user->signature(), 1, 1, 0, comm.new_body_tag(), 4096, 4096, 0, 0, 0};
+        Header h{user->id(), user->signature(),
+                 1,          1,
+                 0,          cascade::detail::LayerLink::new_body_tag(comm),
+                 4096,       4096,
+                 0,          0,
+                 0};
         std::vector<Recipient> sub;
         if (mode == "piece0") h.piece = 0;
         if (mode == "tinypiece") {
@@ -53,7 +58,7 @@ int main(int argc, char** argv) {
         const view<const Recipient> s(sub.data(), sub.size());
         const view<const char> a(args.data(), 4);
         const std::size_t bytes = wire::size_of(h) + wire::size_of(s) + wire::size_of(a);
-        comm.enqueue(0, *large, bytes, [&](char* out) {
+        cascade::detail::LayerLink::enqueue(comm, 0, *large, bytes, [&](char* out) {
             wire::Writer w(out);
             w.put(h);
             w.put(s);

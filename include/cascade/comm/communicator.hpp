@@ -42,6 +42,8 @@ namespace cascade {
 
 namespace detail {
 struct CommTestAccess;
+struct LayerLink;
+class BodyQueue;
 }  // namespace detail
 
 /// Settings of a Communicator.
@@ -226,7 +228,19 @@ class Communicator : public JoinHook {
     /// Prints `what` and ends the whole job (MPI_Abort).
     [[noreturn]] void abort_job(const std::string& what) override;
 
-    // ---- for layers built on active messages (futures, and ActiveMsg itself) ---------------
+  protected:
+    /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
+    /// thread, draining sends, the destructor): ends the job with `what` and this rank's state
+    /// once nothing moved since `since` for longer than the watchdog limit (CASCADE_WATCHDOG).
+    void check_stall(const char* what, std::chrono::steady_clock::time_point since);
+
+  private:
+    // What the layers built on active messages (broadcast, futures, objects) use, through
+    // detail::LayerLink (comm/detail/layer_link.hpp), and the active messages themselves.
+    friend struct detail::LayerLink;
+    friend class detail::BodyQueue;
+    template <class... Ps>
+    friend class ActiveMsg;
     using Outbox = detail::Outbox;  ///< What is queued for one destination (outbox.hpp).
     /// The default `extra` of enqueue(): nothing more under the outbox lock.
     struct NoExtra {
@@ -341,11 +355,6 @@ class Communicator : public JoinHook {
 
     /// A large body queued for one destination, sent after the frames queued before it.
     using LargeSend = detail::LargeSend;
-
-    /// The watchdog of waits outside join()'s poll (flush_blocking, a future's get() on this
-    /// thread, draining sends, the destructor): ends the job with `what` and this rank's state
-    /// once nothing moved since `since` for longer than the watchdog limit (CASCADE_WATCHDOG).
-    void check_stall(const char* what, std::chrono::steady_clock::time_point since);
 
   protected:
     /// Active messages queued by this rank so far (user messages only). Any thread.
@@ -519,3 +528,5 @@ class Communicator : public JoinHook {
 
 // Template definitions (make_active_msg, enqueue, ActiveMsg::send, ...).
 #include "cascade/comm/detail/communicator_impl.hpp"
+// What the layers above ask of a Communicator (detail::LayerLink).
+#include "cascade/comm/detail/layer_link.hpp"

@@ -171,7 +171,7 @@ class Futures {
 
     enum Msg { request_msg, reply_msg, fetch_msg };
     void send_fetch(int owner, const detail::FetchHead& h);  // a fetch or a release
-    template <class W, class Extra = Communicator::NoExtra>
+    template <class W, class Extra = detail::LayerLink::NoBodies>
     void send_frame(int dest, Msg which, std::size_t max_bytes, W&& write, Extra&& extra = {});
     template <class R, class... Ps, class... A>
     future<R> remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args);

@@ -79,10 +79,10 @@ struct ValArg {
         w.put(x);
     }
     // Under the outbox lock, right after the request frame.
-    void attach(Communicator::Outbox& o, ActiveMsgBase& am, std::size_t chunk) {
+    void attach(BodyQueue& q, ActiveMsgBase& am, std::size_t chunk) {
         if (!body) return;
         Body* b = body.release();  // freed by futures.body's on_sent
-        Communicator::attach_body(o, am, b->data, b->bytes, chunk, body_token(b));
+        q.attach(am, b->data, b->bytes, chunk, body_token(b));
     }
 };
 template <class P>
@@ -125,13 +125,13 @@ struct FutArg {  // a future argument: its value if ready, else where to fetch i
         return 1 + sizeof owner + sizeof id + sizeof weight;
     }
     // Under the outbox lock, right after the request frame.
-    void attach(Communicator::Outbox& o, ActiveMsgBase& am, std::size_t chunk) {
+    void attach(BodyQueue& q, ActiveMsgBase& am, std::size_t chunk) {
         if constexpr (body_capable<X>) {
             if (tag != arg_body) return;
             Body* b = new StateBody<X>(s);  // freed by futures.body's on_sent
-            Communicator::attach_body(o, am, b->data, b->bytes, chunk, body_token(b));
+            q.attach(am, b->data, b->bytes, chunk, body_token(b));
         } else {
-            (void)o;
+            (void)q;
             (void)am;
             (void)chunk;
         }

@@ -98,8 +98,8 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
             std::apply([&](auto&... p) { (p.write(w, chunk), ...); }, prep);
             return w.position();
         },
-        [&](Communicator::Outbox& o) {
-            std::apply([&](auto&... p) { (p.attach(o, *body_am_, chunk), ...); }, prep);
+        [&](detail::BodyQueue& q) {
+            std::apply([&](auto&... p) { (p.attach(q, *body_am_, chunk), ...); }, prep);
         });
     return future<R>(std::move(ref));
 }
@@ -145,15 +145,14 @@ void Futures::send_value(int dest, std::uint64_t token, detail::State<T>& s,
             }
             return w.position();
         },
-        [&](Communicator::Outbox& o) {
+        [&](detail::BodyQueue& q) {
             if constexpr (detail::body_capable<T>) {
                 if (!body) return;
                 detail::Body* b =
                     new detail::StateBody<T>(detail::Ref<detail::State<T>>(&s, false));
-                Communicator::attach_body(o, *body_am_, b->data, b->bytes, chunk,
-                                          detail::body_token(b));
+                q.attach(*body_am_, b->data, b->bytes, chunk, detail::body_token(b));
             } else {
-                (void)o;
+                (void)q;
             }
         });
 }
@@ -197,8 +196,8 @@ void Futures::send_resident(int dest, std::uint64_t token, detail::State<T>& s) 
 template <class W, class Extra>
 void Futures::send_frame(int dest, Msg which, std::size_t max_bytes, W&& write, Extra&& extra) {
     // The frame is one view<char>: a 64-bit count, then the bytes (already 8-byte aligned).
-    comm_->enqueue(
-        dest, *ams_[which], sizeof(std::uint64_t) + max_bytes,
+    detail::LayerLink::enqueue(
+        *comm_, dest, *ams_[which], sizeof(std::uint64_t) + max_bytes,
         [&](char* out) {
             char* begin = out + sizeof(std::uint64_t);
             char* end = write(begin);
