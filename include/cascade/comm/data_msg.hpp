@@ -57,7 +57,9 @@ namespace cascade {
 template <class T, class... Ps>
 class DataActiveMsg {
   public:
+    /// The receiver's handler: the Data (host copy valid) and the other arguments.
     using Arrival = std::function<void(Data<T>&, Ps&...)>;
+    /// Names the Data to receive into, given the element count and the other arguments.
     using Into = std::function<Data<T>(std::size_t, Ps&...)>;
 
     /// Registers the message with `comm`. `devs` holds the Data made on receipt (may be null on
