@@ -103,17 +103,20 @@ class DataActiveMsg {
     }
 
   private:
-    // Takes host read access to `d` and remembers it under a new sequence number.
-    std::pair<std::span<T>, std::uint64_t> begin_send(const Data<T>& d) {
-        if (!d.valid()) throw UsageError("DataActiveMsg '" + name_ + "': sending an empty Data");
-        auto h = d.request(DataAccess::read);
-        std::span<T> s;
+    // Host access to `d` (released again if it fails).
+    static std::span<T> host_access(const Data<T>& d, DataAccess a) {
+        auto h = d.request(a);
         try {
-            s = h.get();
+            return h.get();
         } catch (...) {
             d.release();
             throw;
         }
+    }
+    // Takes host read access to `d` and remembers it under a new sequence number.
+    std::pair<std::span<T>, std::uint64_t> begin_send(const Data<T>& d) {
+        if (!d.valid()) throw UsageError("DataActiveMsg '" + name_ + "': sending an empty Data");
+        const std::span<T> s = host_access(d, DataAccess::read);
         std::lock_guard<std::mutex> g(mu_);
         const std::uint64_t seq = ++seq_;
         sending_.emplace(seq, d);
@@ -146,14 +149,7 @@ class DataActiveMsg {
                              " does not fit Data '" + d.name() + "' of " +
                              std::to_string(d.size()) + " elements");
         }
-        auto h = d.request(DataAccess::write);
-        std::span<T> s;
-        try {
-            s = h.get();
-        } catch (...) {
-            d.release();
-            throw;
-        }
+        const std::span<T> s = host_access(d, DataAccess::write);
         std::lock_guard<std::mutex> g(mu_);
         receiving_.insert_or_assign(std::pair{from, seq}, std::move(d));
         return s.data();
