@@ -17,7 +17,9 @@
 // with its assertions on. At the end each rank checks that it ran every one of its points.
 //
 // Options besides Task Bench's own (-steps, -width, -type, -kernel, -iter, -and, ...; see
-// -h): -worker N (threads per rank, default 1), -cascade-corrupt (diagnostic: one input of
+// -h): -worker N (threads per rank, default 1; the thread that drives MPI is one of them,
+// ThreadpoolOptions::joiner_works), -cascade-worker-threads (N worker threads beside the one
+// that drives MPI instead), -cascade-corrupt (diagnostic: one input of
 // one task is wrong, Task Bench's check must stop the run).
 #include <mpi.h>
 
@@ -101,6 +103,7 @@ struct Graph {
 
 struct Options {
     int workers = 1;
+    bool joiner_works = true;
     bool corrupt = false;
     int priority = 1;
 };
@@ -115,6 +118,8 @@ Options parse_options(int argc, char** argv) {
                 std::fprintf(stderr, "error: -worker must be >= 1\n");
                 std::exit(2);
             }
+        } else if (a == "-cascade-worker-threads") {
+            o.joiner_works = false;
         } else if (a == "-cascade-corrupt") {
             o.corrupt = true;
         } else if (a == "-cascade-priority" && i + 1 < argc) {
@@ -202,7 +207,9 @@ int main(int argc, char** argv) {
         max_scratch = std::max(max_scratch, G.g.scratch_bytes_per_task);
     }
 
-    cascade::Threadpool tp(opt.workers, &comm, 0, "taskbench");
+    cascade::Threadpool tp(
+        opt.workers, &comm,
+        cascade::ThreadpoolOptions{.name = "taskbench", .joiner_works = opt.joiner_works});
     const int threads = tp.workers();
 
     // Rank r's consumers of (t, p) at t + 1 fulfilled: the promises of those that live here.

@@ -31,6 +31,8 @@ constexpr auto kPollWindow = std::chrono::microseconds(50);
 constexpr long kFirstNapUs = 10;
 constexpr long kMaxNapUs = 500;
 constexpr long kWaitingNapUs = 20;
+// Tasks a joining worker 0 runs between two polls of the hook.
+constexpr int kJoinerBatch = 16;
 
 // Sets the calling thread's timer slack to 1 us for its lifetime (Linux), so short naps
 // are short.
@@ -63,7 +65,8 @@ class TimerSlack {
 void Threadpool::nap_as_joiner(std::uint32_t word, long timeout_us) {
     // Announce the nap, then re-check: a waker either sees the flag or we see its work.
     joiner_sleeping_.store(true, std::memory_order_seq_cst);
-    const bool wake_now = hook_ ? hook_->wants_progress() : locally_idle();
+    const bool wake_now = (hook_ ? hook_->wants_progress() : locally_idle()) ||
+                          (opts_.joiner_works && has_work_for(0));
     if (!wake_now) Notifier::wait_on(join_word_, word, timeout_us);
     joiner_sleeping_.store(false, std::memory_order_relaxed);
 }
@@ -84,8 +87,12 @@ void Threadpool::join() {
     std::uint64_t runs_seen = 0;
     for (;;) {
         std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
+        // A joining worker 0 runs a few of its tasks between polls (their messages leave at
+        // the next poll).
+        const bool worked = work_as_joiner(kJoinerBatch);
         PollResult r =
             hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);
+        if (worked && r != PollResult::done) r = PollResult::active;
         if (r == PollResult::done) break;
         if (watchdog.enabled()) [[unlikely]] {
             if (watchdog.check(r == PollResult::active, [&] {

@@ -172,12 +172,14 @@ void Threadpool::start() {
     for (int i = 0; i < n_; ++i)
         queues_[i].inbox().started();
     stop_.store(false);
-    idle_state_.store(0);
+    // A joining worker 0 is idle until a thread joins (work_as_joiner).
+    const int first = opts_.joiner_works ? 1 : 0;
+    idle_state_.store(static_cast<std::uint64_t>(first));
     threads_.reserve(n_);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, kWorkerStack);
-    for (int i = 0; i < n_; ++i) {
+    for (int i = first; i < n_; ++i) {
         auto* start = new WorkerStart{this, i};
         pthread_t th;
         const int rc = pthread_create(&th, &attr, &Threadpool::worker_main, start);
@@ -223,6 +225,7 @@ void Threadpool::push_quiet(const Task& t, int thread, bool bound) {
 void Threadpool::wake_workers() noexcept {
     notifier_.publish_barrier();
     if (notifier_.sleeping_relaxed() > 0) notifier_.notify_all();
+    if (opts_.joiner_works) wake_joiner();
 }
 
 bool Threadpool::enqueue(const Task& t, int thread, bool bound) {
@@ -264,6 +267,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
     if (!running_.load(std::memory_order_relaxed) || tls_worker.pool != nullptr ||
         how == Waiting::never)
         return;  // before start(), the tasks wait for it; workers of other pools never wait
+    if (opts_.joiner_works && thread == 0) return;  // taken only once a thread joins
     using Clock = std::chrono::steady_clock;
     constexpr auto kPatience = std::chrono::milliseconds(10);
     constexpr auto kPollWindow = std::chrono::microseconds(50);  // driving: as join() does
@@ -321,6 +325,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
 }
 
 void Threadpool::wake_for(int thread, bool bound) noexcept {
+    if (opts_.joiner_works && thread == 0) wake_joiner();  // worker 0 naps in join()
     // Pairs with Notifier::prepare_wait: either the sleeper sees the task or we see it asleep.
     notifier_.publish_barrier();
     if (notifier_.sleeping_relaxed() > 0) {
@@ -358,6 +363,34 @@ bool Threadpool::run_one_task() {
     if (!find_task(me, t)) return false;
     execute(t, me);
     return true;
+}
+
+bool Threadpool::work_as_joiner(int max_tasks) {
+    if (!opts_.joiner_works || tls_worker.pool != nullptr) return false;
+    std::atomic<bool>& due = stats_[0].hook_due;
+    if (!has_work_for(0) && !due.load(std::memory_order_relaxed)) return false;
+    // The calling thread's stack bounds, read once (for the main thread the C library parses
+    // /proc/self/maps).
+    static thread_local const char* const stack_low = stack_low_of_this_thread();
+    tls_worker = {this, 0, stack_low};
+    Observer* const obs = observer_;
+    if (obs) obs->on_worker_start(observed_[0]);
+    become_active();
+    int ran = 0;
+    Task t;
+    while (ran < max_tasks && find_task(0, t)) {
+        execute(t, 0);
+        ++ran;
+        if (hook_ && hook_->wants_progress()) break;  // its messages go out first
+    }
+    // The idle hook, as a worker calls it after a stretch of tasks (worker_loop).
+    if (ran > 0 && idle_hook_.load(std::memory_order_relaxed) != nullptr) owe_hook_call(0);
+    if (due.load(std::memory_order_seq_cst) && !has_work_for(0) && call_idle_hook(0) <= 0)
+        paid_hook_call(0);
+    become_idle();
+    if (obs) obs->on_worker_stop(observed_[0]);
+    tls_worker = {};
+    return ran > 0;
 }
 
 bool Threadpool::has_work_for(int me) const noexcept {

@@ -66,12 +66,15 @@ void nap_on(StateBase& s, long timeout_us, LongWait& lw) {
 // A worker keeps running ready tasks (its own first, then stolen): the value it waits for
 // is usually produced by one of them, and no worker is lost to waiting. With nothing to run
 // it backs off; it never blocks for long, since new tasks do not wake it.
-void worker_wait(StateBase& s, Threadpool& tp) {
+// A joining worker 0 (ThreadpoolOptions::joiner_works) is the thread that drives MPI: it
+// moves messages itself.
+void worker_wait(StateBase& s, Threadpool& tp, Communicator* comm) {
     LongWait lw;
     unsigned idle = 0;
     long nap_us = 10;
+    const bool drives = comm && comm->on_comm_thread();
     while (!s.ready()) {
-        if (tp.run_one_task()) {
+        if (tp.run_one_task() || (drives && comm->progress())) {
             idle = 0;
             nap_us = 10;
             continue;
@@ -82,7 +85,7 @@ void worker_wait(StateBase& s, Threadpool& tp) {
             continue;
         }
         // The value may come in a message: keep the thread that drives MPI polling.
-        tp.wake_joiner();
+        if (!drives) tp.wake_joiner();
         if (idle < 96) {
             std::this_thread::yield();
             continue;
@@ -102,7 +105,7 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
     if (comm.ranks() == 1) {
         while (!s.ready()) {
             comm.progress();
-            nap_on(s, 1000, lw);
+            if (!tp.work_as_joiner(1)) nap_on(s, 1000, lw);
         }
         return;
     }
@@ -111,7 +114,7 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
     std::uint64_t runs = tp.stats().tasks_run;
     long nap_us = 5;
     while (!s.ready()) {
-        if (comm.progress()) {
+        if (comm.progress() || tp.work_as_joiner(1)) {
             last = moved = clock::now();
             nap_us = 5;
             continue;
@@ -149,12 +152,13 @@ void wait_ready(StateBase& s) {
     if (s.poll_ready()) return;
     ++tls_waits;
     Futures* fx = Futures::current();
-    if (fx && fx->pool().current_thread() >= 0) return worker_wait(s, fx->pool());
     Communicator* comm = fx ? fx->comm() : nullptr;
+    if (fx && fx->pool().current_thread() >= 0) return worker_wait(s, fx->pool(), comm);
     if (comm && comm->on_comm_thread()) return comm_wait(s, *comm, fx->pool());
     LongWait lw;
     while (!s.ready())
-        nap_on(s, 100000, lw);
+        if (!fx || !fx->pool().work_as_joiner(1))
+            nap_on(s, fx && fx->pool().joiner_works() ? 1000 : 100000, lw);
 }
 
 void schedule(Job* job) {

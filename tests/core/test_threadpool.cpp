@@ -7,8 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -466,3 +469,84 @@ TEST(Threadpool, JoinReturnsFreeHeapPagesToTheSystem) {
                                   << " MB after";
 }
 #endif
+
+// ThreadpoolOptions::joiner_works: the thread in join() is worker 0.
+TEST(ThreadpoolJoinerWorks, APoolOfOneRunsEveryTaskOnTheJoiningThread) {
+    Threadpool tp(1, ThreadpoolOptions{.name = "joiner", .joiner_works = true});
+    const auto me = std::this_thread::get_id();
+    std::atomic<int> count{0}, elsewhere{0}, not_worker0{0};
+    // Tasks that queue more tasks, from the joining thread and from the tasks themselves.
+    std::function<void(int)> spawn = [&](int depth) {
+        count.fetch_add(1);
+        if (std::this_thread::get_id() != me) elsewhere.fetch_add(1);
+        if (tp.current_thread() != 0) not_worker0.fetch_add(1);
+        if (depth > 0)
+            for (int k = 0; k < 2; ++k)
+                tp.insert([&spawn, depth] { spawn(depth - 1); });
+    };
+    for (int i = 0; i < 20000; ++i)  // past the inbox backlog at which a seeder would wait
+        tp.insert([&] { spawn(0); });
+    tp.insert([&] { spawn(8); });
+    std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(count.load(), 0) << "worker 0's tasks run only inside join()";
+    tp.join();
+    EXPECT_EQ(count.load(), 20000 + 511);
+    EXPECT_EQ(elsewhere.load(), 0);
+    EXPECT_EQ(not_worker0.load(), 0);
+    EXPECT_EQ(tp.current_thread(), -1) << "outside its tasks the joining thread is no worker";
+    // Later epochs: tasks queued after join() run at the next join().
+    tp.insert([&] { count.fetch_add(1); });
+    tp.join();
+    EXPECT_EQ(count.load(), 20000 + 512);
+    EXPECT_EQ(tp.stats().tasks_run, 20000u + 512u);
+}
+
+TEST(ThreadpoolJoinerWorks, OtherWorkersStealFromTheJoiner) {
+    Threadpool tp(2, ThreadpoolOptions{.name = "joiner2", .joiner_works = true});
+    const auto me = std::this_thread::get_id();
+    std::atomic<int> on_joiner{0}, on_other{0};
+    for (int i = 0; i < 2000; ++i)
+        tp.insert(
+            [&] {
+                spin_for(20us);
+                (std::this_thread::get_id() == me ? on_joiner : on_other).fetch_add(1);
+            },
+            0);  // all on worker 0's queue: the other worker steals
+    tp.join();
+    EXPECT_EQ(on_joiner.load() + on_other.load(), 2000);
+    EXPECT_GT(on_other.load(), 0);
+    EXPECT_GT(on_joiner.load(), 0);
+}
+
+TEST(ThreadpoolJoinerWorks, ATaskErrorIsRethrownByJoin) {
+    Threadpool tp(1, ThreadpoolOptions{.name = "joiner", .joiner_works = true});
+    std::atomic<int> ran{0};
+    tp.insert([&] { ran.fetch_add(1); });
+    tp.insert([] { throw std::runtime_error("bad tile"); });
+    try {
+        tp.join();
+        FAIL() << "join() did not rethrow";
+    } catch (const cascade::TaskError& e) {
+        EXPECT_NE(std::string(e.what()).find("bad tile"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ran.load(), 1);
+    tp.insert([&] { ran.fetch_add(1); });  // the pool is usable afterwards
+    tp.join();
+    EXPECT_EQ(ran.load(), 2);
+}
+
+TEST(ThreadpoolJoinerWorks, TasksQueuedFromAnotherThreadWakeTheJoiner) {
+    Threadpool tp(1, ThreadpoolOptions{.name = "joiner", .joiner_works = true});
+    std::atomic<int> ran{0};
+    tp.hold_external_work();  // the pool is busy until the feeder is done
+    std::thread feeder([&] {
+        for (int i = 0; i < 50; ++i) {
+            std::this_thread::sleep_for(200us);  // the joiner naps in between
+            tp.insert([&] { ran.fetch_add(1); });
+        }
+        tp.release_external_work();
+    });
+    tp.join();
+    feeder.join();
+    EXPECT_EQ(ran.load(), 50);
+}

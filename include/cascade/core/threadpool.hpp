@@ -40,6 +40,13 @@ struct ThreadpoolOptions {
     /// Worker i runs only on the i-th CPU (modulo) of the CPUs the constructing thread may
     /// use (its affinity mask). Unset: from CASCADE_PIN_WORKERS (default off).
     std::optional<bool> pin_workers = std::nullopt;
+    /// The thread in join() is worker 0 while it waits there (and while it waits in a
+    /// future's get() outside the pool): the pool starts n - 1 threads, so a pool of 1 adds
+    /// no thread beside the caller, as a one-thread-per-rank MPI code has, and with a
+    /// communicator the thread that drives MPI runs the tasks too (no hand-off between two
+    /// threads per message). Worker 0's tasks run only then; the other workers may steal
+    /// them.
+    bool joiner_works = false;
 };
 
 /// Counters of a Threadpool (Threadpool::stats()): the whole pool's, or one worker's.
@@ -97,8 +104,14 @@ class Threadpool {
     /// once idle: tasks queued after join() run at once, and a later join() waits for them.
     void join();
 
-    /// Number of workers.
+    /// Number of workers (with ThreadpoolOptions::joiner_works, the thread in join() is one).
     int workers() const noexcept { return n_; }
+    /// With ThreadpoolOptions::joiner_works, from a thread outside the pool (the one that
+    /// joins or waits): runs up to `max_tasks` of worker 0's tasks (its own queue, then
+    /// stolen) as worker 0; whether it ran any. Without that option: false at once.
+    bool work_as_joiner(int max_tasks);
+    /// Whether the thread in join() is worker 0 (ThreadpoolOptions::joiner_works).
+    bool joiner_works() const noexcept { return opts_.joiner_works; }
     /// The name given in the options (diagnostics, trace tracks).
     const std::string& name() const noexcept { return opts_.name; }
     /// The verbosity given in the options (ThreadpoolOptions::verb).
