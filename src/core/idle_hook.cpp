@@ -7,9 +7,9 @@
 namespace cascade {
 
 long Threadpool::call_idle_hook(int me) noexcept {
-    idle_calls_.fetch_add(1, std::memory_order_seq_cst);
+    idle_.calls.fetch_add(1, std::memory_order_seq_cst);
     long again = 0;
-    if (IdleHook* h = idle_hook_.load(std::memory_order_seq_cst)) {
+    if (IdleHook* h = idle_.hook.load(std::memory_order_seq_cst)) {
         try {
             again = h->on_idle(*this, me);
             detail::run_task_epilogue();  // e.g. messages held back like a task's
@@ -18,23 +18,23 @@ long Threadpool::call_idle_hook(int me) noexcept {
             again = 0;
         }
     }
-    idle_calls_.fetch_sub(1, std::memory_order_seq_cst);
+    idle_.calls.fetch_sub(1, std::memory_order_seq_cst);
     return again;
 }
 
 void Threadpool::owe_hook_call(int w) noexcept {
     std::atomic<bool>& due = stats_[w].hook_due;
     if (!due.load(std::memory_order_relaxed) && !due.exchange(true, std::memory_order_seq_cst))
-        hook_dues_.fetch_add(1, std::memory_order_seq_cst);
+        idle_.dues.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void Threadpool::paid_hook_call(int w) noexcept {
     if (stats_[w].hook_due.exchange(false, std::memory_order_seq_cst))
-        hook_dues_.fetch_sub(1, std::memory_order_seq_cst);
+        idle_.dues.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void Threadpool::set_idle_hook(IdleHook* hook) noexcept {
-    idle_hook_.store(hook, std::memory_order_seq_cst);
+    idle_.hook.store(hook, std::memory_order_seq_cst);
     if (hook) {
         // Every worker owes the new hook a call, and the pool is busy until they made it
         // (a worker woken now must not send after its rank was reported idle).
@@ -43,7 +43,7 @@ void Threadpool::set_idle_hook(IdleHook* hook) noexcept {
         wake_workers();  // sleeping workers call it at once
         return;
     }
-    while (idle_calls_.load(std::memory_order_seq_cst) > 0)
+    while (idle_.calls.load(std::memory_order_seq_cst) > 0)
         std::this_thread::yield();
 }
 

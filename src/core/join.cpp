@@ -5,6 +5,7 @@
 #include <chrono>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "cascade/core/detail/trim.hpp"
 #include "cascade/core/detail/watchdog.hpp"
@@ -64,11 +65,11 @@ class TimerSlack {
 
 void Threadpool::nap_as_joiner(std::uint32_t word, long timeout_us) {
     // Announce the nap, then re-check: a waker either sees the flag or we see its work.
-    joiner_sleeping_.store(true, std::memory_order_seq_cst);
+    joiner_.sleeping.store(true, std::memory_order_seq_cst);
     const bool wake_now = (hook_ ? hook_->wants_progress() : locally_idle()) ||
                           (opts_.joiner_works && has_work_for(0));
-    if (!wake_now) Notifier::wait_on(join_word_, word, timeout_us);
-    joiner_sleeping_.store(false, std::memory_order_relaxed);
+    if (!wake_now) Notifier::wait_on(joiner_.word, word, timeout_us);
+    joiner_.sleeping.store(false, std::memory_order_relaxed);
 }
 
 void Threadpool::join() {
@@ -82,11 +83,12 @@ void Threadpool::join() {
     TimerSlack slack(hook_ != nullptr);
     long nap_us = kFirstNapUs;
     auto last_activity = std::chrono::steady_clock::now();
+    bool moved = false;  // active polls since the clock was last read
     detail::Watchdog watchdog(tasks_run());
     int busy_warnings = 0;  // consecutive "busy worker" warnings (reset when something moves)
     std::uint64_t runs_seen = 0;
     for (;;) {
-        std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
+        std::uint32_t word = joiner_.word.load(std::memory_order_seq_cst);
         // A joining worker 0 runs a few of its tasks between polls (their messages leave at
         // the next poll).
         const bool worked = work_as_joiner(kJoinerBatch);
@@ -121,14 +123,16 @@ void Threadpool::join() {
         if (r == PollResult::active) {
             busy_warnings = 0;
             nap_us = kFirstNapUs;
-            last_activity = std::chrono::steady_clock::now();
+            moved = true;  // the clock is read at the next quiet poll, not at every busy one
             continue;
         }
         if (hook_) {
             // Soon after activity more is likely (a reply, the next message of a burst): keep
             // polling. Hot only while our workers are idle (a spinning joiner would take half
             // of a busy worker's core); yielding otherwise, which costs a busy worker little.
-            const auto quiet = std::chrono::steady_clock::now() - last_activity;
+            const auto now = std::chrono::steady_clock::now();
+            if (std::exchange(moved, false)) last_activity = now;
+            const auto quiet = now - last_activity;
             if (quiet < kHotWindow && r == PollResult::waiting) continue;
             if (quiet < kPollWindow) {
                 std::this_thread::yield();
@@ -144,27 +148,15 @@ void Threadpool::join() {
     // that an iterative code joining every step does not pay for new threads each time.
     armed_ = false;
 
-    std::exception_ptr err;
-    {
-        std::lock_guard<std::mutex> g(error_mutex_);
-        err = std::exchange(error_, nullptr);
-    }
-    failed_.store(false);
-    if (err) std::rethrow_exception(err);
+    if (std::exception_ptr err = error_.take()) std::rethrow_exception(err);
     detail::trim_free_memory();  // at most once per CASCADE_TRIM seconds
 
     // Unchecked, the pending count is only reported (verbosity > 0: as a warning; CASCADE_LOG
     // info or debug: as information).
     const log::Level report_level = opts_.verb > 0 ? log::Level::warn : log::Level::info;
     if (!checked_ && !log::enabled(report_level)) return;
-    std::size_t total = 0;
     std::vector<std::string> names;
-    {
-        std::lock_guard<std::mutex> g(taskflows_mutex_);
-        for (auto* tf : taskflows_)
-            total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
-    }
-    if (total > 0) {
+    if (const std::size_t total = taskflows_.pending(names); total > 0) {
         std::ostringstream os;
         os << rank_prefix() << "Threadpool '" << opts_.name << "': join() ended with " << total
            << " task(s) whose promises were never all fulfilled; first: ";

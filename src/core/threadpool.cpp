@@ -78,13 +78,13 @@ Threadpool::Threadpool(int n_threads, ThreadpoolOptions opts)
     static const bool settings_valid = (settings::validate(), true);  // once, at the first pool
     (void)settings_valid;
     if (opts_.pin_workers ? *opts_.pin_workers : settings::flag("CASCADE_PIN_WORKERS", false))
-        pin_cpus_ = allowed_cpus();
+        pin_.cpus = allowed_cpus();
     setup_observer();
-    if ((observer_ = observer())) {
-        observed_ = std::make_unique<void*[]>(static_cast<std::size_t>(n_));
+    if ((obs_.observer = observer())) {
+        obs_.worker = std::make_unique<void*[]>(static_cast<std::size_t>(n_));
         for (int i = 0; i < n_; ++i)
-            observed_[i] =
-                observer_->on_worker_created(opts_.name + " worker " + std::to_string(i), i);
+            obs_.worker[i] =
+                obs_.observer->on_worker_created(opts_.name + " worker " + std::to_string(i), i);
     }
     if (opts_.start) start();
 }
@@ -101,9 +101,9 @@ Threadpool::Threadpool(int n_threads, JoinHook* hook, ThreadpoolOptions opts)
     if (hook) {
         hook_ = hook;
         hook->attach(*this);
-        if (!pin_cpus_.empty())
-            pin_first_ =
-                pin_offset(static_cast<int>(pin_cpus_.size()), node_cpus(), hook->node_rank(), n_);
+        if (!pin_.cpus.empty())
+            pin_.first =
+                pin_offset(static_cast<int>(pin_.cpus.size()), node_cpus(), hook->node_rank(), n_);
     }
     if (start) this->start();
 }
@@ -128,10 +128,10 @@ std::string cpu_list(std::vector<int> cpus) {
 
 std::string Threadpool::placement() const {
     std::string s = std::to_string(n_) + (n_ == 1 ? " worker" : " workers");
-    if (pin_cpus_.empty()) return s + ", not pinned, on CPUs " + cpu_list(allowed_cpus());
+    if (pin_.cpus.empty()) return s + ", not pinned, on CPUs " + cpu_list(allowed_cpus());
     std::vector<int> used;
     for (int i = 0; i < n_; ++i)
-        used.push_back(pin_cpus_[static_cast<std::size_t>(pin_first_ + i) % pin_cpus_.size()]);
+        used.push_back(pin_.cpus[static_cast<std::size_t>(pin_.first + i) % pin_.cpus.size()]);
     std::string list;
     for (int c : used) {
         if (!list.empty()) list += ',';
@@ -273,7 +273,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
     constexpr auto kPollWindow = std::chrono::microseconds(50);  // driving: as join() does
     constexpr long kLongestDrivingNapUs = 500;
     detail::Inbox& inbox = queues_[thread].inbox();
-    seeding_waits_.fetch_add(1, std::memory_order_relaxed);
+    seeding_.waits.fetch_add(1, std::memory_order_relaxed);
     wake_workers();  // bulk insertion (push_quiet) has woken nobody yet
     // Progress: tasks taken from the lane, or run by any worker (a worker that runs the
     // tasks it took slowly, e.g. each waiting for room to send, is not stuck).
@@ -286,7 +286,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
     while (inbox.backlog(lane) > detail::Inbox::kLow) {
         if (how == Waiting::driving) {
             // Read the word before polling: a worker's send after the poll wakes us.
-            const std::uint32_t word = join_word_.load(std::memory_order_seq_cst);
+            const std::uint32_t word = joiner_.word.load(std::memory_order_seq_cst);
             if (hook_->help_while_waiting()) {
                 active = Clock::now();
                 nap_us = 10;
@@ -318,7 +318,7 @@ void Threadpool::wait_for_inbox(int thread, int lane) {
             moved = now;
         } else if (now - moved >= kPatience) {
             inbox.raise_mark(lane);
-            seeding_waits_abandoned_.fetch_add(1, std::memory_order_relaxed);
+            seeding_.abandoned.fetch_add(1, std::memory_order_relaxed);
             return;
         }
     }
@@ -341,8 +341,8 @@ bool Threadpool::find_task(int me, Task& out) {
         if (victim >= n_) victim -= n_;
         if (queues_[victim].steal(out)) {
             ++stats_[me].stolen;
-            if (observer_) [[unlikely]]
-                observer_->on_steal(observed_[me], victim);
+            if (obs_.observer) [[unlikely]]
+                obs_.observer->on_steal(obs_.worker[me], victim);
             return true;
         }
     }
@@ -373,8 +373,8 @@ bool Threadpool::work_as_joiner(int max_tasks) {
     // /proc/self/maps).
     static thread_local const char* const stack_low = stack_low_of_this_thread();
     tls_worker = {this, 0, stack_low};
-    Observer* const obs = observer_;
-    if (obs) obs->on_worker_start(observed_[0]);
+    Observer* const obs = obs_.observer;
+    if (obs) obs->on_worker_start(obs_.worker[0]);
     become_active();
     int ran = 0;
     Task t;
@@ -384,11 +384,11 @@ bool Threadpool::work_as_joiner(int max_tasks) {
         if (hook_ && hook_->wants_progress()) break;  // its messages go out first
     }
     // The idle hook, as a worker calls it after a stretch of tasks (worker_loop).
-    if (ran > 0 && idle_hook_.load(std::memory_order_relaxed) != nullptr) owe_hook_call(0);
+    if (ran > 0 && idle_.hook.load(std::memory_order_relaxed) != nullptr) owe_hook_call(0);
     if (due.load(std::memory_order_seq_cst) && !has_work_for(0) && call_idle_hook(0) <= 0)
         paid_hook_call(0);
     become_idle();
-    if (obs) obs->on_worker_stop(observed_[0]);
+    if (obs) obs->on_worker_stop(obs_.worker[0]);
     tls_worker = {};
     return ran > 0;
 }
@@ -405,7 +405,7 @@ bool Threadpool::locally_idle() const noexcept {
     // then no worker ran or pushed anything in between, so the pool was idle throughout.
     const std::uint64_t s1 = idle_state_.load(std::memory_order_seq_cst);
     if (static_cast<std::uint32_t>(s1) != static_cast<std::uint32_t>(n_)) return false;
-    if (hook_dues_.load(std::memory_order_seq_cst) != 0) return false;  // a call to make
+    if (idle_.dues.load(std::memory_order_seq_cst) != 0) return false;  // a call to make
     if (external_.load(std::memory_order_seq_cst) != 0) return false;   // work elsewhere
     for (int w = 0; w < n_; ++w)
         if (queues_[w].size() > 0) return false;
@@ -413,15 +413,15 @@ bool Threadpool::locally_idle() const noexcept {
 }
 
 void Threadpool::execute(Task& t, int me) {
-    if (failed_.load(std::memory_order_relaxed)) {
+    if (error_.failed()) {
         t.discard();
         return;
     }
-    if (observer_) [[unlikely]] {  // the only cost of observation when it is off
-        void* w = observed_[me];
-        const std::uint64_t begin = observer_->on_task_begin(w, t);
+    if (obs_.observer) [[unlikely]] {  // the only cost of observation when it is off
+        void* w = obs_.worker[me];
+        const std::uint64_t begin = obs_.observer->on_task_begin(w, t);
         run_guarded(t, me);
-        observer_->on_task_end(w, begin);
+        obs_.observer->on_task_end(w, begin);
     } else {
         run_guarded(t, me);
     }
@@ -449,11 +449,7 @@ std::string Threadpool::rank_prefix() const {
 }
 
 void Threadpool::fail(std::exception_ptr e) noexcept {
-    {
-        std::lock_guard<std::mutex> g(error_mutex_);
-        if (!error_) error_ = std::move(e);
-    }
-    failed_.store(true);
+    error_.record(std::move(e));
 }
 
 // Idle accounting: idle_state_ holds the number of idle workers (low 32 bits) and the
@@ -471,10 +467,10 @@ void Threadpool::become_active() noexcept {
 
 void Threadpool::worker_loop(int me) {
     tls_worker = {this, me, stack_low_of_this_thread()};
-    if (!pin_cpus_.empty() && !pin_this_thread(pin_cpus_, pin_first_ + me))
+    if (!pin_.cpus.empty() && !pin_this_thread(pin_.cpus, pin_.first + me))
         log::warn("Threadpool '" + opts_.name + "': could not pin worker " + std::to_string(me));
-    Observer* const obs = observer_;
-    void* const ow = obs ? observed_[me] : nullptr;
+    Observer* const obs = obs_.observer;
+    void* const ow = obs ? obs_.worker[me] : nullptr;
     if (obs) obs->on_worker_start(ow);
     Task t;
     bool ran = false;  // a task since the last look at the idle hook
@@ -485,7 +481,7 @@ void Threadpool::worker_loop(int me) {
             continue;
         }
         // Still active: a call owed to the hook keeps the pool busy from here on.
-        if (ran && idle_hook_.load(std::memory_order_relaxed) != nullptr) owe_hook_call(me);
+        if (ran && idle_.hook.load(std::memory_order_relaxed) != nullptr) owe_hook_call(me);
         ran = false;
         become_idle();
         const std::int64_t idle_since = obs ? obs->now() : 0;
@@ -554,8 +550,7 @@ void Threadpool::worker_loop(int me) {
 }
 
 std::exception_ptr Threadpool::error() const {
-    std::lock_guard<std::mutex> g(error_mutex_);
-    return error_;
+    return error_.peek();
 }
 
 std::uint64_t Threadpool::tasks_run() const noexcept {
@@ -573,8 +568,8 @@ ThreadpoolStats Threadpool::stats() const noexcept {
         st.tasks_stolen += w.tasks_stolen;
         st.kept_inbox_bytes += w.kept_inbox_bytes;
     }
-    st.seeding_waits = seeding_waits_.load(std::memory_order_relaxed);
-    st.seeding_waits_abandoned = seeding_waits_abandoned_.load(std::memory_order_relaxed);
+    st.seeding_waits = seeding_.waits.load(std::memory_order_relaxed);
+    st.seeding_waits_abandoned = seeding_.abandoned.load(std::memory_order_relaxed);
     return st;
 }
 
@@ -592,13 +587,11 @@ std::size_t Threadpool::cached_inbox_bytes() noexcept {
 }
 
 void Threadpool::attach(detail::TaskflowBase* tf) {
-    std::lock_guard<std::mutex> g(taskflows_mutex_);
-    taskflows_.push_back(tf);
+    taskflows_.add(tf);
 }
 
 void Threadpool::detach(detail::TaskflowBase* tf) {
-    std::lock_guard<std::mutex> g(taskflows_mutex_);
-    std::erase(taskflows_, tf);
+    taskflows_.remove(tf);
 }
 
 }  // namespace cascade

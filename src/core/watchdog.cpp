@@ -58,13 +58,8 @@ void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
     if (const long ext = external_.load(); ext != 0)
         os << "; work running outside the workers (device tasks in flight): " << ext;
     os << "\n";
-    std::size_t total = 0;
     std::vector<std::string> names;
-    {
-        std::lock_guard<std::mutex> g(taskflows_mutex_);
-        for (auto* tf : taskflows_)
-            total += tf->pending(10 - std::min<std::size_t>(10, names.size()), names);
-    }
+    const std::size_t total = taskflows_.pending(names);
     os << "cascade: watchdog: " << who << total << " task(s) waiting for promises";
     if (!names.empty()) os << "; first " << names.size() << ": ";
     for (std::size_t i = 0; i < names.size(); ++i)

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cascade/core/detail/closure.hpp"
+#include "cascade/core/detail/first_error.hpp"
 #include "cascade/core/detail/taskflow_base.hpp"
 #include "cascade/core/idle_hook.hpp"
 #include "cascade/core/join_hook.hpp"
@@ -165,7 +166,7 @@ class Threadpool {
     static std::size_t cached_inbox_bytes() noexcept;
 
     /// Whether a task (or, with a communicator, a handler) failed since the last join().
-    bool failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
+    bool failed() const noexcept { return error_.failed(); }
     /// The error join() will rethrow, or null.
     std::exception_ptr error() const;
     /// True when every worker is idle and no task is queued (nothing runs in this pool).
@@ -186,7 +187,7 @@ class Threadpool {
     /// or a value a future waits for).
     void wake_joiner() noexcept {
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (joiner_sleeping_.load(std::memory_order_relaxed)) Notifier::wake_all(join_word_);
+        if (joiner_.sleeping.load(std::memory_order_relaxed)) Notifier::wake_all(joiner_.word);
     }
 
   private:
@@ -209,14 +210,14 @@ class Threadpool {
         std::atomic<std::uint64_t> run{0};  // read by the joiner's watchdog while running
         std::uint64_t stolen = 0;
         // The worker owes the idle hook a call (it ran a task since its last call, or a hook
-        // was installed): counted in hook_dues_, which keeps the pool from being idle.
+        // was installed): counted in idle_.dues, which keeps the pool from being idle.
         std::atomic<bool> hook_due{false};
     };
 
     bool enqueue(const Task& t, int thread, bool bound);  // true: a wake-up may be needed
     void wait_for_inbox(int thread, int lane);            // the backlog of lane is high
     // Sleeps as the joiner (wake_joiner() wakes it) for up to timeout_us, unless the hook
-    // (or, without one, the idle pool) wants the caller awake; `word`: join_word_ read before
+    // (or, without one, the idle pool) wants the caller awake; `word`: joiner_.word read before
     // the caller's last check.
     void nap_as_joiner(std::uint32_t word, long timeout_us);
     void wake_for(int thread, bool bound) noexcept;
@@ -248,19 +249,26 @@ class Threadpool {
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
     bool armed_ = false;  // start() called since the last join(): the destructor joins
-    std::atomic<std::uint32_t> join_word_{0};
-    std::atomic<bool> joiner_sleeping_{false};
+    // The thread in join(): the word it naps on and whether it naps (wake_joiner()).
+    struct Joiner {
+        std::atomic<std::uint32_t> word{0};
+        std::atomic<bool> sleeping{false};
+    } joiner_;
     alignas(64) std::atomic<std::uint64_t> idle_state_{0};
     std::atomic<unsigned> round_robin_{0};
-    std::atomic<std::uint64_t> seeding_waits_{0}, seeding_waits_abandoned_{0};
+    struct SeedingCounters {  // ThreadpoolStats::seeding_waits and seeding_waits_abandoned
+        std::atomic<std::uint64_t> waits{0}, abandoned{0};
+    } seeding_;
     JoinHook* hook_ = nullptr;
-    // Read only by idle workers; idle_calls_ counts those inside it (set_idle_hook waits).
-    std::atomic<IdleHook*> idle_hook_{nullptr};
-    std::atomic<int> idle_calls_{0};
-    // Workers that owe the hook a call. A worker idle with a call owed could wake and send
-    // after its rank reported itself idle to the completion protocol: the pool is not idle
-    // until every owed call was made (locally_idle()).
-    std::atomic<int> hook_dues_{0};
+    // The idle hook (read only by idle workers), the calls inside it now (set_idle_hook
+    // waits for them), and the workers that owe it a call: a worker idle with a call owed
+    // could wake and send after its rank reported itself idle to the completion protocol, so
+    // the pool is not idle until every owed call was made (locally_idle()).
+    struct IdleHookSlot {
+        std::atomic<IdleHook*> hook{nullptr};
+        std::atomic<int> calls{0};
+        std::atomic<int> dues{0};
+    } idle_;
     // Holds of work running outside the workers (hold_external_work): the pool is not idle
     // while any is held.
     std::atomic<long> external_{0};
@@ -269,19 +277,18 @@ class Threadpool {
     void paid_hook_call(int w) noexcept;
     // The observer (see observer.hpp) when the pool was created, and its handle of each
     // worker; null when none (the only cost of observation when it is off).
-    Observer* observer_ = nullptr;
-    std::unique_ptr<void*[]> observed_;
-    // CPUs the workers are pinned to (empty: not pinned); worker i gets pin_cpus_[(pin_first_
-    // + i) % size] (pin_offset).
-    std::vector<int> pin_cpus_;
-    int pin_first_ = 0;
-
-    std::atomic<bool> failed_{false};
-    mutable std::mutex error_mutex_;
-    std::exception_ptr error_;
-
-    mutable std::mutex taskflows_mutex_;
-    std::vector<detail::TaskflowBase*> taskflows_;
+    struct Observed {
+        Observer* observer = nullptr;
+        std::unique_ptr<void*[]> worker;
+    } obs_;
+    // CPUs the workers are pinned to (empty: not pinned); worker i gets cpus[(first + i) %
+    // size] (pin_offset).
+    struct Pinning {
+        std::vector<int> cpus;
+        int first = 0;
+    } pin_;
+    detail::FirstError error_;        // the error join() rethrows
+    detail::TaskflowList taskflows_;  // join diagnostics
 };
 
 template <class F>
