@@ -7,6 +7,8 @@
 //                     tp.join(): distributed completion detection, once per step;
 //   system "mpi":     MPI_Irecv / MPI_Isend to both neighbours, MPI_Waitall, MPI_Barrier.
 // Variant "empty" is the same loop with nothing sent: the cost of the synchronization alone.
+// --joiner-works 1: the thread in join() is the pool's worker 0 (no worker thread beside it
+// with --threads 1).
 //
 // The systems alternate over --repeats rounds of --steps steps; per round the slowest rank's
 // time is kept; us_per_step is the median over rounds.
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
         const int steps = static_cast<int>(a.num("steps", 1000));
         const int repeats = static_cast<int>(a.num("repeats", 5));
         const int threads = static_cast<int>(a.num("threads", 1));
+        // 1: the thread in join() is worker 0 (ThreadpoolOptions::joiner_works).
+        const bool joiner_works = a.num("joiner-works", 0) != 0;
         const auto halo_bytes = static_cast<std::size_t>(a.num("halo-bytes", 512));
         const auto variants = a.words("variants", "halo,empty");
         const auto systems = a.words("systems", "cascade,mpi");
@@ -33,7 +37,7 @@ int main(int argc, char** argv) {
         cascade::Communicator comm;
         const int me = comm.rank(), n = comm.ranks();
         const int left = (me + n - 1) % n, right = (me + 1) % n;
-        cascade::Threadpool tp(threads, &comm, 0, "epochs");
+        cascade::Threadpool tp(threads, &comm, {.name = "epochs", .joiner_works = joiner_works});
         std::vector<char> out(halo_bytes, static_cast<char>(me)), from_left(halo_bytes),
             from_right(halo_bytes);
         long received = 0;
