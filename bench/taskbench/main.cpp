@@ -17,9 +17,10 @@
 // with its assertions on. At the end each rank checks that it ran every one of its points.
 //
 // Options besides Task Bench's own (-steps, -width, -type, -kernel, -iter, -and, ...; see
-// -h): -worker N (threads per rank, default 1; the thread that drives MPI is one of them,
-// ThreadpoolOptions::joiner_works), -cascade-worker-threads (N worker threads beside the one
-// that drives MPI instead), -cascade-corrupt (diagnostic: one input of
+// -h): -worker N (threads per rank, default 1; with N = 1 the thread that drives MPI is that
+// worker, ThreadpoolOptions::joiner_works, otherwise N worker threads run beside it),
+// -cascade-joiner-works and -cascade-worker-threads (either layout whatever N is),
+// -cascade-corrupt (diagnostic: one input of
 // one task is wrong, Task Bench's check must stop the run).
 #include <mpi.h>
 
@@ -103,7 +104,7 @@ struct Graph {
 
 struct Options {
     int workers = 1;
-    bool joiner_works = true;
+    int joiner_works = -1;  // -1: when one thread per rank
     bool corrupt = false;
     int priority = 1;
 };
@@ -119,7 +120,9 @@ Options parse_options(int argc, char** argv) {
                 std::exit(2);
             }
         } else if (a == "-cascade-worker-threads") {
-            o.joiner_works = false;
+            o.joiner_works = 0;
+        } else if (a == "-cascade-joiner-works") {
+            o.joiner_works = 1;
         } else if (a == "-cascade-corrupt") {
             o.corrupt = true;
         } else if (a == "-cascade-priority" && i + 1 < argc) {
@@ -209,7 +212,9 @@ int main(int argc, char** argv) {
 
     cascade::Threadpool tp(
         opt.workers, &comm,
-        cascade::ThreadpoolOptions{.name = "taskbench", .joiner_works = opt.joiner_works});
+        cascade::ThreadpoolOptions{
+            .name = "taskbench",
+            .joiner_works = opt.joiner_works < 0 ? opt.workers == 1 : opt.joiner_works == 1});
     const int threads = tp.workers();
 
     // Rank r's consumers of (t, p) at t + 1 fulfilled: the promises of those that live here.

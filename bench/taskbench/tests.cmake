@@ -50,12 +50,12 @@ foreach(p ${_tb_patterns})
 endforeach()
 cascade_mpi_test(taskbench_all_patterns_at_once RANKS 1 2 3 4 TIMEOUT 120
                  COMMAND ${_tb_exe} ${_tb_all} -worker 2)
-# One thread per rank (the one that drives MPI runs every task), and the workers as threads
-# of their own beside it.
+# One thread per rank (the one that drives MPI runs every task), and two workers of which
+# the thread that drives MPI is one (ThreadpoolOptions::joiner_works).
 cascade_mpi_test(taskbench_all_patterns_one_thread RANKS 1 2 3 4 TIMEOUT 120
                  COMMAND ${_tb_exe} ${_tb_all} -worker 1)
-cascade_mpi_test(taskbench_all_patterns_worker_threads RANKS 2 3 TIMEOUT 120
-                 COMMAND ${_tb_exe} ${_tb_all} -worker 2 -cascade-worker-threads)
+cascade_mpi_test(taskbench_all_patterns_joiner_works RANKS 2 3 TIMEOUT 120
+                 COMMAND ${_tb_exe} ${_tb_all} -worker 2 -cascade-joiner-works)
 foreach(k ${_tb_kernel_list})
   cascade_mpi_test(taskbench_kernel_${k} RANKS 2 TIMEOUT 120
                    COMMAND ${_tb_exe} -steps 9 -width 6 -type stencil_1d -kernel ${k}
