@@ -203,10 +203,6 @@ void* Threadpool::worker_main(void* arg) {
     return nullptr;
 }
 
-int Threadpool::current_thread() const noexcept {
-    return tls_worker.pool == this ? tls_worker.index : -1;
-}
-
 int Threadpool::pick_thread() noexcept {
     int me = current_thread();
     if (me >= 0) return me;

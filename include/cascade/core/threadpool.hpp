@@ -22,6 +22,7 @@
 #include "cascade/core/detail/closure.hpp"
 #include "cascade/core/detail/first_error.hpp"
 #include "cascade/core/detail/taskflow_base.hpp"
+#include "cascade/core/detail/worker_context.hpp"
 #include "cascade/core/idle_hook.hpp"
 #include "cascade/core/join_hook.hpp"
 #include "cascade/core/notifier.hpp"
@@ -124,7 +125,9 @@ class Threadpool {
     void set_checked(bool on) noexcept { checked_ = on; }
 
     /// Index of the calling thread in this pool, or -1 for a thread outside it.
-    int current_thread() const noexcept;
+    int current_thread() const noexcept {
+        return detail::tls_worker.pool == this ? detail::tls_worker.index : -1;
+    }
 
     /// Queues a ready task on worker `thread` (bound: only that worker may run it). The
     /// low-level entry of task producers (Taskflow, futures); throws UsageError for a
