@@ -46,19 +46,7 @@ const char* thread_level_name(int level) {
 }  // namespace
 
 Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts) {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) {
-        int provided = 0;
-        check_mpi(MPI_Init_thread(nullptr, nullptr, opts_.thread_level, &provided),
-                  "MPI_Init_thread");
-        owns_mpi_ = true;
-    }
-    check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
-    // MPI errors on Cascade's communicator come back as codes: they become exceptions that
-    // name the call, and the job ends with a message naming this rank (see poll()).
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(comm_, &rank_);
+    world_.open(comm, opts_.thread_level);
     {
         int world_rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -73,22 +61,17 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
                   ", Cascade needs at least MPI_THREAD_FUNNELED (the thread in join() calls MPI "
                   "while workers run); initialize MPI with MPI_Init_thread(..., " +
                   thread_level_name(opts_.thread_level) + ", ...) or let Communicator do it");
-    MPI_Comm_size(comm_, &size_);
-    node_rank_ = node_local_rank(comm_);
-    node_ranks_ = node_local_ranks(comm_);
     completion_ = detail::Completion(
-        rank_, size_,
+        world_.rank, world_.size,
         [](void* self, int dest, const CtrlMsg& m) {
             static_cast<Communicator*>(self)->send_ctrl(dest, m);
         },
         this);
-    outbox_.reset(new Outbox[size_]);
-    recv_seq_.assign(static_cast<std::size_t>(size_), 0);
-    open_.assign(static_cast<std::size_t>(size_), 0);
-    deferred_.resize(static_cast<std::size_t>(size_));
+    outbox_.reset(new Outbox[world_.size]);
+    order_.reset(world_.size);
     tls_comm_thread = this;
-    detail::trace_start(comm_);  // collective: every rank follows rank 0's CASCADE_TRACE
-    post_receives();
+    detail::trace_start(world_.comm);  // collective: every rank follows rank 0's CASCADE_TRACE
+    slots_.post_all(world_.comm);
     bcast_ = comm_detail::make_broadcasts(*this);  // reads CASCADE_BCAST
     // An error of a task or handler of one rank, told to the others (poll_once).
     error_am_ = make_active_msg(
@@ -106,9 +89,10 @@ Communicator::~Communicator() {
     // in join() for this one, and MPI_Finalize would wait for them. End the job instead;
     // unless the exception is the error every rank's last join() threw (and nothing moved
     // since): every rank is in the same place, and the communicator ends as usual.
-    const bool after_job_error = job_.after_job_error(queued(), processed_);
-    if (size_ > 1 && (job_.abandoned() || (std::uncaught_exceptions() > 0 && !after_job_error)))
-        abort_job("rank " + std::to_string(rank_) +
+    const bool after_job_error = job_.after_job_error(queued(), counts_.processed());
+    if (world_.size > 1 &&
+        (job_.abandoned() || (std::uncaught_exceptions() > 0 && !after_job_error)))
+        abort_job("rank " + std::to_string(world_.rank) +
                   (job_.abandoned()
                        ? ": an exception unwound past this rank's Threadpool before its "
                          "join() finished"
@@ -130,37 +114,15 @@ Communicator::~Communicator() {
             }
         }
     }
-    for (auto& r : large_recvs_)
-        for (auto& q : r.reqs) {
-            MPI_Cancel(&q);
-            MPI_Request_free(&q);
-        }
-    for (auto& b : big_recvs_) {
-        MPI_Cancel(&b.req);
-        MPI_Request_free(&b.req);
-    }
+    large_.cancel_all();
     // A posted receive that got a message instead of being cancelled holds active messages
     // sent after this rank's last join(): nobody will run them, so say so.
-    auto cancel = [](MPI_Request& q) {
-        if (q == MPI_REQUEST_NULL) return 0;
-        MPI_Cancel(&q);
-        MPI_Status st;
-        MPI_Wait(&q, &st);
-        int cancelled = 0;
-        MPI_Test_cancelled(&st, &cancelled);
-        return cancelled ? 0 : 1;
-    };
-    int unrun = 0;
-    for (auto& set : am_)
-        for (auto& q : set.req)
-            unrun += cancel(q);
-    for (auto& q : ctrl_req_)
-        cancel(q);
+    const int unrun = slots_.cancel_all();
     if (unrun > 0)
         log::warn(std::to_string(unrun) +
                   " message(s) of active messages arrived after this rank's last join() and "
                   "were not run (sent after the ranks' last join()?)");
-    if (trace::recording() && comm_ != MPI_COMM_NULL && !std::uncaught_exceptions()) {
+    if (trace::recording() && world_.comm != MPI_COMM_NULL && !std::uncaught_exceptions()) {
         try {  // collective: rank 0 gathers every rank's events and writes the files
             std::vector<std::string> names;
             for (auto& am : ams_)
@@ -173,18 +135,13 @@ Communicator::~Communicator() {
             trace::set_counter("broadcast.root_messages", b.root_messages);
             trace::set_counter("broadcast.forwarded", b.forwarded);
             trace::set_counter("broadcast.bodies_received", b.bodies_received);
-            detail::trace_finish(comm_, names);
+            detail::trace_finish(world_.comm, names);
         } catch (const std::exception& e) {
             log::error(std::string("trace: could not write the trace: ") + e.what());
         }
     }
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     if (tls_comm_thread == this) tls_comm_thread = nullptr;
-    if (owns_mpi_) {
-        int finalized = 0;
-        MPI_Finalized(&finalized);
-        if (!finalized) MPI_Finalize();
-    }
+    world_.close();
 }
 
 std::string Communicator::processor_name() const {
@@ -209,48 +166,18 @@ ActiveMsgBase* Communicator::register_am(std::unique_ptr<ActiveMsgBase> am, std:
     return ams_.back().get();
 }
 
-void Communicator::post_receives() {
-    for (auto& q : ctrl_req_)
-        q = MPI_REQUEST_NULL;
-    for (int parity = 0; parity < 2; ++parity) {
-        for (auto& q : am_[parity].req)
-            q = MPI_REQUEST_NULL;
-        for (int i = 0; i < kAmSlots; ++i) {
-            am_[parity].buf[i].reset(new std::uint64_t[kSmallMessage / 8]);
-            post_am_slot(parity, i);
-        }
-    }
-    for (int i = 0; i < kCtrlSlots; ++i)
-        post_ctrl_slot(i);
-}
-
-void Communicator::post_am_slot(int parity, int slot) {
-    AmSlots& set = am_[parity];
-    check_mpi(MPI_Irecv(set.buf[slot].get(), static_cast<int>(kSmallMessage), MPI_BYTE,
-                        MPI_ANY_SOURCE, parity ? TAG_AM_ODD : TAG_AM, comm_, &set.req[slot]),
-              "MPI_Irecv");
-    set.order[(set.head + set.count) % kAmSlots] = slot;
-    ++set.count;
-}
-
-void Communicator::post_ctrl_slot(int slot) {
-    check_mpi(MPI_Irecv(&ctrl_buf_[slot], sizeof(CtrlMsg), MPI_BYTE, MPI_ANY_SOURCE, TAG_CTRL,
-                        comm_, &ctrl_req_[slot]),
-              "MPI_Irecv");
-}
-
 bool Communicator::progress() {
     detail::run_task_epilogue();  // sends a handler held back (broadcast detection) leave first
     const bool was = on_comm_thread();
     tls_comm_thread = this;
     const std::int64_t t0 = trace::recording() ? trace::stamp() : 0;
-    const std::uint64_t before = mpi_sends_ + processed_;
+    const std::uint64_t before = counts_.moved();
     const std::size_t sends_before = sends_.live();
     struct Depth {
-        int& d;
-        explicit Depth(int& x) : d(++x) {}
-        ~Depth() { --d; }
-    } depth(progress_depth_);
+        detail::SourceOrder& o;
+        explicit Depth(detail::SourceOrder& x) : o(x) { o.enter_progress(); }
+        ~Depth() { o.leave_progress(); }
+    } depth(order_);
     if (progress_fault_) [[unlikely]]
         progress_fault_();
     flush();
@@ -263,7 +190,7 @@ bool Communicator::progress() {
     }
     any |= run_after_progress();
     if (!was) tls_comm_thread = nullptr;
-    any = any || mpi_sends_ + processed_ != before || sends_.live() != sends_before;
+    any = any || counts_.moved() != before || sends_.live() != sends_before;
     if (t0 != 0 && any) [[unlikely]] {
         trace::mark_progress_thread();
         if (trace::Buffer* tb = trace::this_thread()) tb->slice(trace::Kind::progress, t0);
@@ -272,49 +199,33 @@ bool Communicator::progress() {
 }
 
 bool Communicator::run_after_progress() {
-    if (n_after_ == 0 || handlers_open_ > 0) return false;
-    bool ran = false;
+    if (after_.empty() || order_.handler_running()) return false;
     // Again while one of them did something: work it ran may have left work for a function
     // called before it (a remote call run here that invokes an object), which must not wait
     // past this progress() call.
-    for (bool again = true; again;) {
-        again = false;
-        for (std::size_t i = 0; i < n_after_; ++i)
-            again |= after_[i].fn(after_[i].ctx);
-        ran |= again;
-    }
+    const bool ran = after_.call_until_quiet();
     // What they queued (replies, typically) leaves now, not one poll later.
     if (ran) flush();
     return ran;
 }
 
 bool Communicator::add_after_progress(AfterProgress fn, void* ctx) noexcept {
-    if (n_after_ == kMaxAfterProgress) return false;
-    after_[n_after_++] = AfterSlot{fn, ctx};
-    return true;
+    return after_.add(fn, ctx);
 }
 
 void Communicator::remove_after_progress(AfterProgress fn, void* ctx) noexcept {
-    for (std::size_t i = 0; i < n_after_; ++i) {
-        if (after_[i].fn != fn || after_[i].ctx != ctx) continue;
-        for (std::size_t j = i + 1; j < n_after_; ++j)
-            after_[j - 1] = after_[j];
-        after_[--n_after_] = AfterSlot{};
-        return;
-    }
+    after_.remove(fn, ctx);
 }
 
 bool Communicator::has_after_progress(AfterProgress fn, void* ctx) const noexcept {
-    for (std::size_t i = 0; i < n_after_; ++i)
-        if (after_[i].fn == fn && after_[i].ctx == ctx) return true;
-    return false;
+    return after_.contains(fn, ctx);
 }
 
 // A task or handler failed on this rank (the pool failed): every other rank's pool fails
 // with the same error, so that every join() of this epoch throws it and returns normally.
 void Communicator::tell_peers_of_error(std::exception_ptr e) {
     std::string task, what = detail::describe_error(e);
-    int thread = -1, rank = rank_;
+    int thread = -1, rank = world_.rank;
     try {
         std::rethrow_exception(e);
     } catch (const TaskError& te) {
@@ -325,12 +236,12 @@ void Communicator::tell_peers_of_error(std::exception_ptr e) {
     } catch (...) {
     }
     if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(rank) + ": " + what;
-    for (int r = 0; r < size_; ++r)
-        if (r != rank_) error_am_->send_now(r, rank, thread, task, what);
+    for (int r = 0; r < world_.size; ++r)
+        if (r != world_.rank) error_am_->send_now(r, rank, thread, task, what);
 }
 
 void Communicator::on_peer_error(int rank, int thread, std::string task, std::string what) {
-    if (rank < 0 || rank >= size_ || rank != detail::tls_frame_source)
+    if (rank < 0 || rank >= world_.size || rank != detail::tls_frame_source)
         throw WireError("an error report for rank " + std::to_string(rank));
     job_.error_from_peer();
     if (!tp_) return;
@@ -340,13 +251,13 @@ void Communicator::on_peer_error(int rank, int thread, std::string task, std::st
 }
 
 void Communicator::fail_pool(std::exception_ptr e) noexcept {
-    if (!tp_) abort_job("rank " + std::to_string(rank_) + ": " + detail::describe_error(e));
+    if (!tp_) abort_job("rank " + std::to_string(world_.rank) + ": " + detail::describe_error(e));
     fail(*tp_, std::move(e));
 }
 
 bool Communicator::is_done() const {
     return outbox_pending_.load(std::memory_order_acquire) == 0 && sends_.live() == 0 &&
-           large_recvs_.empty() && big_recvs_.empty();
+           large_.empty();
 }
 
 bool Communicator::wants_progress() const {
@@ -357,12 +268,12 @@ void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exce
                                   const char* which) {
     std::string task =
         "'" + am.name() + "' (" + which + ", from rank " + std::to_string(source) + ")";
-    std::string msg = "rank " + std::to_string(rank_) + ": active message " + task +
+    std::string msg = "rank " + std::to_string(world_.rank) + ": active message " + task +
                       " threw: " + detail::describe_error(e);
     if (!tp_) abort_job(msg);
     // Like a task's error: join() throws it here, and on every other rank (poll_once).
-    fail(*tp_, std::make_exception_ptr(
-                   TaskError::reported(std::move(msg), std::move(task), -1, rank_, std::move(e))));
+    fail(*tp_, std::make_exception_ptr(TaskError::reported(std::move(msg), std::move(task), -1,
+                                                           world_.rank, std::move(e))));
 }
 
 void Communicator::attach(Threadpool& tp) {
@@ -386,10 +297,10 @@ void Communicator::banner(const Threadpool& tp) const {
             if (!set.empty()) set += ' ';
             set.append(v.name).append("=").append(*value);
         }
-    log::info("host " + processor_name() + " (node rank " + std::to_string(node_rank_) + " of " +
-              std::to_string(node_ranks_) + "), " + std::to_string(size_) + " ranks; pool '" +
-              tp.name() + "': " + tp.placement() + "; " + mpi + ", " + thread_level_name(provided) +
-              "; settings: " + (set.empty() ? "defaults" : set));
+    log::info("host " + processor_name() + " (node rank " + std::to_string(world_.node_rank) +
+              " of " + std::to_string(world_.node_ranks) + "), " + std::to_string(world_.size) +
+              " ranks; pool '" + tp.name() + "': " + tp.placement() + "; " + mpi + ", " +
+              thread_level_name(provided) + "; settings: " + (set.empty() ? "defaults" : set));
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {
@@ -397,12 +308,13 @@ void Communicator::detach(Threadpool& tp) noexcept {
     tp_ = nullptr;
     // Destroyed while an exception unwinds, with work this rank never finished a join() for
     // (or none at all yet): the other ranks may be waiting for it in theirs.
-    if (std::uncaught_exceptions() > 0 && !job_.settled(queued(), processed_)) job_.abandon();
+    if (std::uncaught_exceptions() > 0 && !job_.settled(queued(), counts_.processed()))
+        job_.abandon();
 }
 
 void Communicator::sent_from_outside(const ActiveMsgBase& am) {
     const std::string msg =
-        "rank " + std::to_string(rank_) + ": active message '" + am.name() +
+        "rank " + std::to_string(world_.rank) + ": active message '" + am.name() +
         "' sent from a thread outside the pool while join() runs; the completion protocol "
         "counts only messages sent by tasks, handlers and the thread in join() (a later one "
         "could arrive after every rank agreed that all was done): send from a task, or before "
@@ -412,20 +324,20 @@ void Communicator::sent_from_outside(const ActiveMsgBase& am) {
 }
 
 void Communicator::progress_failed(const char* where, std::exception_ptr e) {
-    Communicator::abort_job("rank " + std::to_string(rank_) + ": " + where +
+    Communicator::abort_job("rank " + std::to_string(world_.rank) + ": " + where +
                             " failed: " + detail::describe_error(e));
 }
 
 std::string Communicator::describe_state() const {
     std::ostringstream os;
-    os << "messages: " << queued() << " active messages queued here, " << processed_
+    os << "messages: " << queued() << " active messages queued here, " << counts_.processed()
        << " processed here; " << outbox_pending_.load() << " destination(s) with unsent messages, "
-       << sends_.live() << " MPI send(s) in flight, " << large_recvs_.size()
-       << " large bod(ies) and " << big_recvs_.size() << " big message(s) being received";
+       << sends_.live() << " MPI send(s) in flight, " << large_.bodies() << " large bod(ies) and "
+       << large_.big_messages() << " big message(s) being received";
     // Sends held behind a broadcast's fence until the rank it reached through another rank
     // acknowledges it.
     bool any_fence = false;
-    for (int d = 0; d < size_; ++d)
+    for (int d = 0; d < world_.size; ++d)
         if (const int f = outbox_[static_cast<std::size_t>(d)].fences.load(); f > 0) {
             os << (any_fence ? ", " : "; held for acknowledgements of broadcasts: ") << "rank " << d
                << " (" << f << ")";
@@ -439,7 +351,7 @@ std::string Communicator::describe_state() const {
 
 void Communicator::abort_job(const std::string& what) {
     log::error("fatal: " + what);
-    if (trace::recording() && comm_ != MPI_COMM_NULL) {
+    if (trace::recording() && world_.comm != MPI_COMM_NULL) {
         // What led here stays on disk: this rank's events, and those of every rank that
         // answers in time (they write theirs when told, see on_ctrl).
         write_trace_of_rank();
@@ -459,9 +371,10 @@ void Communicator::check_stall(const char* what, std::chrono::steady_clock::time
     const double quiet =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
     if (quiet < limit) return;
-    abort_job("rank " + std::to_string(rank_) + ": watchdog: " + what + " made no progress for " +
-              std::to_string(static_cast<long>(quiet)) + " s (CASCADE_WATCHDOG=" +
-              std::to_string(static_cast<long>(limit)) + "); " + describe_state());
+    abort_job("rank " + std::to_string(world_.rank) + ": watchdog: " + what +
+              " made no progress for " + std::to_string(static_cast<long>(quiet)) +
+              " s (CASCADE_WATCHDOG=" + std::to_string(static_cast<long>(limit)) + "); " +
+              describe_state());
 }
 
 std::vector<std::string> Communicator::am_names() const {
@@ -474,7 +387,7 @@ std::vector<std::string> Communicator::am_names() const {
 void Communicator::write_trace_of_rank() noexcept {
     if (!job_.first_trace_write()) return;
     try {
-        trace::write_rank(rank_, am_names());
+        trace::write_rank(world_.rank, am_names());
     } catch (...) {
     }
 }
@@ -482,30 +395,32 @@ void Communicator::write_trace_of_rank() noexcept {
 // Sends ABORT to every other rank and waits (at most kAbortWait) for their ABORT_ACK, which
 // they send after writing their events.
 void Communicator::tell_peers_of_abort() noexcept {
-    std::vector<CtrlMsg> msgs(static_cast<std::size_t>(size_),
+    std::vector<CtrlMsg> msgs(static_cast<std::size_t>(world_.size),
                               CtrlMsg{CtrlMsg::ABORT, completion_.epoch(), 0, 0, 0});
     std::vector<MPI_Request> reqs;
-    for (int r = 0; r < size_; ++r) {
-        if (r == rank_) continue;
+    for (int r = 0; r < world_.size; ++r) {
+        if (r == world_.rank) continue;
         MPI_Request q;
         if (MPI_Isend(&msgs[static_cast<std::size_t>(r)], sizeof(CtrlMsg), MPI_BYTE, r, TAG_CTRL,
-                      comm_, &q) == MPI_SUCCESS)
+                      world_.comm, &q) == MPI_SUCCESS)
             reqs.push_back(q);
     }
     int acks = 0;
     const auto end = std::chrono::steady_clock::now() + kAbortWait;
-    while (acks < size_ - 1 && std::chrono::steady_clock::now() < end) {
-        const int slot = ctrl_head_;
-        int flag = 0;
+    while (acks < world_.size - 1 && std::chrono::steady_clock::now() < end) {
+        CtrlMsg m{};
         MPI_Status st;
-        if (MPI_Test(&ctrl_req_[slot], &flag, &st) != MPI_SUCCESS) break;
-        if (!flag) {
+        bool got = false;
+        try {
+            got = slots_.test_ctrl(world_.comm, m, st);
+        } catch (...) {
+            break;
+        }
+        if (!got) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
             continue;
         }
-        if (ctrl_buf_[slot].type == CtrlMsg::ABORT_ACK) ++acks;
-        post_ctrl_slot(slot);
-        ctrl_head_ = (ctrl_head_ + 1) % kCtrlSlots;
+        if (m.type == CtrlMsg::ABORT_ACK) ++acks;
     }
     for (auto& q : reqs) {  // whatever was not delivered stays behind (MPI_Abort follows)
         int done = 0;

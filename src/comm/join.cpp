@@ -33,15 +33,15 @@ void Communicator::trace_ctrl(int peer, const CtrlMsg& m, bool received) {
 void Communicator::send_ctrl(int dest, CtrlMsg m) {
     if (trace::recording()) [[unlikely]]
         trace_ctrl(dest, m, false);
-    if (dest == rank_) {
-        on_ctrl(rank_, m);
+    if (dest == world_.rank) {
+        on_ctrl(world_.rank, m);
         return;
     }
     PendingSend ps;
     ps.buf.resize(sizeof m);
     std::memcpy(ps.buf.data(), &m, sizeof m);
     MPI_Request req;
-    check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, comm_, &req),
+    check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, world_.comm, &req),
               "MPI_Isend");
     ps.reqs.push_back(req);
     track_send(std::move(ps));
@@ -53,7 +53,7 @@ void Communicator::on_ctrl(int source, const CtrlMsg& m) {
     if (m.type == CtrlMsg::ABORT) {  // rank `source` ends the job: leave this rank's events
         write_trace_of_rank();
         CtrlMsg ack{CtrlMsg::ABORT_ACK, completion_.epoch(), 0, 0, 0};
-        MPI_Send(&ack, sizeof ack, MPI_BYTE, source, TAG_CTRL, comm_);
+        MPI_Send(&ack, sizeof ack, MPI_BYTE, source, TAG_CTRL, world_.comm);
         return;
     }
     if (m.type == CtrlMsg::ABORT_ACK) return;
@@ -74,7 +74,7 @@ void Communicator::on_ctrl(int source, const CtrlMsg& m) {
 }
 
 void Communicator::unknown_ctrl(int source, const CtrlMsg& m) {
-    abort_job("rank " + std::to_string(rank_) + ": unknown control message " +
+    abort_job("rank " + std::to_string(world_.rank) + ": unknown control message " +
               std::to_string(m.type) + " from rank " + std::to_string(source));
     std::abort();  // not reached: abort_job does not return (a virtual call, not known here)
 }
@@ -82,8 +82,8 @@ void Communicator::unknown_ctrl(int source, const CtrlMsg& m) {
 bool Communicator::locally_idle(Threadpool& tp) const {
     // Order matters: once the pool is idle no worker can queue more, so what we read next
     // (queues, counts) is stable until this thread runs a handler.
-    return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 &&
-           large_recvs_.empty() && big_recvs_.empty() && pending_large_sends_ == 0;
+    return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 && large_.empty() &&
+           pending_large_sends_ == 0;
 }
 
 void Communicator::reset_epoch() {
@@ -102,12 +102,13 @@ PollResult Communicator::poll(Threadpool& tp) {
     try {
         r = poll_once(tp);
     } catch (...) {
-        if (size_ > 1) progress_failed("the progress engine (in join())", std::current_exception());
+        if (world_.size > 1)
+            progress_failed("the progress engine (in join())", std::current_exception());
         fail(tp, std::current_exception());
         r = PollResult::done;
     }
     if (r == PollResult::done) {
-        job_.join_done(queued(), processed_);
+        job_.join_done(queued(), counts_.processed());
     }
     return r;
 }
@@ -115,17 +116,17 @@ PollResult Communicator::poll(Threadpool& tp) {
 PollResult Communicator::poll_once(Threadpool& tp) {
     tls_comm_thread = this;
     if (tp.failed()) [[unlikely]] {
-        if (size_ == 1) return PollResult::done;  // join() rethrows the error
+        if (world_.size == 1) return PollResult::done;  // join() rethrows the error
         // The pool discards its tasks from now on. The others are told once (unless the
         // error came from one of them), and the epoch ends as usual: every join() throws.
         if (job_.tell_error()) tell_peers_of_error(tp.error());
     }
     const bool active = progress();
-    if (completion_.step(locally_idle(tp), queued(), processed_,
+    if (completion_.step(locally_idle(tp), queued(), counts_.processed(),
                          std::chrono::steady_clock::now())) {
         // A message that ran but left work waiting for messages nobody sent was forged.
         if (std::string stranded = bcast_->stranded(); !stranded.empty())
-            abort_job("rank " + std::to_string(rank_) + ": " + stranded);
+            abort_job("rank " + std::to_string(world_.rank) + ": " + stranded);
         // Everything sent was processed somewhere. Start the next epoch now: while we finish
         // our sends below, other ranks that already got SHUTDOWN may send us control
         // messages of the next epoch, which must count there.
@@ -147,7 +148,7 @@ PollResult Communicator::poll_once(Threadpool& tp) {
     // While this rank's workers are idle, hot for kHotInFlightPolls quiet polls (a transfer
     // of a few KiB ends within microseconds, and a yield's system call would sit in its
     // path), then yielding: that leaves the core to busy workers, or to ranks sharing it.
-    const bool in_flight = !large_recvs_.empty() || !big_recvs_.empty() || pending_large_sends_ > 0;
+    const bool in_flight = !large_.empty() || pending_large_sends_ > 0;
     if (!active && in_flight) {
         if (!tp.idle() || quiet_in_flight_ == kHotInFlightPolls)
             std::this_thread::yield();

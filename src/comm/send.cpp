@@ -47,7 +47,7 @@ void Communicator::too_many_argument_bytes(const ActiveMsgBase& am, std::size_t 
 
 void Communicator::enqueue_many(int dest, std::span<const HeldArgs> msgs) {
     if (msgs.empty()) return;
-    if (trace::recording() || dest < 0 || dest >= size_) [[unlikely]] {
+    if (trace::recording() || dest < 0 || dest >= world_.size) [[unlikely]] {
         // One send event per message in a trace, and enqueue()'s own checks and messages.
         for (const HeldArgs& m : msgs)
             enqueue(dest, *m.am, m.len, [&](char* out) {
@@ -77,7 +77,7 @@ void Communicator::enqueue_many(int dest, std::span<const HeldArgs> msgs) {
             at += sizeof(Frame) + padded;
         }
         o.seq += msgs.size();
-        queued_.fetch_add(msgs.size(), std::memory_order_release);
+        counts_.add_queued(msgs.size());
         if (!o.nonempty.exchange(true, std::memory_order_acq_rel))
             outbox_pending_.fetch_add(1, std::memory_order_release);
         const std::size_t cap = opts_.max_bytes_in_flight;
@@ -102,7 +102,7 @@ void Communicator::attach_body(Outbox& o, ActiveMsgBase& am, const void* body, s
 
 int Communicator::new_body_tag() {
     if (const auto tag = body_tags_.take()) return *tag;
-    throw UsageError("rank " + std::to_string(rank_) + ": " +
+    throw UsageError("rank " + std::to_string(world_.rank) + ": " +
                      std::to_string(detail::BodyTags::kCount) +
                      " broadcast bodies in flight from this rank; no MPI tag is free for another");
 }
@@ -135,7 +135,7 @@ std::uint64_t Communicator::fence_stretch(int dest) const {
 }
 
 void Communicator::lower_fence(int dest) {
-    if (dest < 0 || dest >= size_) throw WireError("fence of rank " + std::to_string(dest));
+    if (dest < 0 || dest >= world_.size) throw WireError("fence of rank " + std::to_string(dest));
     Outbox& o = outbox_[dest];
     std::lock_guard<Spinlock> g(o.lock);
     if (o.fences.load(std::memory_order_relaxed) <= 0)
@@ -175,7 +175,7 @@ void Communicator::split_at_fence(Outbox& o, detail::Bytes& rest,
 void Communicator::flush() {
     if (outbox_pending_.load(std::memory_order_acquire) == 0) return;
     held_ = 0;
-    for (int d = 0; d < size_; ++d) {
+    for (int d = 0; d < world_.size; ++d) {
         Outbox& o = outbox_[d];
         if (!o.nonempty.load(std::memory_order_acquire)) continue;
         // Back-pressure: enough large bodies are on their way to d; what is queued for it
@@ -288,7 +288,7 @@ void Communicator::post_large(int d, LargeSend l) {
     for (std::size_t off = 0; off < l.bytes; off += chunk) {
         const int n = static_cast<int>(std::min(chunk, l.bytes - off));
         MPI_Request req;
-        check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, tag, comm_, &req), "MPI_Isend");
+        check_mpi(MPI_Isend(l.body + off, n, MPI_BYTE, d, tag, world_.comm, &req), "MPI_Isend");
         ps.reqs.push_back(req);
     }
     outbox_[d].body_bytes_in_flight.fetch_add(l.bytes, std::memory_order_relaxed);
@@ -307,16 +307,17 @@ void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, st
         auto& a = ps.announce.emplace_back();
         std::memcpy(a.data(), &fr, sizeof fr);
         a[2] = bytes;
-        check_mpi(
-            MPI_Isend(a.data(), sizeof a, MPI_BYTE, dest, am_tag(completion_.epoch()), comm_, &req),
-            "MPI_Isend");
+        check_mpi(MPI_Isend(a.data(), sizeof a, MPI_BYTE, dest, am_tag(completion_.epoch()),
+                            world_.comm, &req),
+                  "MPI_Isend");
         ps.reqs.push_back(req);
     }
-    check_mpi(MPI_Isend(ps.buf.data() + begin, static_cast<int>(bytes), MPI_BYTE, dest,
-                        bytes > kSmallMessage ? TAG_BIG : am_tag(completion_.epoch()), comm_, &req),
-              "MPI_Isend");
+    check_mpi(
+        MPI_Isend(ps.buf.data() + begin, static_cast<int>(bytes), MPI_BYTE, dest,
+                  bytes > kSmallMessage ? TAG_BIG : am_tag(completion_.epoch()), world_.comm, &req),
+        "MPI_Isend");
     ps.reqs.push_back(req);
-    ++mpi_sends_;
+    counts_.sent_one();
 }
 
 void Communicator::track_send(PendingSend ps) {
@@ -352,7 +353,7 @@ void Communicator::finish_send(PendingSend& finished) {
         try {
             l.am->on_body_sent(l.args.data(), l.args.size());
         } catch (...) {
-            handler_failed(*l.am, rank_, std::current_exception(), "on_sent");
+            handler_failed(*l.am, world_.rank, std::current_exception(), "on_sent");
         }
         return;
     }
@@ -383,9 +384,9 @@ void Communicator::flush_blocking() {
 
 // One snapshot of what is queued for a destination or handed to MPI and not yet delivered.
 Communicator::InFlight Communicator::in_flight(int dest, const char* what) const {
-    if (dest < 0 || dest >= size_)
+    if (dest < 0 || dest >= world_.size)
         throw UsageError(std::string(what) + ": rank " + std::to_string(dest) + " outside [0, " +
-                         std::to_string(size_) + ")");
+                         std::to_string(world_.size) + ")");
     Outbox& o = outbox_[dest];
     InFlight f;
     {
@@ -406,13 +407,13 @@ std::size_t Communicator::bytes_in_flight(int dest) const {
 
 CommStats Communicator::stats() const {
     return CommStats{.queued = queued(),
-                     .processed = processed_,
-                     .mpi_messages_sent = mpi_sends_,
+                     .processed = counts_.processed(),
+                     .mpi_messages_sent = counts_.mpi_sends(),
                      .kept_buffer_bytes = kept_buffer_bytes()};
 }
 
 std::size_t Communicator::kept_buffer_bytes() const {
-    return buffers_.kept_bytes(outbox_.get(), size_);
+    return buffers_.kept_bytes(outbox_.get(), world_.size);
 }
 
 std::size_t Communicator::body_bytes_in_flight(int dest) const {
@@ -464,7 +465,7 @@ void Communicator::wait_for_room(int dest) {
     }
     auto full = [&] { return room_left(dest) < 0; };
     if (on_comm_thread()) {
-        if (progress_depth_ > 0) return;
+        if (order_.progress_depth() > 0) return;
         auto moved = std::chrono::steady_clock::now();
         while (full()) {
             if (progress()) {

@@ -22,6 +22,7 @@
 
 #include "cascade/comm/active_msg.hpp"
 #include "cascade/comm/broadcasts.hpp"
+#include "cascade/comm/detail/after_progress.hpp"
 #include "cascade/comm/detail/body_tags.hpp"
 #include "cascade/comm/detail/buffer_cache.hpp"
 #include "cascade/comm/detail/bytes.hpp"
@@ -29,8 +30,13 @@
 #include "cascade/comm/detail/constants.hpp"
 #include "cascade/comm/detail/frames.hpp"
 #include "cascade/comm/detail/job_state.hpp"
+#include "cascade/comm/detail/large_receives.hpp"
+#include "cascade/comm/detail/message_counts.hpp"
 #include "cascade/comm/detail/outbox.hpp"
+#include "cascade/comm/detail/receive_slots.hpp"
 #include "cascade/comm/detail/send_slots.hpp"
+#include "cascade/comm/detail/source_order.hpp"
+#include "cascade/comm/detail/world.hpp"
 #include "cascade/comm/large_active_msg.hpp"
 #include "cascade/core/detail/worker_context.hpp"
 #include "cascade/core/errors.hpp"
@@ -105,13 +111,13 @@ class Communicator : public JoinHook {
     ~Communicator() override;
 
     /// This rank (0 .. ranks() - 1).
-    int rank() const noexcept override { return rank_; }
+    int rank() const noexcept override { return world_.rank; }
     /// The number of ranks.
-    int ranks() const noexcept { return size_; }
+    int ranks() const noexcept { return world_.size; }
     /// The host's name (MPI_Get_processor_name).
     std::string processor_name() const;
     /// The private duplicate of the MPI communicator given to the constructor.
-    MPI_Comm mpi_comm() const noexcept { return comm_; }
+    MPI_Comm mpi_comm() const noexcept { return world_.comm; }
 
     /// Registers an active message running f (any non-generic callable taking its
     /// arguments by reference, Ps&...). Must be called in the same order on every rank.
@@ -137,9 +143,9 @@ class Communicator : public JoinHook {
     /// `fn(ctx)` runs right after the handlers of each received message returned (before
     /// this thread tests for the next message) and at the end of progress(), and returns
     /// whether it did anything; what it sent leaves at once.
-    using AfterProgress = bool (*)(void* ctx);
+    using AfterProgress = detail::AfterProgressList::Fn;
     /// How many after-progress functions one communicator holds (futures, objects, ...).
-    static constexpr std::size_t kMaxAfterProgress = 4;
+    static constexpr std::size_t kMaxAfterProgress = detail::AfterProgressList::kCapacity;
     /// Adds `fn(ctx)` to the after-progress functions (called in the order they were
     /// added). Returns false (nothing added) when kMaxAfterProgress are installed. Call it
     /// from the communication thread or before join().
@@ -154,7 +160,7 @@ class Communicator : public JoinHook {
     /// handler (an after-progress function). Without an attached pool it ends the job.
     void fail_pool(std::exception_ptr e) noexcept;
     /// True on the communication thread while it is inside progress().
-    bool in_progress() const noexcept { return progress_depth_ > 0 && on_comm_thread(); }
+    bool in_progress() const noexcept { return order_.progress_depth() > 0 && on_comm_thread(); }
     /// True when nothing is queued, in flight, or being received by this rank.
     bool is_done() const;
 
@@ -217,12 +223,12 @@ class Communicator : public JoinHook {
     /// never waits; other threads nap.
     Waiting how_to_wait() const noexcept override {
         if (!on_comm_thread()) return Waiting::napping;
-        return progress_depth_ > 0 ? Waiting::never : Waiting::driving;
+        return order_.progress_depth() > 0 ? Waiting::never : Waiting::driving;
     }
     /// One round of progress (how_to_wait() said driving).
     bool help_while_waiting() override { return progress(); }
     /// This rank's index among the ranks of its node (node_local_rank at construction).
-    int node_rank() const noexcept override { return node_rank_; }
+    int node_rank() const noexcept override { return world_.node_rank; }
     /// What this rank waits for (messages in flight, completion state), for the watchdog.
     std::string describe_state() const override;
     /// Prints `what` and ends the whole job (MPI_Abort).
@@ -285,9 +291,7 @@ class Communicator : public JoinHook {
     /// `dest` before (frames_run_from() on `dest` reaches it once they all ran there).
     std::uint64_t raise_fence(int dest);
     /// How many messages from `source` this rank began to run so far (communication thread).
-    std::uint64_t frames_run_from(int source) const noexcept {
-        return recv_seq_[static_cast<std::size_t>(source)];
-    }
+    std::uint64_t frames_run_from(int source) const noexcept { return order_.frames_from(source); }
     /// `dest` acknowledged one delivery that raise_fence announced.
     void lower_fence(int dest);
     /// While one lives, back-pressure waits of this thread's sends are put off; the last one
@@ -358,9 +362,9 @@ class Communicator : public JoinHook {
 
   protected:
     /// Active messages queued by this rank so far (user messages only). Any thread.
-    std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
+    std::uint64_t queued() const noexcept { return counts_.queued(); }
     /// Active messages whose handlers ran on this rank so far (communication thread).
-    std::uint64_t processed() const noexcept { return processed_; }
+    std::uint64_t processed() const noexcept { return counts_.processed(); }
 
   private:
     friend struct detail::CommTestAccess;  // what tests do (comm/detail/test_access.hpp)
@@ -376,24 +380,11 @@ class Communicator : public JoinHook {
 
     using Frame = detail::Frame;  // header of one message inside an MPI buffer (frames.hpp)
     using PendingSend = detail::PendingSend;  // one send handed to MPI (send_slots.hpp)
-    struct PendingRecv {
-        ActiveMsgBase* am;
-        int source;
-        std::vector<MPI_Request> reqs;
-        std::vector<char> args;
-        std::uint64_t seq = 0;  // of the header frame, and when it arrived (for the trace)
-        std::size_t bytes = 0;
-        std::int64_t t0 = 0;
-        bool counted = true;  // a large AM (counts as processed once here), not a body
-    };
-    using CtrlMsg = detail::CtrlMsg;  // a control message (completion, abort)
+    using CtrlMsg = detail::CtrlMsg;          // a control message (completion, abort)
 
     ActiveMsgBase* register_am(std::unique_ptr<ActiveMsgBase> am, std::string name);
     [[noreturn, gnu::cold]] static void too_many_argument_bytes(const ActiveMsgBase& am,
                                                                 std::size_t bytes);
-    void post_receives();
-    void post_am_slot(int parity, int slot);
-    void post_ctrl_slot(int slot);
     void send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end);
     void post_large(int dest, LargeSend l);
     void receive_big(int source, const detail::FrameRef& announce);
@@ -446,61 +437,20 @@ class Communicator : public JoinHook {
     void reset_epoch();
     void trace_ctrl(int peer, const CtrlMsg& m, bool received);
 
-    MPI_Comm comm_ = MPI_COMM_NULL;
+    detail::World world_;  // the MPI communicator, this rank, its node (world.hpp)
     CommunicatorOptions opts_;
-    bool owns_mpi_ = false;
-    int rank_ = 0, size_ = 1;
-    int node_rank_ = 0;
-    int node_ranks_ = 1;  // ranks on this node
     std::vector<std::unique_ptr<ActiveMsgBase>> ams_;
     std::unique_ptr<Outbox[]> outbox_;
     std::atomic<int> outbox_pending_{0};
-    detail::SendSlots sends_;  // MPI sends in flight, tested together
-    std::deque<PendingRecv> large_recvs_;
-    std::vector<MPI_Status> statuses_;  // scratch for MPI_Testall
-    detail::BufferCache buffers_;       // buffers kept for reuse (buffer_cache.hpp)
-    // Receives posted ahead of time (cheaper than probing): small AM messages land in one of
-    // kAmSlots buffers, control messages in one of kCtrlSlots; each kind is processed in the
-    // order its receives were posted, which is the order messages from one rank arrive in.
-    // AM messages carry the parity of their sender's completion epoch in their tag, and
-    // there is one set of slots per parity: a rank that finished an epoch first may send
-    // messages of the next one, which wait until this rank has finished the epoch too.
-    static constexpr int kAmSlots = detail::comm::kAmSlots, kCtrlSlots = detail::comm::kCtrlSlots;
-    struct AmSlots {
-        std::unique_ptr<std::uint64_t[]> buf[kAmSlots];
-        MPI_Request req[kAmSlots];
-        int order[kAmSlots] = {};  // posted slots, oldest first (a ring of `count` entries)
-        int head = 0, count = 0;
-    };
-    AmSlots am_[2];
-    CtrlMsg ctrl_buf_[kCtrlSlots] = {};
-    MPI_Request ctrl_req_[kCtrlSlots];
-    int ctrl_head_ = 0;
-    // Big messages being received, one per source at most: that source's later messages
-    // wait in deferred_ (open_ counts the receive) until it arrived and ran.
-    struct BigRecv {
-        int source;
-        detail::Bytes buf;
-        MPI_Request req;
-    };
-    std::vector<BigRecv> big_recvs_;
+    detail::SendSlots sends_;          // MPI sends in flight, tested together
+    detail::ReceiveSlots slots_;       // receives posted ahead (receive_slots.hpp)
+    detail::LargeReceives large_;      // bodies and big messages being received
+    detail::SourceOrder order_;        // per-source order under nested progress
+    detail::BufferCache buffers_;      // buffers kept for reuse (buffer_cache.hpp)
+    detail::AfterProgressList after_;  // add_after_progress (after_progress.hpp)
     std::atomic<std::size_t> large_chunk_{kDefaultChunk};
     detail::BodyTags body_tags_;  // tags of bodies matched by tag (broadcasts)
     std::unique_ptr<Broadcasts> bcast_;
-    // Per-source FIFO under nested progress: a handler that calls progress() (blocking_send,
-    // a get() on this thread) must not see the next message of the rank whose message it
-    // runs, or that rank's messages would run out of order and its large bodies would be
-    // matched to the wrong headers. Such messages wait in deferred_ until the handler returns.
-    std::vector<int> open_;   // messages of each source running now
-    int handlers_open_ = 0;   // their sum
-    int progress_depth_ = 0;  // progress() calls on the stack
-    struct AfterSlot {
-        AfterProgress fn = nullptr;
-        void* ctx = nullptr;
-    };
-    std::array<AfterSlot, kMaxAfterProgress> after_{};  // the first n_after_ are installed
-    std::size_t n_after_ = 0;
-    std::vector<std::deque<detail::Bytes>> deferred_;  // received meanwhile, per source
     int pending_large_sends_ = 0;
     int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)
     std::function<void()> progress_fault_;  // CommTestAccess::set_progress_fault
@@ -512,12 +462,7 @@ class Communicator : public JoinHook {
     std::uint8_t quiet_in_flight_ = 0;
     std::uint64_t send_serial_ = 1;  // next frame message's PendingSend::serial
     Threadpool* tp_ = nullptr;
-
-    std::atomic<std::uint64_t> queued_{0};
-    std::uint64_t processed_ = 0;
-    std::uint64_t mpi_sends_ = 0;
-    std::vector<std::uint64_t> recv_seq_;  // frames received from each source so far
-    std::uint64_t cur_seq_ = 0;            // of the frame whose handler runs now
+    detail::MessageCounts counts_;  // messages queued, run, sent (message_counts.hpp)
 
     // Completion detection (docs/design/completion.md): its epoch, the counts reported, rank
     // 0's view of every rank's; driven by poll() (join.cpp).

@@ -63,9 +63,10 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
     // Per-sender order: what this thread holds back for broadcast detection was sent before
     // this message, so it leaves first (a thread-local load when nothing is held).
     detail::run_task_epilogue();
-    if (dest < 0 || dest >= size_)
+    if (dest < 0 || dest >= world_.size)
         throw UsageError("active message '" + am.name() + "': destination rank " +
-                         std::to_string(dest) + " outside [0, " + std::to_string(size_) + ")");
+                         std::to_string(dest) + " outside [0, " + std::to_string(world_.size) +
+                         ")");
     if (max_bytes > detail::kMaxArgumentBytes) [[unlikely]]
         too_many_argument_bytes(am, max_bytes);
     if (job_.joining()) [[unlikely]]
@@ -90,7 +91,7 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
         std::memcpy(o.buf.data() + at, &fr, sizeof fr);
         o.buf.resize(at + sizeof(Frame) + ((len + 7) & ~std::size_t(7)));
         extra(o);
-        queued_.fetch_add(1, std::memory_order_release);
+        counts_.queued_one();
         if (!o.nonempty.exchange(true, std::memory_order_acq_rel))
             outbox_pending_.fetch_add(1, std::memory_order_release);
         const std::size_t cap = opts_.max_bytes_in_flight;

@@ -1,0 +1,76 @@
+// ReceiveSlots: posting, testing and cancelling the receives posted ahead of time.
+#include "cascade/comm/detail/receive_slots.hpp"
+
+#include "internal.hpp"
+
+namespace cascade::detail {
+
+using namespace comm_detail;
+
+void ReceiveSlots::post_all(MPI_Comm comm) {
+    for (auto& q : ctrl_req_)
+        q = MPI_REQUEST_NULL;
+    for (int parity = 0; parity < 2; ++parity) {
+        for (auto& q : am_[parity].req)
+            q = MPI_REQUEST_NULL;
+        for (int i = 0; i < kAmSlots; ++i) {
+            am_[parity].buf[i].reset(new std::uint64_t[kSmallMessage / 8]);
+            repost_am(comm, parity, i);
+        }
+    }
+    for (int i = 0; i < kCtrlSlots; ++i)
+        post_ctrl(comm, i);
+}
+
+void ReceiveSlots::repost_am(MPI_Comm comm, int parity, int slot) {
+    AmSlots& set = am_[parity];
+    check_mpi(MPI_Irecv(set.buf[slot].get(), static_cast<int>(kSmallMessage), MPI_BYTE,
+                        MPI_ANY_SOURCE, parity ? TAG_AM_ODD : TAG_AM, comm, &set.req[slot]),
+              "MPI_Irecv");
+    set.order[(set.head + set.count) % kAmSlots] = slot;
+    ++set.count;
+}
+
+void ReceiveSlots::post_ctrl(MPI_Comm comm, int slot) {
+    check_mpi(MPI_Irecv(&ctrl_buf_[slot], sizeof(CtrlMsg), MPI_BYTE, MPI_ANY_SOURCE, TAG_CTRL, comm,
+                        &ctrl_req_[slot]),
+              "MPI_Irecv");
+}
+
+bool ReceiveSlots::test_ctrl(MPI_Comm comm, CtrlMsg& m, MPI_Status& st) {
+    const int slot = ctrl_head_;
+    int flag = 0;
+    check_mpi(MPI_Test(&ctrl_req_[slot], &flag, &st), "MPI_Test");
+    if (!flag) return false;
+    m = ctrl_buf_[slot];
+    post_ctrl(comm, slot);
+    ctrl_head_ = (ctrl_head_ + 1) % kCtrlSlots;
+    return true;
+}
+
+int ReceiveSlots::cancel_all() noexcept {
+    // A posted receive that got a message instead of being cancelled: counted.
+    auto cancel = [](MPI_Request& q) {
+        if (q == MPI_REQUEST_NULL) return 0;
+        MPI_Cancel(&q);
+        MPI_Status st;
+        MPI_Wait(&q, &st);
+        int cancelled = 0;
+        MPI_Test_cancelled(&st, &cancelled);
+        return cancelled ? 0 : 1;
+    };
+    int unrun = 0;
+    for (auto& set : am_)
+        for (auto& q : set.req)
+            unrun += cancel(q);
+    for (auto& q : ctrl_req_)
+        cancel(q);
+    return unrun;
+}
+
+void ReceiveSlots::failed(int rc, const char* what) {
+    check_mpi(rc, what);
+    throw std::logic_error("ReceiveSlots::failed: MPI_SUCCESS");
+}
+
+}  // namespace cascade::detail
