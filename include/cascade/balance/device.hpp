@@ -51,22 +51,28 @@ class DeviceLoad {
     }
 
     /// Counts `t` (submitted on this DeviceLoad's Devices) for the object `key`; returns `t`.
+    /// Throws UsageError, counting nothing, for a task prepared and not submitted.
     const DeviceTask& count(const ObjectKey& key, const DeviceTask& t) {
         Balancer* b = tell();
         if (!b || !t.valid()) return t;
         std::shared_ptr<detail::DeviceWork> work = b->device_work();
-        work->submitted(key);
+        work->submitted(key);    // before on_done: the task may finish at once
         Devices* devs = &devs_;  // outlives its tasks (its destructor waits for them)
-        t.on_done([work, key, t, devs](std::exception_ptr) {
-            const int d = t.device();
-            int parallel = 1;  // the cpu device: its kernels share the pool's workers
-            if (d >= 0 && devs->device(d).kind() != DeviceKind::cpu) {
-                parallel = 0;
-                for (int i = 0; i < devs->size(); ++i)
-                    parallel += devs->device(i).kind() == devs->device(d).kind();
-            }
-            work->finished(key, t.seconds(), parallel);
-        });
+        try {
+            t.on_done([work, key, t, devs](std::exception_ptr) {
+                const int d = t.device();
+                int parallel = 1;  // the cpu device: its kernels share the pool's workers
+                if (d >= 0 && devs->device(d).kind() != DeviceKind::cpu) {
+                    parallel = 0;
+                    for (int i = 0; i < devs->size(); ++i)
+                        parallel += devs->device(i).kind() == devs->device(d).kind();
+                }
+                work->finished(key, t.seconds(), parallel);
+            });
+        } catch (...) {  // not submitted (Devices::prepare without submit): not counted
+            work->withdrawn(key);
+            throw;
+        }
         return t;
     }
 

@@ -29,6 +29,12 @@ class DeviceWork {
         std::lock_guard<std::mutex> g(m_);
         ++by_object_[key].in_flight;
     }
+    /// A task counted by submitted() will not be after all (it could not be watched).
+    void withdrawn(const ObjectKey& key) {
+        std::lock_guard<std::mutex> g(m_);
+        auto it = by_object_.find(key);
+        if (it != by_object_.end() && it->second.in_flight > 0) --it->second.in_flight;
+    }
     /// That task finished after running `seconds` on a device of which this rank has
     /// `parallel` (its time counts 1 / parallel: those devices share the work).
     void finished(const ObjectKey& key, double seconds, int parallel) {
