@@ -10,8 +10,9 @@
 // each rank stands for one core and one device however many ranks share this machine.
 //
 // Placements: "round_robin" (every rank the same mix: static placement leaves the ranks
-// without a device last), "hostless" (every object on the ranks without a device) and
-// "proportional" (each rank work in proportion to its speed: already balanced).
+// without a device last), "hostless" (every object on the ranks without a device), "devices"
+// (every object on the ranks with one: the others may take a little) and "proportional" (each
+// rank work in proportion to its speed: already balanced).
 // --uncounted submits the kernels to the Devices directly: the policies then see handlers
 // that only submit kernels, and every rank looks idle. Prints the time, the ideal (the total
 // work over the ranks' summed speed: a device rank counts --speedup + 1, its device and its
@@ -81,8 +82,8 @@ int main(int argc, char** argv) {
     app.add_option("--speedup", g_speedup, "the sim device runs a step this much faster");
     app.add_option("--device-ranks", device_ranks,
                    "ranks with a sim device, the first ones (default: half, at least 1)");
-    app.add_option("--placement", placement, "round_robin | hostless | proportional")
-        ->check(CLI::IsMember({"round_robin", "hostless", "proportional"}));
+    app.add_option("--placement", placement, "round_robin | hostless | devices | proportional")
+        ->check(CLI::IsMember({"round_robin", "hostless", "devices", "proportional"}));
     app.add_option("--policy", policy, "static | diffusion | master_worker")
         ->check(CLI::IsMember({"static", "diffusion", "master_worker"}));
     app.add_option("--period-ms", period_ms, "balancing period (ms)");
@@ -125,7 +126,9 @@ int main(int argc, char** argv) {
             where[i] = best;
             placed[best] += weight(i);
         } else {
-            where[i] = placement == "hostless" && hosts > 0 ? device_ranks + i % hosts : i % n;
+            where[i] = placement == "hostless" && hosts > 0 ? device_ranks + i % hosts
+                       : placement == "devices"             ? i % device_ranks
+                                                            : i % n;
         }
     }
     std::vector<cascade::mobile_ptr<Unit>> all(n_objects);
