@@ -5,6 +5,7 @@
 #include "cascade/trace/event.hpp"
 #include "layer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -50,28 +51,86 @@ Balancer::~Balancer() {
 }
 
 std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs) const {
+    return work_left(objs, nullptr);
+}
+
+namespace {
+
+// What the device work table says of each listed object: its device time per task here
+// (-1: unknown) and its tasks in flight.
+struct DeviceView {
+    double seconds = 0;
+    int in_flight = 0;
+};
+
+std::vector<DeviceView> device_view(detail::DeviceWork& dw, const std::vector<ObjectLoad>& objs,
+                                    bool prune) {
+    std::vector<DeviceView> v(objs.size());
+    if (!dw.used()) return v;
+    std::vector<ObjectKey> keys;
+    keys.reserve(objs.size());
+    for (const auto& o : objs)
+        keys.push_back(o.key);
+    double sum = 0;
+    int n = 0;
+    std::size_t i = 0;
+    dw.visit(
+        keys,
+        [&](const ObjectKey&, const detail::DeviceWork::Entry* e) {
+            DeviceView& d = v[i++];
+            if (!e) {
+                d.seconds = -1;  // not seen here: like the others, once their mean is known
+                return;
+            }
+            d.in_flight = e->in_flight;
+            if (e->seconds >= 0)
+                d.seconds = e->seconds, sum += e->seconds, ++n;
+            else
+                d.seconds = e->in_flight > 0 || !e->handled ? -1 : 0;  // no device work here
+        },
+        prune);
+    const double mean = n ? sum / n : 0.0;
+    for (auto& d : v)
+        if (d.seconds < 0) d.seconds = mean;
+    return v;
+}
+
+}  // namespace
+
+std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
+                                        std::vector<double>* movable) const {
     double sum = 0;
     int n = 0;
     for (const auto& o : objs)
         if (o.recent_s > 0) sum += o.recent_s, ++n;
     const double fallback = n ? sum / n : opts_.default_request_s;
+    const auto dev = device_view(*device_work_, objs, false);
     // Queued work and each object's projection (what it generates: a chain's next steps).
     std::vector<double> w;
     w.reserve(objs.size());
+    if (movable) movable->assign(objs.size(), 0.0);
     double projected = 0, rank_rate = 0;
     std::size_t queued = 0;
-    for (const auto& o : objs) {
+    for (std::size_t i = 0; i < objs.size(); ++i) {
+        const auto& o = objs[i];
         if (o.leaving || o.user_load) {
             w.push_back(o.leaving ? 0.0 : o.load);
+            if (movable) (*movable)[i] = w.back();
             continue;
         }
         // A chain projects its next steps; requests from elsewhere are counted as they
         // come (queued, or in the rank's rate below). Only an object with a request
         // projects: one with none may be done, and a rank with none is idle, time to ask.
-        const double cost = o.recent_s > 0 ? o.recent_s : fallback;
-        const double ahead =
-            o.pending > 0 ? o.chained * o.demand * opts_.horizon_handlers * cost : 0.0;
-        w.push_back(double(o.pending) * cost + ahead);
+        // Device work: its time per task adds to the cost of a request, its tasks in flight
+        // are this rank's work (they finish here), and it runs as a chain while active.
+        const double device_s = dev[i].seconds;
+        const double cost = (o.recent_s > 0 ? o.recent_s : fallback) + device_s;
+        const double in_flight = double(dev[i].in_flight) * device_s;
+        const bool active = o.pending > 0 || dev[i].in_flight > 0;
+        const double chain = std::max(o.chained * o.demand, device_s > 0 ? 1.0 : 0.0);
+        const double ahead = active ? chain * opts_.horizon_handlers * cost : 0.0;
+        w.push_back(double(o.pending) * cost + ahead + in_flight);
+        if (movable) (*movable)[i] = w.back() - in_flight;
         projected += ahead;
         rank_rate += o.busy_rate * o.issuing;
         queued += o.pending;
@@ -82,9 +141,25 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs) con
     const double extra = rank_rate * opts_.horizon_s - projected;
     if (queued > 0 && extra > 0 && rank_rate > 0)
         for (std::size_t i = 0; i < objs.size(); ++i)
-            if (!objs[i].leaving && !objs[i].user_load)
-                w[i] += extra * objs[i].busy_rate * objs[i].issuing / rank_rate;
+            if (!objs[i].leaving && !objs[i].user_load) {
+                const double add = extra * objs[i].busy_rate * objs[i].issuing / rank_rate;
+                w[i] += add;
+                if (movable) (*movable)[i] += add;
+            }
     return w;
+}
+
+double Balancer::request_seconds() const {
+    return request_seconds(local_objects());
+}
+
+double Balancer::request_seconds(const std::vector<ObjectLoad>& objs) const {
+    const auto dev = device_view(*device_work_, objs, false);
+    double sum = 0;
+    int n = 0;
+    for (std::size_t i = 0; i < objs.size(); ++i)
+        if (objs[i].recent_s > 0) sum += objs[i].recent_s + dev[i].seconds, ++n;
+    return n ? sum / n : 0.0;
 }
 
 double Balancer::work_left() const {
@@ -109,6 +184,7 @@ std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {
         here.push_back(double(now - since) * 1e-9);
     }
     seen_ns_ = std::move(seen);
+    if (device_work_->used()) device_view(*device_work_, objs, true);  // forgets objects gone
     return here;
 }
 
@@ -123,6 +199,7 @@ void Balancer::send(int dest, const char* data, std::size_t size) {
 }
 
 void Balancer::after_handler(const ObjectKey& key, double seconds) {
+    device_work_->handled(key);
     policy_->notify(*this, key, seconds);
     if (!enabled()) return;
     const std::int64_t now = now_ns();

@@ -162,7 +162,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     std::memcpy(&m, data, std::min(size, sizeof m));
     // r names a rank (-1: none), but in kind 4, where it counts objects.
     if (source < 0 || source >= b.ranks() || m.r < -1 || (m.kind != 4 && m.r >= b.ranks()) ||
-        !std::isfinite(m.x) || !std::isfinite(m.y))
+        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z))
         throw WireError("diffusion: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.r) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -180,6 +180,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         }
         case 2: {  // a load we asked for
             const double mine = b.work_left();
+            const double req = b.request_seconds();
             std::lock_guard<std::mutex> g(m_);
             if (phase_ != Phase::polling) break;
             ++replies_;
@@ -208,7 +209,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             if (best_rank_ >= 0 && best_load_ > opts_.limit_s &&
                 best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3) {
                 phase_ = Phase::asking;
-                out.push_back({best_rank_, Msg{3, -1, my_load_, want}});
+                out.push_back({best_rank_, Msg{3, -1, my_load_, want, req, b.devices()}});
             } else {  // nobody around has work: another neighbourhood next time
                 phase_ = Phase::quiet;
                 draw_neighbours(b);
@@ -223,8 +224,9 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             break;
         }
         case 3: {  // give `source` some of our work
-            const auto gift = b.enabled() ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s})
-                                          : detail::Gift{};
+            const auto gift = b.enabled()
+                                  ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s, m.z, m.d})
+                                  : detail::Gift{};
             if (gift.work <= 0 && b.enabled()) {
                 // Nothing could go yet (no object here long enough, none measured): told
                 // again later if we still have work to spare.
@@ -236,6 +238,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         }
         case 5: {  // a rank with work to spare: ask it at once if we have little
             const double mine = b.work_left();
+            const double req = b.request_seconds();
             std::lock_guard<std::mutex> g(m_);
             learn(b, source, m.x);
             // Little: below the limit, or under a half of its load (a rank that waits until
@@ -257,7 +260,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             phase_ = Phase::asking;
             my_load_ = mine;
             // It told a neighbourhood: our share of its surplus.
-            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / askers(b)}});
+            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / askers(b), req, b.devices()}});
             break;
         }
         case 4: {  // what the most loaded neighbour gave us

@@ -29,16 +29,24 @@ void MasterWorker::notify(Balancer&, const ObjectKey&, double) {
 void MasterWorker::step(Balancer& b, bool from_idle) {
     if (b.ranks() < 2) return;
     const double load = b.work_left();
+    const double req = b.request_seconds();
+    const int devices = b.devices();
     Out out;
     {
         std::lock_guard<std::mutex> g(m_);
         const int master = std::clamp(opts_.master, 0, b.ranks() - 1);
-        const bool changed = reported_ < 0 || std::abs(load - reported_) >
-                                                  opts_.report * std::max(reported_, opts_.limit_s);
+        // A rank that could not give yet (its objects had not been here for hold_s) reports
+        // again once they have, whether its load changed or not: the master asks it again
+        // then (a steady load, a chain's, would never report otherwise).
+        const bool retry = again_ns_ > 0 && now_ns() >= again_ns_;
+        const bool changed =
+            reported_ < 0 || retry ||
+            std::abs(load - reported_) > opts_.report * std::max(reported_, opts_.limit_s);
         if (waiting_ && load >= opts_.limit_s) waiting_ = false;  // work came: no longer asking
         if (changed && !from_idle) {
             reported_ = load;
-            out.push_back({master, Msg{1, b.rank(), load, 0}});
+            again_ns_ = 0;
+            out.push_back({master, Msg{1, b.rank(), load, 0, req, devices}});
         }
         if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
             !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
@@ -46,7 +54,7 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             waiting_ = true;
             reported_ = load;
             asked_load_ = load;
-            out.push_back({master, Msg{2, b.rank(), load, 0}});
+            out.push_back({master, Msg{2, b.rank(), load, 0, req, devices}});
         }
         // The master: a donor that refused a while ago may give now.
         if (b.rank() == master && !queue_.empty()) serve(out);
@@ -83,7 +91,7 @@ void MasterWorker::serve(Out& out) {
         const double want = std::min(mean - table_[r], (table_[best] - table_[r]) / 2);
         if (want < opts_.limit_s / 2) return;  // the end of the work: not worth a move
         queue_.pop_front();
-        out.push_back({best, Msg{3, r, asked_[r], want}});
+        out.push_back({best, Msg{3, r, asked_[r], want, request_s_[r], devices_[r]}});
         table_[best] -= want;  // what the donor will aim at
         table_[r] += want;
         promised_[r] = want;
@@ -95,7 +103,8 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
     std::memcpy(&m, data, std::min(size, sizeof m));
     // Loads are finite; kind 4 counts objects in y.
     if (source < 0 || source >= b.ranks() || m.rank < 0 || m.rank >= b.ranks() ||
-        !std::isfinite(m.x) || !std::isfinite(m.y) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
+        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) ||
+        (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -107,8 +116,10 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             std::lock_guard<std::mutex> g(m_);
             if (table_.empty())
                 table_.assign(b.ranks(), 0.0), refused_until_ns_.assign(b.ranks(), 0),
-                    asked_.assign(b.ranks(), 0.0), promised_.assign(b.ranks(), 0.0);
+                    asked_.assign(b.ranks(), 0.0), promised_.assign(b.ranks(), 0.0),
+                    request_s_.assign(b.ranks(), 0.0), devices_.assign(b.ranks(), -1);
             table_[source] = m.x;
+            if (m.kind != 5) request_s_[source] = m.z, devices_[source] = m.d;
             if (m.kind == 2) asked_[source] = m.x;
             int asker = m.kind == 2 ? source : -1;
             if (m.kind == 5) {  // what it was promised never came: it waits again if still low
@@ -126,15 +137,19 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             break;
         }
         case 3: {  // the master asks us to give rank m.rank some work
-            const auto gift =
-                b.enabled() ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s}) : detail::Gift{};
+            const auto gift = b.enabled()
+                                  ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s, m.z, m.d})
+                                  : detail::Gift{};
             const double left = b.work_left();
             {
                 std::lock_guard<std::mutex> g(m_);
                 reported_ = left;
+                if (gift.work <= 0 && left >= opts_.limit_s)
+                    again_ns_ = now_ns() + std::int64_t(b.options().hold_s * 1e9);
             }
             if (gift.work > 0) {
-                out.push_back({source, Msg{1, b.rank(), left, 0}});
+                out.push_back(
+                    {source, Msg{1, b.rank(), left, 0, b.request_seconds(), b.devices()}});
                 out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
                 out.push_back({source, Msg{5, m.rank, left, 0}});

@@ -218,6 +218,7 @@ void Runtime::finish_kernel(TaskState* t) {
     unref(e);
     t->kernel_event = nullptr;
     if (!err) record_seconds(*t->kernel, t->device, secs);
+    t->ran_s = secs;
     ++s.stats.tasks;
     s.stats.busy_seconds += secs;
     fail_task(t, err);  // gives back pins and the device's slot; completes

@@ -26,6 +26,7 @@ void TaskState::reset() noexcept {
     want = DeviceKind::any;
     on = -1;
     threads = Threads{};
+    ran_s = 0;
     scratch_bytes = 0;
     args.clear();
     fn = nullptr;
@@ -245,6 +246,9 @@ const std::string& DeviceTask::name() const noexcept {
 }
 int DeviceTask::device() const noexcept {
     return s_ ? s_->device : -1;
+}
+double DeviceTask::seconds() const noexcept {
+    return s_ && ready() ? s_->ran_s : 0.0;
 }
 Threadpool& DeviceTask::pool() const noexcept {
     return s_->rt->tp;

@@ -335,6 +335,36 @@ TEST(DeviceTasks, OnDoneSeesSuccessAndFailure) {
     EXPECT_THROW(std::rethrow_exception(seen_bad), std::domain_error);
 }
 
+TEST(DeviceTasks, SecondsIsTheKernelsRunTime) {
+    // A sim device that sleeps the modelled 5 ms: seconds() is that long (the run, not the
+    // wait behind the first task), 0 before the task finished and for a host continuation.
+    Threadpool tp(1);
+    cascade::DevicesOptions o{.cpu = false, .sim = 1};
+    o.sim_options.run_kernels = false;
+    Devices devs(tp, o);
+    static cascade::Kernel nap("nap");
+    static const bool ready = [] {
+        nap.cpu([](cascade::KernelArgs&) {});
+        nap.model([](const cascade::Threads&) { return 0.005; });
+        return true;
+    }();
+    (void)ready;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto first = devs.submit(nap);
+    auto second = devs.submit(nap);
+    EXPECT_EQ(second.seconds(), 0.0);
+    auto after = second.then([] {});
+    after.get();
+    const double since =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    first.get();
+    EXPECT_GE(second.seconds(), 0.004);
+    // Its own 5 ms, not the time since submission (the first one's 5 ms at least before it).
+    EXPECT_LT(second.seconds(), since - 0.004);
+    EXPECT_GE(first.seconds(), 0.004);
+    EXPECT_EQ(after.seconds(), 0.0);
+}
+
 TEST(DeviceTasks, ThreadsOutsideThePoolWaitOnOpenclEventsThemselves) {
     // Several threads outside the pool wait for OpenCL tasks at once (blocking on the task's
     // event and completing it themselves, or polling when that option is off), while the

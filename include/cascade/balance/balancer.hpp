@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cascade/balance/detail/device_work.hpp"
 #include "cascade/balance/policy.hpp"
 #include "cascade/core/idle_hook.hpp"
 #include "cascade/objects/objects.hpp"
@@ -82,10 +83,32 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// (this rank's average, or default_request_s, for an object that never ran one); where
     /// the rank's busy-time rate with issuing handlers x horizon_s is more than the sum of
     /// those projections, the difference is shared by that rate. Only objects with a request
-    /// project. 0 for an object a balancing migration is taking away.
+    /// project. Device work counts too (<cascade/balance/device.hpp>): an object's cost adds
+    /// its device time per task measured here (divided by the rank's devices of that kind; an
+    /// object not measured here yet: the mean of those measured here), its device tasks in
+    /// flight count as work of this rank, and an object with device work counts as a chain
+    /// while it has a request or a device task in flight (its next request usually comes
+    /// when its device work ends). 0 for an object a balancing migration is taking away.
     std::vector<double> work_left(const std::vector<ObjectLoad>& objs) const;
+    /// As above; `movable` (if given) gets the part of each that would move with the object
+    /// (all but its device tasks already submitted here, which finish here).
+    std::vector<double> work_left(const std::vector<ObjectLoad>& objs,
+                                  std::vector<double>* movable) const;
     /// The sum over the objects living here: this rank's load as the policies see it.
     double work_left() const;
+    /// The mean cost of one request here (handler time plus device time per task), over the
+    /// objects that ran a handler; 0 when none did. Ranks with different devices compare it
+    /// to tell how fast each runs the same work (see detail/donate.hpp).
+    double request_seconds() const;
+    /// The same over `objs` (from local_objects()).
+    double request_seconds(const std::vector<ObjectLoad>& objs) const;
+
+    // ---- device work (counted by <cascade/balance/device.hpp>) ---------------------------
+    /// The device work of the objects here: device tasks their handlers submitted, in flight
+    /// and measured (shared: a task finishing after this Balancer went updates it harmlessly).
+    const std::shared_ptr<detail::DeviceWork>& device_work() const noexcept { return device_work_; }
+    /// Accelerators of this rank, as counted by count_devices() (0: none, or not told).
+    int devices() const noexcept { return device_work_->devices(); }
     /// How long each object has lived here (seconds), as far as this Balancer has seen: from
     /// the first call that listed it (objects that arrive are seen at the next balancing step
     /// or request at the latest).
@@ -124,6 +147,7 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0}, arrivals_{0};
     std::mutex seen_mutex_;
     std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
+    std::shared_ptr<detail::DeviceWork> device_work_ = std::make_shared<detail::DeviceWork>();
 };
 
 }  // namespace cascade

@@ -39,10 +39,14 @@ class MasterWorker final : public BalancePolicy {
   private:
     struct Msg {
         // 1 load report (x), 2 ask for work (x: load), 3 give `rank` work (x: its load, y: at
-        // most this much), 4 work given (x, in y objects), 5 could not give `rank` work (x: load)
+        // most this much), 4 work given (x, in y objects), 5 could not give `rank` work (x:
+        // load); z and d: in 1 and 2 the sender's cost of a request and its devices, in 3
+        // those of `rank`
         std::uint8_t kind;
         std::int32_t rank;
         double x, y;
+        double z = 0;
+        std::int32_t d = -1;
     };
     using Out = std::vector<std::pair<int, Msg>>;
     void step(Balancer& b, bool from_idle);
@@ -54,13 +58,16 @@ class MasterWorker final : public BalancePolicy {
     // Every rank.
     bool waiting_ = false;  // asked the master, no answer yet
     double reported_ = -1;
+    std::int64_t again_ns_ = 0;       // could not give: report again from then on (0: no)
     double asked_load_ = 0;           // our load when we last asked
     detail::Incoming incoming_;       // no new request until the work a donor gave us arrived
     std::atomic<bool> credit_{true};  // handlers ran since the last request
     // The master.
     std::vector<double> table_;
-    std::vector<double> asked_;     // a waiting rank's load when it asked
-    std::vector<double> promised_;  // work a donor was told to give it, not yet confirmed
+    std::vector<double> asked_;      // a waiting rank's load when it asked
+    std::vector<double> promised_;   // work a donor was told to give it, not yet confirmed
+    std::vector<double> request_s_;  // each rank's cost of a request (Balancer::request_seconds)
+    std::vector<int> devices_;       // each rank's devices (Balancer::devices)
     std::vector<std::int64_t> refused_until_ns_;  // refused to give: not asked again till then
     std::deque<int> queue_;                       // ranks waiting for work
 };

@@ -70,6 +70,9 @@ class DeviceTask {
     const std::string& name() const noexcept;
     /// The device index it ran on (-1: a host continuation, or not scheduled yet).
     int device() const noexcept;
+    /// Seconds its kernel ran on the device, as the runtime measured it (the backend's own
+    /// measure where it has one), once it finished; 0 before, and for a task with no kernel.
+    double seconds() const noexcept;
     /// The pool of the Devices it belongs to (where its continuations run). Not for an empty
     /// handle.
     Threadpool& pool() const noexcept;

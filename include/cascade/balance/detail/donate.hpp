@@ -14,19 +14,28 @@ struct Ask {
     double load = 0;     ///< the asker's queued work (seconds)
     double want = 1e30;  ///< at most this much work (its share, as far as it knows)
     double min_gap = 0;  ///< below this difference of loads nothing is worth moving
+    /// The asker's mean cost of one request (Balancer::request_seconds; 0: unknown) and its
+    /// accelerators (Balancer::devices; -1: unknown). Where its devices differ from the
+    /// donor's, the two costs tell how much longer (or shorter) the same work takes there.
+    double request_s = 0;
+    int devices = -1;
 };
 
 /// What a donor gave.
 struct Gift {
-    double work = 0;  ///< seconds of queued work
+    double work = 0;  ///< seconds of queued work, as the asker will run it
     int objects = 0;  ///< objects migrated
 };
 
-/// Migrates local objects to rank `to`: largest first while the asker stays at or below half
-/// the gap and `ask.want`; if none fits, the one object that brings the two loads closest, if
-/// that gains at least half of `ask.min_gap`. Gives only objects whose work is measured (a
-/// handler ran on them, or the type has a load function), that have lived here for the
-/// Balancer's hold_s, and never the last object with queued work.
+/// Migrates local objects to rank `to`: largest first while the asker stays at or below the
+/// donor and within `ask.want`; if none fits, the one object that brings the two loads
+/// closest, if that gains at least half of `ask.min_gap`. Gives only objects whose work is
+/// measured (a handler ran on them, or the type has a load function), that have lived here
+/// for the Balancer's hold_s, and never the last object with queued work, nor device tasks
+/// already submitted here. Work given counts at the asker as `speed` = ask.request_s / this
+/// rank's request cost when their devices differ (a rank with a device runs device work
+/// faster), else 1: so the donor gives at most gap / (1 + speed) of its own work (half the gap
+/// between alike ranks).
 Gift donate(Balancer& b, int to, const Ask& ask);
 
 }  // namespace cascade::detail

@@ -66,6 +66,7 @@ struct TaskState {
     int bypassed = 0;     // times later tasks were admitted before it
     double expected = 0;  // seconds the scheduler expects the kernel to take
     std::int64_t t_launch = 0;
+    double ran_s = 0;          // the kernel's measured run time, once finished (0: none)
     Event* wait_on = nullptr;  // an event it waits for (not owned)
     Event* kernel_event = nullptr;
     LaunchRecord launch;
