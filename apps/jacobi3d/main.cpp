@@ -719,10 +719,18 @@ int main(int argc, char** argv) {
                 return 1;
             }
             if (moving) {
+                // Every rank asks for its blocks' reports and answers the others' in one run
+                // of the pool: a block may live on another rank now, which must keep serving
+                // requests until every report has arrived (join() ends only then).
+                std::vector<cascade::future<Report>> asked;
+                tp.start();
+                for (auto p : mine)
+                    asked.push_back(report->call(p));
+                tp.join();
                 std::uint64_t s = 0;
                 double d = 0;
-                for (auto p : mine) {
-                    const Report r = report->call(p).get();
+                for (auto& f : asked) {
+                    const Report r = f.get();
                     if (r.next != iters || r.pending) complete = false;
                     s += r.sum;
                     d += r.dsum;
