@@ -5,12 +5,20 @@
 // CASCADE_BALANCE=rotate when the test runs with it). Each handler leaves device work in flight
 // on the Data, which a migration waits for. The checks: every request ran, in the order each
 // rank issued it; the values after the last arrival and after one more device task; every
-// object lives on exactly one rank after join(). Misuse gives clear errors (one process).
+// object lives on exactly one rank after join(). An object moved by a handler that ran on the
+// communication thread, while a device task on its Data waits for a message only that thread
+// can receive, leaves from a worker (no deadlock). Misuse gives clear errors (one process).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cascade/cascade.hpp"
@@ -35,6 +43,13 @@ CASCADE_KERNEL(add_to, (kernel_global double* y, double a, int n), {
     int i = kernel_global_id_x;
     if (i < n) y[i] += a;
 });
+
+// y += a * g[0]: a task on y that also reads g, so it waits while the host holds g.
+CASCADE_KERNEL(add_scaled,
+               (kernel_global const double* g, kernel_global double* y, double a, int n), {
+                   int i = kernel_global_id_x;
+                   if (i < n) y[i] += a * g[0];
+               });
 
 CASCADE_KERNEL(sum_of, (kernel_global const double* x, kernel_global double* s, int n), {
     if (kernel_global_id_x == 0) {
@@ -192,6 +207,115 @@ TEST(ObjectsDevice, DataMembersMigrateInEveryStateInOrder) {
     MPI_Allreduce(&here, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     EXPECT_EQ(total, long(all.size()));
     MPI_Barrier(MPI_COMM_WORLD);
+    cascade::set_object_devices(nullptr);
+}
+
+// Ends the process if the test is still running after `seconds` (a deadlock fails the test
+// with a message instead of running into the CTest timeout).
+class Deadline {
+  public:
+    Deadline(double seconds, const char* what)
+        : t_([this, seconds, what] {
+              std::unique_lock<std::mutex> g(mu_);
+              if (!cv_.wait_for(g, std::chrono::duration<double>(seconds), [&] { return done_; })) {
+                  std::fprintf(stderr, "deadline: %s after %.0f s\n", what, seconds);
+                  std::fflush(stderr);
+                  std::abort();
+              }
+          }) {}
+    ~Deadline() {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        t_.join();
+    }
+
+  private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread t_;
+};
+
+Data<double>* g_gate = nullptr;
+
+// A handler that runs on the communication thread (run_in_handler) submits a device task on
+// its object's Data and moves the object as it ends. That task waits for a Data the host holds
+// until a message reaches this rank: the migration must not wait for the task on the
+// communication thread, which alone can receive that message.
+TEST(ObjectsDevice, MigrationAtTheEndOfACommThreadHandlerDoesNotWaitThere) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Devices devs(tp, slow_sim());
+    g_devs = &devs;
+    g_sim = devs.find(DeviceKind::sim);
+    ASSERT_GE(g_sim, 0);
+    cascade::set_object_devices(&devs);
+    Objects objs(tp, comm);
+    const int me = comm.rank(), n = comm.ranks();
+    if (n < 2) {
+        cascade::set_object_devices(nullptr);
+        GTEST_SKIP() << "needs two ranks";
+    }
+    Data<double> gate(devs, 1, "gate");
+    g_gate = &gate;
+    const mobile_ptr<Cell> p(ObjectKey{0, 0, 1});  // rank 0's first object
+    // Rank 0: the device task may run now (the host gives the gate back).
+    auto open = comm.make_active_msg([](int&) { g_gate->release(); }, "open");
+    // Rank 1: rank 0's handler has ended; answer with `open`.
+    auto ping = comm.make_active_msg([&](int& from) { open->send(from, me); }, "ping");
+    auto move = objs.make_handler<Cell>(
+        [&](Cell& c, int& dest) {
+            g_devs->submit(add_scaled, cascade::read(gate), cascade::readwrite(c.u), 1.0, int(kLen),
+                           Launch{.on = g_sim, .threads = {kLen}});
+            ++c.steps;
+            ping->send(dest, objs.rank());
+            objs.migrate(p, dest);
+        },
+        {.name = "move", .run_in_handler = true});
+    auto check = objs.make_handler<Cell>(
+        [](Cell& c) -> std::vector<std::int64_t> {
+            std::int64_t wrong = 0;
+            const std::vector<double> v = c.u.to_vector();
+            for (std::size_t i = 0; i < v.size(); ++i)
+                if (v[i] != double(i) + double(c.steps)) ++wrong;
+            return {c.steps, wrong};
+        },
+        {.name = "check"});
+    if (me == 0) {
+        std::vector<double> init(kLen);
+        for (std::size_t i = 0; i < kLen; ++i)
+            init[i] = double(i);
+        Cell c;
+        c.u = Data<double>(devs, std::span<const double>(init), "u");
+        ASSERT_EQ(objs.create<Cell>(std::move(c)).key(), p.key());
+        objs.pin(p);  // a balancing policy leaves it where it is
+        // The host holds the gate until rank 1 answers.
+        auto h = gate.request(cascade::DataAccess::write);
+        h.get()[0] = 1.0;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    {
+        const Deadline deadline(60,
+                                "the migration waited for device data on the "
+                                "communication thread");
+        if (me == 1) move->invoke(p, 1);
+        tp.join();
+    }
+    EXPECT_EQ(objs.is_local(p), me == 1);
+    std::uint64_t moved = objs.stats().moved_by_handler, all = 0;
+    MPI_Allreduce(&moved, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_EQ(all, 1u) << "the object was not moved by its handler as it ended";
+    if (me == 1) {
+        auto r = check->call(p).get();
+        EXPECT_EQ(r[0], 1);
+        EXPECT_EQ(r[1], 0) << "wrong values after the migration";
+    }
+    tp.join();
+    MPI_Barrier(MPI_COMM_WORLD);
+    g_gate = nullptr;
     cascade::set_object_devices(nullptr);
 }
 
