@@ -7,7 +7,8 @@
 // rank issued it; the values after the last arrival and after one more device task; every
 // object lives on exactly one rank after join(). An object moved by a handler that ran on the
 // communication thread, while a device task on its Data waits for a message only that thread
-// can receive, leaves from a worker (no deadlock). Misuse gives clear errors (one process).
+// can receive, leaves from a worker (no deadlock); a short handler that waits on device work is
+// never run on the communication thread. Misuse gives clear errors (one process).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -317,6 +318,48 @@ TEST(ObjectsDevice, MigrationAtTheEndOfACommThreadHandlerDoesNotWaitThere) {
     MPI_Barrier(MPI_COMM_WORLD);
     g_gate = nullptr;
     cascade::set_object_devices(nullptr);
+}
+
+// A short handler that waits on device work (here a task long finished) is never run on the
+// communication thread on its own, as a short handler that does not wait may be: its next wait
+// could hold up the messages that the device work waits for.
+TEST(ObjectsDevice, HandlerThatWaitsOnDeviceWorkStaysOffTheCommThread) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Devices devs(tp, slow_sim());
+    Objects objs(tp, comm);
+    const int me = comm.rank(), n = comm.ranks();
+    if (n < 2) GTEST_SKIP() << "needs two ranks";
+    Data<double> x(devs, 1, "x");
+    const cascade::DeviceTask done = devs.submit(add_to, cascade::readwrite(x), 1.0, 1,
+                                                 Launch{.on = devs.find(DeviceKind::sim)});
+    done.wait();
+    auto tiny = objs.make_handler<Cell>([](Cell& c) { ++c.steps; }, {.name = "tiny"});
+    auto waits = objs.make_handler<Cell>(
+        [&done](Cell& c) {
+            done.wait();
+            ++c.steps;
+        },
+        {.name = "waits"});
+    const mobile_ptr<Cell> p(ObjectKey{0, 0, 1});
+    if (me == 0) {
+        ASSERT_EQ(objs.create<Cell>().key(), p.key());
+        objs.pin(p);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    // Rank 1 calls, one at a time, while rank 0's pool is idle.
+    std::uint64_t here[2] = {0, 0};
+    for (int phase = 0; phase < 2; ++phase) {
+        if (me == 1)
+            for (int i = 0; i < 40; ++i)
+                (phase == 0 ? tiny : waits)->call(p).get();
+        tp.join();
+        here[phase] = objs.stats().on_comm_thread;
+    }
+    std::uint64_t counts[2] = {here[0], here[1] - here[0]};
+    MPI_Bcast(counts, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (counts[0] == 0) GTEST_SKIP() << "no short handler ran on the communication thread";
+    EXPECT_EQ(counts[1], 0u) << "a handler that waits on device work ran there";
 }
 
 // A Data member written outside a migration (as a message argument) is a UsageError; so is an
