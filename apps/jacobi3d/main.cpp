@@ -35,6 +35,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -444,12 +445,18 @@ int main(int argc, char** argv) {
     // The kernel --fail injects: it throws on the device.
     cascade::Kernel failing("jacobi_update");
     failing.cpu([](cascade::KernelArgs&) { throw std::runtime_error("injected kernel failure"); });
-    // The first kernel that failed on this rank ("block B, iteration T: what").
+    // The earliest iteration whose kernel failed on this rank ("block B, iteration T: what").
+    // The kernels after it on the same block fail with its exception, and their on_done
+    // continuations may run first: the lowest iteration is the one that failed by itself.
     std::mutex failure_mu;
     std::string failure;
-    auto failed = [&](const std::string& what) {
+    int failure_iter = std::numeric_limits<int>::max();
+    auto failed = [&](const std::string& what, int t) {
         std::lock_guard<std::mutex> g(failure_mu);
-        if (failure.empty()) failure = what;
+        if (failure.empty() || t < failure_iter) {
+            failure = what;
+            failure_iter = t;
+        }
     };
 
     // ---- the Cascade version: blocks as mobile objects ---------------------------------
@@ -494,7 +501,8 @@ int main(int argc, char** argv) {
                     what = "unknown error";
                 }
                 failed("block " + std::to_string(id) + ", iteration " + std::to_string(t) + ": " +
-                       what);
+                           what,
+                       t);
             });
             ++b.next;
             if (b.next < iters) ++b.arrived[b.next % 2];
@@ -707,7 +715,7 @@ int main(int argc, char** argv) {
                 try {
                     tp.join();
                 } catch (const std::exception& e) {
-                    failed(e.what());
+                    failed(e.what(), std::numeric_limits<int>::max());
                 }
             }));
             // A failed kernel: the run ends with its message, no checksum is read.
