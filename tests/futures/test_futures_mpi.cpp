@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cascade/cascade.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -16,23 +17,29 @@
 using namespace cascade;
 
 namespace {
-// Built twice: with CASCADE_TEST_JOINER_WORKS=N the pool has N workers of which the thread in
-// join() is one (ThreadpoolOptions::joiner_works), so gets and calls also run on the
-// thread that drives MPI.
-#ifdef CASCADE_TEST_JOINER_WORKS
-constexpr int kWorkers = CASCADE_TEST_JOINER_WORKS;
-constexpr bool kJoinerWorks = true;
-#else
-constexpr int kWorkers = 2;
-constexpr bool kJoinerWorks = false;
-#endif
+// With CASCADE_TEST_JOINER_WORKS=N in the environment the pool has N workers of which the
+// thread in join() is one (ThreadpoolOptions::joiner_works), so gets and calls also run on the
+// thread that drives MPI; without it, two workers and a joiner that only drives MPI.
+int joiner_workers() {
+    const char* s = std::getenv("CASCADE_TEST_JOINER_WORKS");
+    return s ? std::atoi(s) : 0;
+}
 struct Env {
     Communicator comm;
-    Threadpool tp{kWorkers, &comm, ThreadpoolOptions{.joiner_works = kJoinerWorks}};
+    Threadpool tp{joiner_workers() > 0 ? joiner_workers() : 2, &comm,
+                  ThreadpoolOptions{.joiner_works = joiner_workers() > 0}};
     Futures fx{tp, &comm};
     int me = comm.rank(), n = comm.ranks();
 };
 }  // namespace
+
+// The pool these tests run on is the one the environment asks for.
+TEST(FuturesMpi, PoolAsTheEnvironmentSays) {
+    Env e;
+    EXPECT_EQ(e.tp.joiner_works(), joiner_workers() > 0);
+    EXPECT_EQ(e.tp.workers(), joiner_workers() > 0 ? joiner_workers() : 2);
+    e.tp.join();
+}
 
 TEST(FuturesMpi, RemoteCallsToEveryRank) {
     Env e;

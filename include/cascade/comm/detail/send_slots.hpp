@@ -17,10 +17,37 @@
 
 namespace cascade::detail {
 
+/// The requests of one send: two in place (a message of frames and the announce of a big
+/// one), more on the heap (the pieces of a large body), so a send of frames allocates nothing.
+class SendRequests {
+  public:
+    void push_back(MPI_Request r) {
+        if (n_ < kInPlace)
+            in_place_[n_] = r;
+        else
+            more_.push_back(r);
+        ++n_;
+    }
+    std::size_t size() const noexcept { return n_; }
+    MPI_Request operator[](std::size_t i) const noexcept {
+        return i < kInPlace ? in_place_[i] : more_[i - kInPlace];
+    }
+    void clear() noexcept {
+        n_ = 0;
+        more_.clear();
+    }
+
+  private:
+    static constexpr std::size_t kInPlace = 2;
+    MPI_Request in_place_[kInPlace] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    std::vector<MPI_Request> more_;
+    std::size_t n_ = 0;
+};
+
 /// One send handed to MPI: its buffer (or body) and its requests until they complete.
 struct PendingSend {
-    Bytes buf;                      ///< Frames (or a control message) MPI sends from.
-    std::vector<MPI_Request> reqs;  ///< Its requests, until SendSlots::track takes them.
+    Bytes buf;          ///< Frames (or a control message) MPI sends from.
+    SendRequests reqs;  ///< Its requests, until SendSlots::track takes them.
     /// Frames announcing big messages: MPI sends from them, so they never move (a list also
     /// makes and moves an empty PendingSend without allocating, unlike a deque).
     std::list<std::array<std::uint64_t, 3>> announce;
@@ -49,8 +76,8 @@ class SendSlots {
         }
         ps.outstanding = ps.reqs.size();
         ps.live = true;
-        for (MPI_Request r : ps.reqs) {
-            reqs_.push_back(r);
+        for (std::size_t k = 0; k < ps.reqs.size(); ++k) {
+            reqs_.push_back(ps.reqs[k]);
             req_slot_.push_back(slot);
         }
         ps.reqs.clear();
