@@ -43,11 +43,19 @@ void release(DataBlock* b) noexcept {
     if (b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) b->rt->free_block(b);
 }
 
+std::size_t host_ready(DataBlock* b) noexcept {
+    return b->host_ready.load(std::memory_order_acquire);
+}
+
+Threadpool& pool_of(DataBlock* b) noexcept {
+    return b->rt->tp;
+}
+
 void* host_pointer(DataBlock* b) noexcept {
     return b->copies[0].ptr;
 }
 
-DeviceTask request_host(DataBlock* b, DataAccess a) {
+DeviceTask request_host(DataBlock* b, DataAccess a, std::size_t chunk) {
     if (!b) throw UsageError("Data::request() on an empty Data");
     Runtime& rt = *b->rt;
     b->lock.lock();
@@ -59,6 +67,7 @@ DeviceTask request_host(DataBlock* b, DataAccess a) {
                          "first)");
     TaskState* s = rt.acquire();
     s->kind = TaskKind::host_access;
+    s->chunk = a == DataAccess::read ? chunk : 0;
     s->name = "request(" + b->name + ", " + to_string(a) + ")";
     ArgSlot& arg = s->args.emplace_back();
     arg.block = b;

@@ -284,6 +284,66 @@ void Runtime::issue_copy(int d, DataBlock* b, int from, int to, int then_space) 
     }
 }
 
+void Runtime::issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    ensure_host(b);
+    Copy& dst = b->copies[0];
+    Copy& src = b->copies[static_cast<std::size_t>(from)];
+    const std::size_t n = (b->bytes + chunk - 1) / chunk;
+    b->chunk = chunk;
+    b->chunk_done.assign(n, 0);
+    b->chunks_left = n;
+    b->host_ready.store(0, std::memory_order_release);
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t off = k * chunk, len = std::min(chunk, b->bytes - off);
+        Event* e = new_event();
+        if (k + 1 == n) {  // the copy is valid once every chunk landed: marked by the last
+            if (dst.pending) unref(dst.pending);
+            dst.pending = e;
+            ++e->refs;
+            b->chunk_last = e;
+            ++e->refs;
+        }
+        ++src.pins;
+        retain(b);
+        Transfer tr{e, b, d, from, -1, nullptr, len, true, now_seconds()};
+        tr.chunk_index = k;
+        tr.chunked = true;
+        transfers.push_back(tr);
+        ++s.transfers;
+        e->t_start = trace::stamp();
+        s.stats.bytes_out += len;
+        s.dev->copy_out_range(dst.ptr, src.ptr, off, len, *e);
+    }
+}
+
+// A chunk of a chunked fetch finished: advance host_ready over the chunks landed in order;
+// the last one clears the host copy's pending mark.
+void Runtime::chunk_landed(const Transfer& tr) {
+    DataBlock* b = tr.block;
+    if (tr.ev->state.load(std::memory_order_acquire) == Event::failed) {
+        b->host_ready.store(DataBlock::kFetchFailed, std::memory_order_release);
+    } else {
+        b->chunk_done[tr.chunk_index] = 1;
+        std::size_t ready = b->host_ready.load(std::memory_order_relaxed);
+        if (ready != DataBlock::kFetchFailed) {
+            std::size_t k = ready / b->chunk;
+            while (k < b->chunk_done.size() && b->chunk_done[k])
+                ++k;
+            b->host_ready.store(std::min(b->bytes, k * b->chunk), std::memory_order_release);
+        }
+    }
+    if (--b->chunks_left == 0) {
+        Event* last = std::exchange(b->chunk_last, nullptr);
+        for (Copy& c : b->copies)
+            if (c.pending == last) {
+                c.pending = nullptr;
+                unref(last);
+            }
+        unref(last);
+    }
+}
+
 bool Runtime::progress_transfers() {
     bool moved = false;
     for (std::size_t i = 0; i < transfers.size();) {
@@ -309,6 +369,7 @@ bool Runtime::progress_transfers() {
         }
         if (tr.ev->state.load(std::memory_order_acquire) == Event::failed && !b->error)
             b->error = tr.ev->error;
+        if (tr.chunked) chunk_landed(tr);
         // Clear the pending marks that point to this event.
         for (Copy& c : b->copies)
             if (c.pending == tr.ev) {
@@ -357,6 +418,16 @@ bool Runtime::prepare(TaskState* t) {
         // Never-written data read from the host: its zeros exist before the protocol moves on.
         if (sp == 0 || (reads(mode) && b->host_zero)) ensure_host(b);
         const MsiPlan plan = msi_access(b->states, sp, mode);
+        if (t->kind == TaskKind::host_access && t->chunk > 0) {
+            if (plan.source > 0) {
+                issue_chunked_out(space_device[static_cast<std::size_t>(plan.source)], b,
+                                  plan.source, t->chunk);
+                tgt.last_use = ++use_clock;
+                a.prepared = true;
+                continue;
+            }
+            b->host_ready.store(b->bytes, std::memory_order_release);  // no copy: all there
+        }
         if (plan.source >= 0) {
             if (!plan.via_host) {
                 const int dev_space = sp == 0 ? plan.source : sp;
@@ -373,7 +444,9 @@ bool Runtime::prepare(TaskState* t) {
     for (const ArgSlot& a : t->args) {
         if (!a.block) continue;
         if (a.block->error) std::rethrow_exception(a.block->error);
-        if (a.block->copies[usp].pending) return false;
+        // A chunked host read is granted while its chunks land (host_ready tells how far).
+        if (a.block->copies[usp].pending && !(t->kind == TaskKind::host_access && t->chunk > 0))
+            return false;
     }
     return true;
 }
