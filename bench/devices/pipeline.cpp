@@ -4,10 +4,10 @@
 // one run. Rank 0 writes the body on its sim device (a kernel), sends it, and stops the clock
 // when rank 1's handler acknowledges it with a small message. A third way sends the same body
 // from a valid host copy (the message alone: the bound pipelining approaches).
-//   mpiexec -n 2 devices_pipeline [--mib 8,32,64] [--chunk-kib 1024] [--reps 7]
-// Devices: one sim device per rank modelling a PCIe GPU (12 GB/s page-locked copies, 10 us
-// per copy). Prints, per size, the median seconds of each way and whole / pipelined; checks that
-// every body arrived intact (its first and last elements).
+//   mpiexec -n 2 devices_pipeline [--mib 8,32,64] [--chunk-kib 1024] [--reps 7] [--gbps 12]
+// Devices: one sim device per rank modelling a PCIe GPU (--gbps GB/s page-locked copies,
+// 10 us per copy). Prints, per size, the median seconds of each way and whole / pipelined; checks
+// that every body arrived intact (its first and last elements).
 #include <algorithm>
 #include <atomic>
 #include <cascade/cascade.hpp>
@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     std::vector<std::size_t> mibs = {8, 32, 64};
     std::size_t chunk_kib = 1024;
     int reps = 7;
+    double gbps = 12;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--mib")
@@ -56,13 +57,15 @@ int main(int argc, char** argv) {
             chunk_kib = std::strtoull(argv[i + 1], nullptr, 10);
         else if (a == "--reps")
             reps = std::atoi(argv[i + 1]);
+        else if (a == "--gbps")
+            gbps = std::atof(argv[i + 1]);
     }
     cascade::Communicator comm;
     cascade::Threadpool tp(1, &comm);
     cascade::DevicesOptions o;
     o.cpu = false;
     o.sim = 1;
-    o.sim_options.bandwidth = 12e9;
+    o.sim_options.bandwidth = gbps * 1e9;
     o.sim_options.latency = 10e-6;
     o.sim_options.memory = std::size_t(256) << 20;
     cascade::Devices devs(tp, o);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "cascade/cascade.hpp"
@@ -280,6 +281,16 @@ TEST(DataActiveMsg, PathSelection) {
     EXPECT_EQ(a.path(DeviceKind::sim), cascade::DataPath::staged);
     EXPECT_EQ(a.path(DeviceKind::opencl), cascade::DataPath::staged);
     EXPECT_EQ(a.path(DeviceKind::cpu), cascade::DataPath::host);
+    // The setting: CASCADE_GPU_AWARE=0 is the default of new options; unset, the direct path
+    // is allowed.
+    ::setenv("CASCADE_GPU_AWARE", "0", 1);
+    EXPECT_FALSE(cascade::DataMsgOptions{}.gpu_aware);
+    ::unsetenv("CASCADE_GPU_AWARE");
+    EXPECT_TRUE(cascade::DataMsgOptions{}.gpu_aware);
+    ::setenv("CASCADE_DATA_CHUNK", "4096", 1);
+    EXPECT_EQ(cascade::DataMsgOptions{}.chunk_bytes, 4096u);
+    ::unsetenv("CASCADE_DATA_CHUNK");
+    EXPECT_EQ(cascade::DataMsgOptions{}.chunk_bytes, std::size_t(1) << 20);
     if (comm.rank() == 0) std::printf("MPI device support: %s\n", s.why.c_str());
     tp.join();
 }
