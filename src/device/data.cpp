@@ -89,6 +89,32 @@ DeviceTask request_host(DataBlock* b, DataAccess a, std::size_t chunk) {
     return t;
 }
 
+bool push_range(DataBlock* b, int device, std::size_t off, std::size_t bytes) {
+    if (!b) throw UsageError("Data::push_range() on an empty Data");
+    Runtime& rt = *b->rt;
+    if (device < 0 || device >= static_cast<int>(rt.slots.size()))
+        throw UsageError("Data '" + b->name + "': push_range to device " + std::to_string(device) +
+                         ", which does not exist");
+    if (off > b->bytes || bytes > b->bytes - off)
+        throw UsageError("Data '" + b->name + "': push_range past its end");
+    b->lock.lock();
+    TaskState* s = b->host_access;
+    const bool ok = s && s->status.load(std::memory_order_acquire) == TaskState::granted &&
+                    writes(s->args[0].mode);
+    b->lock.unlock();
+    if (!ok)
+        throw UsageError("Data '" + b->name +
+                         "': push_range() outside a granted host write access");
+    if (bytes == 0) return true;
+    bool pushed;
+    {
+        std::lock_guard<std::mutex> g(rt.step_mutex);
+        pushed = rt.push_piece(b, device, off, bytes);
+    }
+    rt.wake();
+    return pushed;
+}
+
 void release_host(DataBlock* b) {
     if (!b) throw UsageError("Data::release() on an empty Data");
     b->lock.lock();
@@ -106,6 +132,10 @@ void release_host(DataBlock* b) {
     }
     b->host_access = nullptr;
     b->lock.unlock();
+    if (st == TaskState::granted && writes(s->args[0].mode)) {
+        std::lock_guard<std::mutex> g(b->rt->step_mutex);
+        b->rt->end_pushes(b);
+    }
     if (st == TaskState::granted) {
         b->rt->held_accesses.fetch_sub(1, std::memory_order_relaxed);
         b->rt->complete(s, nullptr);

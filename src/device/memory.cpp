@@ -317,6 +317,62 @@ void Runtime::issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk
     }
 }
 
+// A piece of the host copy, written under a host write access, goes to device d now (the
+// copy on d is allocated on the first piece, without evicting; false: no room, nothing sent).
+bool Runtime::push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    const int sp = s.dev->space;
+    if (sp == 0) return false;  // the host's memory: nothing to push
+    if (b->push_space != 0 && b->push_space != sp) return false;
+    Copy& c = b->copies[static_cast<std::size_t>(sp)];
+    if (b->push_space == 0) {
+        for (const Copy& o : b->copies)  // a transfer of it still in flight: not now
+            if (o.pending) return false;
+        if (!c.ptr) {
+            void* p = device_allocate(d, b->bytes);
+            if (!p) return false;
+            c.ptr = p;
+            c.resident_index = static_cast<int>(s.resident.size());
+            s.resident.push_back(b);
+            s.stats.memory_used = s.used - s.pooled_bytes;
+            s.stats.memory_peak = std::max(s.stats.memory_peak, s.stats.memory_used);
+        }
+        b->push_space = sp;
+        b->pushed = 0;
+        ++c.pins;  // not evicted while pieces come
+    }
+    Event* e = new_event();
+    if (c.pending) unref(c.pending);
+    c.pending = e;  // the copy-in queue is in order: the newest piece lands last
+    ++e->refs;
+    retain(b);
+    tp.hold_external_work();  // join() waits for the piece
+    Transfer tr{e, b, d, -1, -1, nullptr, bytes, false, now_seconds()};
+    tr.pushed = true;
+    transfers.push_back(tr);
+    ++s.transfers;
+    e->t_start = trace::stamp();
+    s.stats.bytes_in += bytes;
+    b->pushed += bytes;
+    s.dev->copy_in_range(c.ptr, b->copies[0].ptr, off, bytes, *e);
+    c.last_use = ++use_clock;
+    return true;
+}
+
+// The host write that pushed pieces ends: when they cover the whole Data, the device copy is
+// valid too (Shared with the host; tasks wait for its pending mark); else it stays invalid.
+void Runtime::end_pushes(DataBlock* b) {
+    const int sp = std::exchange(b->push_space, 0);
+    if (sp == 0) return;
+    Copy& c = b->copies[static_cast<std::size_t>(sp)];
+    --c.pins;
+    if (b->pushed >= b->bytes && b->states[0] != Msi::invalid) {
+        b->states[0] = Msi::shared;
+        b->states[static_cast<std::size_t>(sp)] = Msi::shared;
+    }
+    b->pushed = 0;
+}
+
 // A chunk of a chunked fetch finished: advance host_ready over the chunks landed in order;
 // the last one clears the host copy's pending mark.
 void Runtime::chunk_landed(const Transfer& tr) {
@@ -370,6 +426,7 @@ bool Runtime::progress_transfers() {
         if (tr.ev->state.load(std::memory_order_acquire) == Event::failed && !b->error)
             b->error = tr.ev->error;
         if (tr.chunked) chunk_landed(tr);
+        if (tr.pushed) tp.release_external_work();
         // Clear the pending marks that point to this event.
         for (Copy& c : b->copies)
             if (c.pending == tr.ev) {

@@ -38,6 +38,7 @@ struct Transfer {
     double issued = 0;            // now_seconds() when issued
     std::size_t chunk_index = 0;  // a chunk of a chunked fetch (chunked: true)
     bool chunked = false;
+    bool pushed = false;  // a piece of push_range (holds the pool's external work)
 };
 
 // Per-device bookkeeping of the runtime thread.
@@ -119,6 +120,9 @@ class Runtime {
     // grows as they land, in order.
     void issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk);
     void chunk_landed(const Transfer& tr);
+    // push_range / the end of a host write that pushed pieces (data.cpp, under step_mutex).
+    bool push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes);
+    void end_pushes(DataBlock* b);
     void* device_allocate(int d, std::size_t bytes);
     void device_free(int d, void* p, std::size_t bytes) noexcept;
     void drop_copy(DataBlock* b, int space) noexcept;

@@ -294,3 +294,48 @@ TEST(DataActiveMsg, PathSelection) {
     if (comm.rank() == 0) std::printf("MPI device support: %s\n", s.why.c_str());
     tp.join();
 }
+
+// Received onto a device: each piece goes on to the receiver's sim device as it arrives, so a
+// kernel there reads the Data with no copy in of its own (the device's bytes in are exactly
+// the body's, once), in pieces that do not divide the body and in one piece; under random copy
+// delays, join() waits for the last piece's copy.
+TEST(DataActiveMsg, ReceivedOntoADevicePieceByPiece) {
+    for (const std::size_t chunk : {std::size_t(30000), std::size_t(0)}) {
+        Communicator comm;
+        Threadpool tp(2, &comm);
+        Devices devs(tp, jittery_sim());
+        const int sim = devs.find(DeviceKind::sim);
+        const int me = comm.rank(), n = comm.ranks();
+        const int dest = (me + 1) % n, src = (me + n - 1) % n;
+        const std::size_t len = 70001;
+        Data<double> sum(devs, 1, "sum");
+        std::atomic<int> arrived{0};
+        cascade::DataMsgOptions mo;
+        mo.chunk_bytes = chunk;
+        mo.to_device = sim;
+        std::vector<Data<double>> keep;
+        DataActiveMsg<double> msg(
+            comm, &devs,
+            [&](Data<double>& d) {
+                devs.submit(sum_into, cascade::read(d), cascade::write(sum), int(len),
+                            Launch{.on = sim, .threads = {1}});
+                keep.push_back(d);
+                ++arrived;
+            },
+            {}, "onto", mo);
+        Data<double> x(devs, len, "x");
+        devs.submit(fill_rank, cascade::write(x), double(me), int(len),
+                    Launch{.on = sim, .threads = {len}});
+        msg.send(dest, x);
+        tp.join();
+        devs.wait_all();
+        ASSERT_EQ(arrived.load(), 1);
+        double want = 0;
+        for (std::size_t i = 0; i < len; ++i)
+            want += double(src) + double(i);
+        EXPECT_EQ(sum.to_vector()[0], want) << "chunk " << chunk;
+        EXPECT_EQ(devs.stats().devices[std::size_t(sim)].bytes_in, len * sizeof(double))
+            << "chunk " << chunk;
+        EXPECT_EQ(keep[0].to_vector()[len - 1], double(src) + double(len - 1));
+    }
+}

@@ -57,6 +57,9 @@ struct DataMsgOptions {
     /// Whether a CUDA copy may go to MPI directly when the library supports it;
     /// CASCADE_GPU_AWARE.
     bool gpu_aware = gpu_aware_setting();
+    /// On the receiver: a device (index of the receiving Data's Devices) that each piece is
+    /// copied to as it arrives, so the handler's Data is valid there too (-1: the host only).
+    int to_device = -1;
 };
 
 /// A large active message carrying a Data<T> body and small arguments Ps...:
@@ -102,8 +105,8 @@ class DataActiveMsg {
           name_(std::move(name)),
           opts_(opts) {
         am_ = comm.make_large_active_msg(
-            [this](std::uint64_t&, int& from, std::uint64_t& seq, std::uint64_t&,
-                   std::uint64_t& len, Ps&... ps) { arrived(from, seq, len, ps...); },
+            [this](std::uint64_t&, int& from, std::uint64_t& seq, std::uint64_t& off,
+                   std::uint64_t& len, Ps&... ps) { arrived(from, seq, off, len, ps...); },
             [this](std::uint64_t& n, int& from, std::uint64_t& seq, std::uint64_t& off,
                    std::uint64_t&, Ps&... ps) { return where(n, from, seq, off, ps...); },
             [this](std::uint64_t&, int&, std::uint64_t& seq, std::uint64_t&, std::uint64_t&,
@@ -282,18 +285,23 @@ class DataActiveMsg {
                                     Receiving{std::move(d), s.data(), std::size_t(n)});
         return s.data() + off;
     }
-    void arrived(int from, std::uint64_t seq, std::uint64_t len, Ps&... ps) {
+    void arrived(int from, std::uint64_t seq, std::uint64_t off, std::uint64_t len, Ps&... ps) {
         Data<T> d;
         {
             std::lock_guard<std::mutex> g(mu_);
             auto it = receiving_.find(std::pair{from, seq});
             if (it == receiving_.end()) return;
+            Receiving& r = it->second;
+            // Each piece goes on to the device as soon as it is here (the host-to-device copy
+            // of piece k overlaps the arrival of piece k+1); the first refusal stops that.
+            if (opts_.to_device >= 0 && r.pushing && len > 0)
+                r.pushing = r.data.push_range(opts_.to_device, std::size_t(off), std::size_t(len));
             // The last piece (or an empty body's only one) completes the Data.
-            if (it->second.left > len) {
-                it->second.left -= std::size_t(len);
+            if (r.left > len) {
+                r.left -= std::size_t(len);
                 return;
             }
-            d = std::move(it->second.data);
+            d = std::move(r.data);
             receiving_.erase(it);
         }
         d.release();
@@ -311,8 +319,9 @@ class DataActiveMsg {
         nullptr;
     struct Receiving {
         Data<T> data;
-        T* host;           // its host copy (write access held)
-        std::size_t left;  // elements not arrived yet
+        T* host;              // its host copy (write access held)
+        std::size_t left;     // elements not arrived yet
+        bool pushing = true;  // pieces go on to opts_.to_device
     };
     mutable std::mutex mu_;
     std::uint64_t seq_ = 0;

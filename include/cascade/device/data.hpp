@@ -32,6 +32,7 @@ DataBlock* new_block(Devices& d, std::size_t bytes, std::size_t elem, std::strin
 DeviceTask request_host(DataBlock* b, DataAccess a, std::size_t chunk = 0);
 std::size_t host_ready(DataBlock* b) noexcept;
 Threadpool& pool_of(DataBlock* b) noexcept;
+bool push_range(DataBlock* b, int device, std::size_t off, std::size_t bytes);
 void release_host(DataBlock* b);
 void* host_pointer(DataBlock* b) noexcept;
 }  // namespace device::detail
@@ -117,6 +118,16 @@ class Data {
     /// lands (a sender pipelines the network behind the copies). release() as for request().
     HostAccess<T> request_chunked(std::size_t chunk_bytes) const {
         return {device::detail::request_host(b_, DataAccess::read, chunk_bytes), b_};
+    }
+    /// During a granted host write access (request(write) or request(readwrite)): copies
+    /// elements [first, first + count) of the host copy, written already, to device `device`
+    /// (an index of its Devices) now, while the host goes on writing the rest. When the pieces
+    /// pushed cover the whole Data by release(), the device's copy is valid too and tasks
+    /// there start without a copy in (they wait for the last piece). False when the device
+    /// has no room without evicting, or is pushed to from a Data already moving: nothing
+    /// was sent, and the Data stays on the host.
+    bool push_range(int device, std::size_t first, std::size_t count) const {
+        return device::detail::push_range(b_, device, first * sizeof(T), count * sizeof(T));
     }
     /// Ends the host access of request(); tasks waiting for it may run.
     void release() const { device::detail::release_host(b_); }

@@ -57,6 +57,10 @@ struct DataBlock {
     std::vector<char> chunk_done;  // runtime: per chunk, landed
     std::size_t chunks_left = 0;   // runtime: chunks not landed yet
     Event* chunk_last = nullptr;   // runtime: the event the copies' pending marks name
+    // Pieces of a host write pushed to a device as they are written (push_range), under the
+    // runtime's step lock: the space they go to (0: none), and the bytes pushed.
+    int push_space = 0;
+    std::size_t pushed = 0;
 
     std::exception_ptr error;   // a transfer of it failed: tasks using it fail with this
     DataBlock* next = nullptr;  // the runtime's list of blocks to free
