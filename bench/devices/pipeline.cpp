@@ -5,6 +5,10 @@
 // when rank 1's handler acknowledges it with a small message. A third way sends the same body
 // from a valid host copy (the message alone: the bound pipelining approaches).
 //   mpiexec -n 2 devices_pipeline [--mib 8,32,64] [--chunk-kib 1024] [--reps 7] [--gbps 12]
+//                                 [--onto-device 1]
+// --onto-device 1: rank 1's handler runs a kernel reading the body on its sim device before it
+// acknowledges; the pieces go on to that device as they arrive (DataMsgOptions::to_device),
+// the one-piece body and the host-valid one are copied in whole by the kernel's task.
 // Devices: one sim device per rank modelling a PCIe GPU (--gbps GB/s page-locked copies,
 // 10 us per copy). Prints, per size, the median seconds of each way and whole / pipelined; checks
 // that every body arrived intact (its first and last elements).
@@ -25,6 +29,10 @@ namespace {
 CASCADE_KERNEL(fill_body, (kernel_global double* y, double base, int n), {
     int i = kernel_global_id_x;
     if (i < n) y[i] = base + i;
+});
+
+CASCADE_KERNEL(read_ends, (kernel_global const double* x, kernel_global double* out, int n), {
+    if (kernel_global_id_x == 0) out[0] = x[0] + x[n - 1];
 });
 
 double median(std::vector<double> v) {
@@ -49,6 +57,7 @@ int main(int argc, char** argv) {
     std::size_t chunk_kib = 1024;
     int reps = 7;
     double gbps = 12;
+    bool onto_device = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--mib")
@@ -59,6 +68,8 @@ int main(int argc, char** argv) {
             reps = std::atoi(argv[i + 1]);
         else if (a == "--gbps")
             gbps = std::atof(argv[i + 1]);
+        else if (a == "--onto-device")
+            onto_device = std::atoi(argv[i + 1]) != 0;
     }
     cascade::Communicator comm;
     cascade::Threadpool tp(1, &comm);
@@ -88,6 +99,12 @@ int main(int argc, char** argv) {
         const auto s = h.get();
         if (s.front() != double(base) || s.back() != double(base) + double(s.size() - 1)) ++bad;
         d.release();
+        if (onto_device) {  // a kernel on the receiver's device reads the body
+            cascade::Data<double> ends(devs, 1, "ends");
+            devs.submit(read_ends, cascade::read(d), cascade::write(ends), int(d.size()),
+                        cascade::Launch{.threads = {1}})
+                .wait();
+        }
         ack->send(0);
     };
     auto into = [&](std::size_t n, int&) {
@@ -98,6 +115,7 @@ int main(int argc, char** argv) {
     cascade::DataMsgOptions piped, whole;
     piped.chunk_bytes = chunk_kib << 10;
     whole.chunk_bytes = 0;
+    if (onto_device) piped.to_device = 0;  // pieces go on to the device as they arrive
     cascade::DataActiveMsg<double, int> m_piped(comm, &devs, on_body, into, "piped", piped);
     cascade::DataActiveMsg<double, int> m_whole(comm, &devs, on_body, into, "whole", whole);
     if (me == 0)
