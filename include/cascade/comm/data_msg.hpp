@@ -160,12 +160,13 @@ class DataActiveMsg {
         Data<T> data;
         std::size_t pieces = 1;  // not left yet
         HostAccess<T> access{DeviceTask{}, nullptr};
-        T* host = nullptr;      // the host copy
-        std::size_t n = 0;      // elements
-        std::size_t per = 0;    // elements per piece
-        std::size_t count = 0;  // pieces
-        std::vector<int> dests;
-        bool many = false;  // sent with send(dests, ...)
+        T* host = nullptr;       // the host copy
+        std::size_t n = 0;       // elements
+        std::size_t per = 0;     // elements per piece
+        std::size_t count = 0;   // pieces
+        int dest = 0;            // send(dest, ...)
+        std::vector<int> dests;  // send(dests, ...) only
+        bool many = false;
         std::tuple<Ps...> args;
     };
 
@@ -197,8 +198,10 @@ class DataActiveMsg {
             seq = ++seq_;
             st = &sending_
                       .emplace(seq, Sending{d, pieces, h, s.data(), s.size(), per, pieces,
-                                            std::vector<int>(dests.begin(), dests.end()), many,
-                                            std::tuple<Ps...>(ps...)})
+                                            dests.empty() ? 0 : dests[0],
+                                            many ? std::vector<int>(dests.begin(), dests.end())
+                                                 : std::vector<int>{},
+                                            many, std::tuple<Ps...>(ps...)})
                       .first->second;
         }
         by_path_[static_cast<int>(whole ? DataPath::host : DataPath::staged)].fetch_add(
@@ -235,7 +238,7 @@ class DataActiveMsg {
                                         comm_.rank(), seq, std::uint64_t(off), std::uint64_t(len),
                                         ps...);
                     else
-                        am_->send_large(st.dests[0], v, std::uint64_t(st.n), comm_.rank(), seq,
+                        am_->send_large(st.dest, v, std::uint64_t(st.n), comm_.rank(), seq,
                                         std::uint64_t(off), std::uint64_t(len), ps...);
                 },
                 st.args);
