@@ -24,6 +24,7 @@
 #include <CLI/CLI.hpp>
 #include <cascade/cascade.hpp>
 #include <cascade/device/devices.hpp>
+#include <cascade/objects/device.hpp>
 
 #include <algorithm>
 #include <array>
@@ -32,8 +33,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -156,10 +160,16 @@ struct Block {
     int arrived[2] = {0, 0};
     cascade::DeviceTask last;
 
-    // Blocks hold device data of their rank's Devices and are not migrated.
+    // Its geometry, its Data (each one's freshest copy travels; it arrives on the Devices of
+    // the destination rank, cascade::set_object_devices) and its progress. `last` stays: the
+    // migration waited for it.
     template <class Archive>
-    void serialize(Archive&) {
-        throw std::logic_error("jacobi3d: blocks hold device data and do not migrate");
+    void serialize(Archive& ar) {
+        ar(id, device, lx, ly, lz, x0, y0, z0, nb, field[0], field[1]);
+        for (int p = 0; p < 2; ++p)
+            for (int f = 0; f < 6; ++f)
+                ar(in[p][f], out[p][f]);
+        ar(next, expected, arrived[0], arrived[1]);
     }
 
     long face_size(int f) const {
@@ -358,12 +368,25 @@ int main(int argc, char** argv) {
     app.add_option("--latency", latency, "sim seconds per copy");
     app.add_option("--launch-latency", launch_latency, "sim seconds per kernel launch");
     app.add_flag("--check", check, "compare with a serial run on rank 0 (small domains)");
+    int migrate_every = 0;
+    app.add_option("--migrate-every", migrate_every,
+                   "Cascade version: each block moves to the next rank after every K-th "
+                   "iteration (needs --halos object; so does CASCADE_BALANCE)");
+    std::string fail;
+    app.add_option("--fail", fail,
+                   "BLOCK:ITER: the kernel of block BLOCK at iteration ITER fails (Cascade "
+                   "version; tests the error path)");
     std::string expect;
     app.add_option("--expect", expect,
                    "the checksum the run must give (hex, as printed): checks large domains");
     CLI11_PARSE(app, argc, argv);
     const std::array<long, 3> size{nx ? nx : n, ny ? ny : n, nz ? nz : n};
     if (device != "sim") devices = 1;
+    int fail_block = -1, fail_iter = -1;
+    if (!fail.empty() && std::sscanf(fail.c_str(), "%d:%d", &fail_block, &fail_iter) != 2) {
+        std::fprintf(stderr, "jacobi3d: --fail takes BLOCK:ITER, not '%s'\n", fail.c_str());
+        return 2;
+    }
     if (model && device != "sim") {
         std::fprintf(stderr, "jacobi3d: --model needs --device sim\n");
         return 2;
@@ -398,6 +421,16 @@ int main(int argc, char** argv) {
                                            : devs.find(cascade::DeviceKind::cpu);
     cascade::Objects objs(tp, comm);
     const int me = comm.rank(), ranks = comm.ranks();
+    // Blocks that migrate arrive with their Data on this rank's Devices.
+    cascade::set_object_devices(&devs);
+    const bool moving = migrate_every > 0 || objs.balancer() != nullptr;
+    if (moving && halos != "object" && system != "classic") {
+        if (me == 0)
+            std::fprintf(stderr,
+                         "jacobi3d: blocks that migrate (--migrate-every, CASCADE_BALANCE) need "
+                         "--halos object\n");
+        return 2;
+    }
     MPI_Comm world;
     MPI_Comm_dup(comm.mpi_comm(), &world);
 
@@ -409,6 +442,22 @@ int main(int argc, char** argv) {
     touch_model.cpu([](cascade::KernelArgs&) {}).model([](const cascade::Threads&) { return 0.0; });
     const cascade::Kernel& update = model ? update_model : jacobi_update;
     const cascade::Kernel& touch = model ? touch_model : jacobi_touch;
+    // The kernel --fail injects: it throws on the device.
+    cascade::Kernel failing("jacobi_update");
+    failing.cpu([](cascade::KernelArgs&) { throw std::runtime_error("injected kernel failure"); });
+    // The earliest iteration whose kernel failed on this rank ("block B, iteration T: what").
+    // The kernels after it on the same block fail with its exception, and their on_done
+    // continuations may run first: the lowest iteration is the one that failed by itself.
+    std::mutex failure_mu;
+    std::string failure;
+    int failure_iter = std::numeric_limits<int>::max();
+    auto failed = [&](const std::string& what, int t) {
+        std::lock_guard<std::mutex> g(failure_mu);
+        if (failure.empty() || t < failure_iter) {
+            failure = what;
+            failure_iter = t;
+        }
+    };
 
     // ---- the Cascade version: blocks as mobile objects ---------------------------------
     const int per_rank = devices * od;
@@ -431,15 +480,37 @@ int main(int argc, char** argv) {
     // Sends face f of block `from`, the input of iteration t of block from.nb[f], from the
     // host copy `s` of out[(t + 1) % 2][f] (granted), and releases that copy once sent.
     std::function<void(Block & from, int t, int f, std::span<double> s)> ship;
+    // Blocks that migrate: reads the faces iteration t wrote and ships them, where the block
+    // is now (an object request, `faces` below).
+    std::function<void(int id, int t)> send_faces;
     // Launches the iterations of b whose arrivals are complete, in order.
     auto try_launch = [&](Block& b) {
         while (b.next < iters && b.arrived[b.next % 2] == b.expected) {
             const int t = b.next;
             b.arrived[t % 2] = 0;
-            b.last = launch(devs, update, b, t);
+            const bool fails = b.id == fail_block && t == fail_iter;
+            b.last = launch(devs, fails ? failing : update, b, t);
+            b.last.on_done([&, id = b.id, t](std::exception_ptr e) {
+                if (!e) return;
+                std::string what;
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    what = x.what();
+                } catch (...) {
+                    what = "unknown error";
+                }
+                failed("block " + std::to_string(id) + ", iteration " + std::to_string(t) + ": " +
+                           what,
+                       t);
+            });
             ++b.next;
             if (b.next < iters) ++b.arrived[b.next % 2];
             if (t + 1 >= iters) continue;
+            if (moving) {
+                b.last.then([&, t, id = b.id] { send_faces(id, t); });
+                continue;
+            }
             // When it ends: read each face it wrote on the host and send it across. (A host
             // request's task completes at release(), so the continuation waits for the
             // grants with get(): its worker runs other pool tasks meanwhile.)
@@ -498,6 +569,42 @@ int main(int argc, char** argv) {
             halo->invoke(ptr(to), t, f ^ 1, std::move(v));
         }
     };
+    auto faces = objs.make_handler<Block>(
+        [&](Block& b, int& t) {
+            std::vector<cascade::HostAccess<double>> hs;
+            for (int f = 0; f < 6; ++f)
+                if (b.nb[f] >= 0) hs.push_back(b.out[t % 2][f].request(cascade::DataAccess::read));
+            std::size_t i = 0;
+            for (int f = 0; f < 6; ++f)
+                if (b.nb[f] >= 0) ship(b, t + 1, f, hs[i++].get());
+            if (migrate_every > 0 && (t + 1) % migrate_every == 0 && ranks > 1)
+                objs.migrate(ptr(b.id), (objs.rank() + 1) % ranks);
+        },
+        {.name = "faces"});
+    send_faces = [&](int id, int t) { faces->invoke(ptr(id), t); };
+    // Blocks that migrate: the initial state, prepared where the block is.
+    auto prepare = objs.make_handler<Block>(
+        [&](Block& b) {
+            reset(b);
+            warm(devs, touch, b);
+        },
+        {.name = "prepare"});
+    // Blocks that migrate: a block's state after a run, read where it is.
+    struct Report {
+        int next = 0;
+        int pending = 0;  // its last kernel had not finished
+        std::uint64_t sum = 0;
+        double dsum = 0;
+    };
+    auto report = objs.make_handler<Block>(
+        [&](Block& b) {
+            Report r;
+            r.next = b.next;
+            r.pending = b.last.valid() && !b.last.ready();
+            if (!model) std::tie(r.sum, r.dsum) = block_sum(b, iters);
+            return r;
+        },
+        {.name = "report"});
     auto kick = objs.make_handler<Block>(
         [&](Block& b) {
             // Iteration 0's halos: the initial faces (out[1]).
@@ -589,29 +696,72 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) {
         if (system != "classic") {
             tp.start();
-            for (auto p : mine) {
-                Block& b = *objs.local(p);
-                reset(b);
-                warm(devs, touch, b);
+            if (moving) {
+                for (auto p : mine)
+                    prepare->invoke(p);
+            } else {
+                for (auto p : mine) {
+                    Block& b = *objs.local(p);
+                    reset(b);
+                    warm(devs, touch, b);
+                }
+                devs.wait_all();
             }
-            devs.wait_all();
             tp.join();
             t_cascade.push_back(timed([&] {
                 tp.start();
                 for (auto p : mine)
                     kick->invoke(p);
-                tp.join();
+                try {
+                    tp.join();
+                } catch (const std::exception& e) {
+                    failed(e.what(), std::numeric_limits<int>::max());
+                }
             }));
-            // join() returned: every block's last kernel must have finished.
-            for (auto p : mine) {
-                const Block& b = *objs.local(p);
-                if (b.next != iters || !b.last.valid() || !b.last.ready()) complete = false;
+            // A failed kernel: the run ends with its message, no checksum is read.
+            int any = !failure.empty(), all = 0;
+            MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, world);
+            if (all) {
+                if (any) std::fprintf(stderr, "jacobi3d: rank %d: %s\n", me, failure.c_str());
+                MPI_Comm_free(&world);
+                return 1;
             }
-            if (!model)
-                std::tie(sum_cascade, dsum_cascade) = checksum([&](auto&& f) {
-                    for (auto p : mine)
-                        f(*objs.local(p));
-                });
+            if (moving) {
+                // Every rank asks for its blocks' reports and answers the others' in one run
+                // of the pool: a block may live on another rank now, which must keep serving
+                // requests until every report has arrived (join() ends only then).
+                std::vector<cascade::future<Report>> asked;
+                tp.start();
+                for (auto p : mine)
+                    asked.push_back(report->call(p));
+                tp.join();
+                std::uint64_t s = 0;
+                double d = 0;
+                for (auto& f : asked) {
+                    const Report r = f.get();
+                    if (r.next != iters || r.pending) complete = false;
+                    s += r.sum;
+                    d += r.dsum;
+                }
+                MPI_Allreduce(&s, &sum_cascade, 1, MPI_UINT64_T, MPI_SUM, world);
+                MPI_Allreduce(&d, &dsum_cascade, 1, MPI_DOUBLE, MPI_SUM, world);
+                std::uint64_t moved = objs.stats().migrations_out, all_moved = 0;
+                MPI_Allreduce(&moved, &all_moved, 1, MPI_UINT64_T, MPI_SUM, world);
+                if (me == 0)
+                    std::printf("jacobi3d cascade: %llu block migrations\n",
+                                static_cast<unsigned long long>(all_moved));
+            } else {
+                // join() returned: every block's last kernel must have finished.
+                for (auto p : mine) {
+                    const Block& b = *objs.local(p);
+                    if (b.next != iters || !b.last.valid() || !b.last.ready()) complete = false;
+                }
+                if (!model)
+                    std::tie(sum_cascade, dsum_cascade) = checksum([&](auto&& f) {
+                        for (auto p : mine)
+                            f(*objs.local(p));
+                    });
+            }
         }
         if (system != "cascade") {
             tp.start();

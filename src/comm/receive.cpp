@@ -163,12 +163,15 @@ bool Communicator::receive() {
     CtrlMsg m;
     MPI_Status st;
     const int parity = static_cast<int>(completion_.epoch() & 1);
-    if (slots_.test_ctrl_and_am(world_.comm, parity, m, st)) {
+    bool am_tested = false;
+    if (slots_.test_ctrl_and_am(world_.comm, parity, m, st, am_tested)) {
         do {
             on_ctrl(st.MPI_SOURCE, m);
         } while (slots_.test_ctrl(world_.comm, m, st));
         any = true;
     }
+    // Nothing more to test when that test found no AM message.
+    if (am_tested && !slots_.am_waiting(parity)) return any;
     // This epoch's messages, oldest posted receive first: it matches before any later one.
     int slot = 0;
     for (int i = 0; i < kMaxMessagesPerProgress && !completion_.shut_down() &&

@@ -48,9 +48,11 @@ bool ReceiveSlots::test_ctrl(MPI_Comm comm, CtrlMsg& m, MPI_Status& st) {
     return true;
 }
 
-bool ReceiveSlots::test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_Status& st) {
+bool ReceiveSlots::test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_Status& st,
+                                    bool& am_tested) {
     AmSlots& set = am_[parity];
-    if (set.count == 0 || set.arrived) return test_ctrl(comm, m, st);
+    am_tested = !(set.count == 0 || set.arrived);
+    if (!am_tested) return test_ctrl(comm, m, st);
     const int s = set.order[set.head];
     // Copies of the two handles, written back: MPI_Testsome sets the completed ones to
     // MPI_REQUEST_NULL.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "cascade/core/detail/waits.hpp"
 #include "cascade/core/errors.hpp"
 #include "cascade/core/settings.hpp"
 #include "cascade/core/spinlock.hpp"
@@ -441,6 +442,7 @@ Devices::~Devices() {
 }
 
 void Devices::wait_all() {
+    ++cascade::detail::tls_waits;  // a wait, ready or not (core/detail/waits.hpp)
     auto& rt = *rt_;
     const bool worker = tp_.current_thread() >= 0;
     for (long v = rt.outstanding.load(std::memory_order_acquire); v != 0;

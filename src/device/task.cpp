@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cascade/core/detail/waits.hpp"
 #include "cascade/core/errors.hpp"
 #include "runtime.hpp"
 
@@ -193,6 +194,9 @@ bool DeviceTask::ready() const noexcept {
 
 void DeviceTask::wait() const {
     if (!s_) throw UsageError("DeviceTask::wait() on an empty task");
+    // Counted even when ready: a handler that waits here may find it pending next time, so it
+    // is not one to run on the communication thread (core/detail/waits.hpp).
+    ++cascade::detail::tls_waits;
     if (!s_->submitted)
         throw UsageError("DeviceTask::wait(): task '" + s_->name +
                          "' was prepared but never submitted");

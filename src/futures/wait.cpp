@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cascade/comm/communicator.hpp"
+#include "cascade/core/detail/waits.hpp"
 #include "cascade/core/log.hpp"
 #include "cascade/core/notifier.hpp"
 #include "cascade/core/settings.hpp"
@@ -139,10 +140,6 @@ void comm_wait(StateBase& s, Communicator& comm, Threadpool& tp) {
 }
 
 }  // namespace
-
-namespace {
-thread_local std::uint64_t tls_waits = 0;
-}
 
 std::uint64_t waits_on_this_thread() noexcept {
     return tls_waits;

@@ -156,6 +156,7 @@ void Objects::discard(Record* r, Invocation* inv) noexcept {
             r->running_exclusive = false;
             r->leaving = false;
             if (inv->h.kind == OpKind::rebalance) r->rebalancing = false;
+            if (inv->h.kind == OpKind::migrate) r->migrate_to = -1;  // a handler's, handed off
         } else {
             --r->running_shared;
         }
@@ -211,6 +212,22 @@ void Objects::finish(Record* r, bool excl, double start_s, double end_s, bool is
     }
     if (migrate_to >= 0) {
         counters_.moved_by_handler.fetch_add(1, std::memory_order_relaxed);
+        // After a handler run on the communication thread (run_in_handler, deferred): an
+        // object whose members must be readied first (device data whose host copy the
+        // migration waits for) leaves from a worker, as a migrate request holding the access
+        // the handler had. That thread may be the only one that can receive what the device
+        // work waits for.
+        if (comm_.on_comm_thread() && tp_.current_thread() < 0 && r->obj &&
+            r->type->leave_waits(r->obj)) {
+            Invocation* inv = detail::new_invocation();
+            inv->h = InvokeHead{};
+            inv->h.key = r->key;
+            inv->h.kind = OpKind::migrate;
+            inv->h.arg = migrate_to;
+            inv->h.sender = rank_;
+            tp_.push(ObjTask::make(this, r, inv, label_of(*r, *inv)), tp_.pick_thread(), false);
+            return;
+        }
         return migrate_now(r, migrate_to);
     }
     start(out);

@@ -188,7 +188,12 @@ void Objects::migrate_now(Record* r, int dest) {
         e.loc = dest;
         e.ver = rec->version + 1;
     }
-    // From here on, requests arriving for it are forwarded to dest.
+    // From here on, requests arriving for it are forwarded to dest. Its members get ready to
+    // be written without waiting (a device Data's host copy: leaving.hpp), here, outside the
+    // outbox's lock that packing runs under; what they took is given back once it is packed
+    // (`after` goes out of scope).
+    detail::AfterPacking after;
+    rec->type->leave(rec->obj, after.fs);
     if (send_with_bodies(rec, dest)) {
         counters_.migrations_out.fetch_add(1, std::memory_order_relaxed);
         give_record(std::move(rec));

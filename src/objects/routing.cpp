@@ -303,7 +303,12 @@ void Objects::start_all(std::vector<Pending>& out) {
     const bool comm_thread = comm_.on_comm_thread() && tp_.current_thread() < 0;
     for (const Pending& p : out) {
         if (comm_thread) {
-            if (p.inv->h.kind != OpKind::handler) {
+            // A migration whose object must ready its members first (device data whose host
+            // copy it waits for) goes to a worker, which runs other tasks while it waits.
+            const bool moves =
+                p.inv->h.kind == OpKind::migrate || p.inv->h.kind == OpKind::rebalance;
+            if (p.inv->h.kind != OpKind::handler &&
+                !(moves && p.rec->obj && p.rec->type->leave_waits(p.rec->obj))) {
                 execute(p.rec, p.inv);
                 continue;
             }

@@ -125,13 +125,18 @@ TEST(ReceiveSlots, ControlAndAmTestedTogether) {
         CtrlMsg m{};
         MPI_Status st;
         int slot = -1;
-        EXPECT_FALSE(s.test_ctrl_and_am(comm, 0, m, st));
+        bool tested = false;
+        EXPECT_FALSE(s.test_ctrl_and_am(comm, 0, m, st, tested));
+        EXPECT_TRUE(tested);
+        EXPECT_FALSE(s.am_waiting(0));
         // An AM message alone: no control message, the AM kept for test_am.
         const std::uint64_t v = 41;
         send_self(&v, sizeof v, constants::TAG_AM, comm);
-        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st); ++i) {
+        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
         }
+        EXPECT_TRUE(s.am_waiting(0));
         ASSERT_TRUE(s.test_am(0, slot, st));
+        EXPECT_FALSE(s.am_waiting(0));
         std::uint64_t got = 0;
         std::memcpy(&got, s.am_data(0, slot), sizeof got);
         EXPECT_EQ(got, v);
@@ -144,7 +149,7 @@ TEST(ReceiveSlots, ControlAndAmTestedTogether) {
         send_self(&out, sizeof out, constants::TAG_CTRL, comm);
         bool ctrl = false;
         for (int i = 0; i < 1000 && !ctrl; ++i)
-            ctrl = s.test_ctrl_and_am(comm, 0, m, st);
+            ctrl = s.test_ctrl_and_am(comm, 0, m, st, tested);
         ASSERT_TRUE(ctrl);
         EXPECT_EQ(m.type, CtrlMsg::SHUTDOWN);
         EXPECT_EQ(m.a, 9u);
@@ -154,7 +159,7 @@ TEST(ReceiveSlots, ControlAndAmTestedTogether) {
         s.repost_am(comm, 0, slot);
         // Kept and never taken: counted as a message nobody ran.
         send_self(&v, sizeof v, constants::TAG_AM, comm);
-        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st); ++i) {
+        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
         }
         EXPECT_EQ(s.cancel_all(), 1);
     }

@@ -60,8 +60,11 @@ class ReceiveSlots {
     bool test_ctrl(MPI_Comm comm, CtrlMsg& m, MPI_Status& st);
     /// test_ctrl and a test of the oldest AM receive of `parity` in one MPI call (one pass
     /// of MPI's progress engine instead of two, on every poll that finds nothing). Returns
-    /// test_ctrl's answer; an AM message that arrived is kept for the next test_am.
-    bool test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_Status& st);
+    /// test_ctrl's answer; an AM message that arrived is kept for the next test_am
+    /// (am_waiting() says whether one is). `am_tested`: whether the AM receive was tested.
+    bool test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_Status& st, bool& am_tested);
+    /// Whether test_ctrl_and_am found an AM message of `parity` that test_am has not taken.
+    bool am_waiting(int parity) const noexcept { return am_[parity].arrived; }
     /// Cancels every posted receive; returns how many AM receives got a message instead
     /// (messages nobody will run).
     int cancel_all() noexcept;

@@ -264,12 +264,12 @@ void wait_ready(StateBase& s);
 // Queues a job on the current Futures context's pool (runs it inline without one).
 void schedule(Job* job);
 
-// How the latest runs of one remote function went. `streak` counts consecutive runs that
-// were short (under kShort) and never waited for a future. A call of a function with a
-// streak of kTrusted or more that arrives while the pool is idle runs on the communication
-// thread right after the handlers of the message that brought it, outside any handler: a round
-// trip then costs no hand-off to a worker and back. A run that is long or waits resets the
-// streak, so the next calls go to workers again.
+// How the latest runs of one remote function went. `streak` counts consecutive runs that were short
+// (under kShort) and never waited (for a future, or on device work: core/detail/waits.hpp). A call
+// of a function with a streak of kTrusted or more that arrives while the pool is idle runs on the
+// communication thread right after the handlers of the message that brought it, outside any
+// handler: a round trip then costs no hand-off to a worker and back. A run that is long or waits
+// resets the streak, so the next calls go to workers again.
 struct CallStats {
     static constexpr std::int64_t kShortNs = 10000;
     static constexpr std::uint32_t kTrusted = 4;
@@ -282,7 +282,8 @@ struct CallStats {
 };
 // schedule() for a remote call, which may run on the communication thread (see CallStats).
 void schedule_call(Job* job, const CallStats& stats);
-// How many times the calling thread waited in wait_ready for a state not yet ready.
+// How many times the calling thread waited (core/detail/waits.hpp): in wait_ready for a state
+// not yet ready, or on device work.
 std::uint64_t waits_on_this_thread() noexcept;
 
 }  // namespace detail

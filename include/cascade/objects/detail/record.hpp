@@ -15,6 +15,7 @@
 #include "cascade/comm/serialization.hpp"
 #include "cascade/objects/detail/bodies.hpp"
 #include "cascade/objects/detail/invocation.hpp"
+#include "cascade/objects/detail/leaving.hpp"
 #include "cascade/objects/mobile_ptr.hpp"
 
 namespace cascade::detail {
@@ -35,6 +36,10 @@ struct ObjectType {
     char* (*pack_bodies)(const void*, char*, std::vector<BodyRef>&) = nullptr;
     void* (*unpack_bodies)(BodyReader&) = nullptr;
     void (*donate)(void*) = nullptr;
+    // Before a migrating object is measured: readies its members (leaving.hpp).
+    void (*leave)(const void*, std::vector<std::function<void()>>& after) = nullptr;
+    // Whether readying its members may wait (then its migrations run on a worker).
+    bool (*leave_waits)(const void*) = nullptr;
     std::function<double(const void*)> load;  // user load function (Objects::set_load)
     const char* migrate_label = "";           // task names: "migrate(<type>", "destroy(<type>"
     const char* destroy_label = "";
@@ -103,6 +108,15 @@ ObjectType make_object_type() {
     t.donate = [](void* p) {
         BodyDonor d;
         d.give(*static_cast<T*>(p));
+    };
+    t.leave = [](const void* p, std::vector<std::function<void()>>& after) {
+        LeaveArchive a(after);
+        a.visit(*static_cast<const T*>(p));
+    };
+    t.leave_waits = [](const void* p) {
+        LeaveArchive a;
+        a.visit(*static_cast<const T*>(p));
+        return a.needed();
     };
     return t;
 }
