@@ -205,3 +205,38 @@ TEST(AsyncData, ResultNeverWaitsOnTheCommThread) {
                     static_cast<unsigned long long>(counts[0]));
     cascade::set_data_devices(nullptr);
 }
+
+// A future holding a Data as an argument: ready when async() is called (its value written into
+// the request), or pending (the callee fetches it from this rank, which sends it from a
+// worker once its host copy is granted).
+TEST(AsyncData, FutureArgumentHoldingData) {
+    Communicator comm;
+    Threadpool tp(2, &comm);
+    Devices devs(tp, slow_sim());
+    cascade::set_data_devices(&devs);
+    Futures fx(tp, &comm);
+    const int me = comm.rank(), n = comm.ranks();
+    auto sum = fx.make_async(
+        [](Data<double>& d) {
+            double t = 0;
+            for (double v : d.to_vector())
+                t += v;
+            return t;
+        },
+        "sum");
+    const int to = (me + 1) % n;
+    Data<double> x(devs, std::span<const double>(ramp(0)), "x");
+    add_in_state(devs, x, 1, 0);  // fresh on the device only
+    double want = 0;
+    for (double v : ramp(1))
+        want += v;
+    cascade::future<Data<double>> ready = cascade::make_ready_future(x);
+    EXPECT_EQ(cascade::async(to, sum, std::move(ready)).get(), want);
+    cascade::promise<Data<double>> p;
+    cascade::future<double> later = cascade::async(to, sum, p.get_future());
+    add_in_state(devs, x, 1, 0);
+    p.set_value(x);
+    EXPECT_EQ(later.get(), want + double(kLen));
+    tp.join();
+    cascade::set_data_devices(nullptr);
+}
