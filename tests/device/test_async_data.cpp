@@ -6,7 +6,7 @@
 // caller's Data is unchanged (a callee on another rank got a copy). A result that must be copied
 // from a device before it leaves is never waited for on the communication thread, even when the
 // call itself ran there. An empty Data travels as an empty handle, which a device task rejects by
-// name.
+// name. A future of a Data, ready or pending, is an argument too.
 #include <gtest/gtest.h>
 
 #include <cstddef>
