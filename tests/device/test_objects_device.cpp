@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "cascade/comm/detail/leaving.hpp"
 #include "cascade/device/devices.hpp"
-#include "cascade/objects/detail/leaving.hpp"
 #include "cascade/objects/device.hpp"
 
 using cascade::Communicator;

@@ -134,6 +134,8 @@ class Futures {
                                    detail::BodySink&);
     template <class T>
     friend void detail::send_result(const detail::ReplyTo&, detail::State<T>&) noexcept;
+    template <class T>
+    friend struct detail::SendAfterLeaving;
     friend struct detail::Residence;
     friend void detail::schedule_call(detail::Job*, const detail::CallStats&);
 
@@ -155,8 +157,12 @@ class Futures {
                        std::uint64_t weight);
     // Sends s's value to dest's state `token` once s is ready.
     void answer_when_ready(detail::StateBase& s, SendExported send, int dest, std::uint64_t token);
+    // A value that needs work before it is written (detail::needs_leaving: a device Data's
+    // host copy, which may wait) is sent from a pool worker, never from this thread, which
+    // may be the communication thread; `left`: that work is done.
     template <class T>
-    void send_value(int dest, std::uint64_t token, detail::State<T>& s, const std::string* fn);
+    void send_value(int dest, std::uint64_t token, detail::State<T>& s, const std::string* fn,
+                    bool left = false);
     template <class T>
     void send_resident(int dest, std::uint64_t token, detail::State<T>& s);
     static constexpr std::uint64_t kResidentWeight = std::uint64_t(1) << 40;

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "cascade/comm/detail/leaving.hpp"
+
 namespace cascade {
 
 namespace detail {
@@ -52,6 +54,34 @@ bool travels_as_body(const X& x) {
     else
         return false;
 }
+// A value whose codec must do work before it can be written (a device Data, whose freshest
+// copy must reach the host: cascade/comm/device.hpp): the walk with a LeaveArchive that asks.
+template <class X>
+bool needs_leaving(const X& x) {
+    constexpr wire::Kind k = wire::kind_of<X>();
+    if constexpr (k == wire::Kind::custom || k == wire::Kind::elements) {
+        LeaveArchive probe;
+        probe.visit(x);
+        return probe.needed();
+    } else {
+        (void)x;
+        return false;
+    }
+}
+// What a value took to be written (host access to its Data), given back when this goes: an
+// argument's at the end of async(), once the request is written.
+struct LeaveHold {
+    std::unique_ptr<AfterPacking> after;
+    // Done on the calling thread, outside the outbox lock; it may wait (a device-to-host copy).
+    template <class X>
+    void take(const X& x) {
+        if (!needs_leaving(x)) return;
+        after = std::make_unique<AfterPacking>();
+        LeaveArchive a(after->fs);
+        a.visit(x);
+    }
+};
+
 inline std::vector<char> body_token(const void* p) {
     std::vector<char> t(sizeof(std::uint64_t));
     const auto v = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
@@ -63,6 +93,7 @@ inline std::vector<char> body_token(const void* p) {
 template <class X>
 struct ValArg {
     std::unique_ptr<Body> body;  // set when the argument travels as a body
+    LeaveHold leave;             // what writing it needs, held until it is written
     std::size_t size_of(const X& x) const {
         return body ? 1 + 2 * sizeof(std::uint64_t) : 1 + wire::size_of(x);
     }
@@ -93,6 +124,7 @@ struct ValRef : ValArg<P> {  // an argument of the parameter's own type, written
             if (body_ok && p->size() * sizeof(typename P::value_type) >= Futures::kLargeArg)
                 this->body =
                     std::make_unique<BodyOf<P>>(Recycler<P>::copy(*p));  // the caller may reuse *p
+        this->leave.take(*p);
     }
     const P& value() const { return this->body ? static_cast<BodyOf<P>&>(*this->body).v : *p; }
     std::size_t size() const { return this->size_of(value()); }
@@ -105,6 +137,7 @@ struct ValOwn : ValArg<P> {  // an argument converted to the parameter's type
         if constexpr (body_capable<P>)
             if (body_ok && v.size() * sizeof(typename P::value_type) >= Futures::kLargeArg)
                 this->body = std::make_unique<BodyOf<P>>(std::move(v));
+        this->leave.take(value());
     }
     const P& value() const { return this->body ? static_cast<BodyOf<P>&>(*this->body).v : v; }
     std::size_t size() const { return this->size_of(value()); }
@@ -118,6 +151,7 @@ struct FutArg {  // a future argument: its value if ready, else where to fetch i
     std::uint64_t id = 0;
     std::uint64_t weight = 1;
     std::string msg;
+    LeaveHold leave;  // a ready value's: what writing it needs
     std::size_t size() const {
         if (tag == arg_body) return 1 + 2 * sizeof(std::uint64_t);
         if (tag == arg_value) return 1 + wire::size_of(s->value());
@@ -188,6 +222,7 @@ auto prepare(Futures& fx, A&& a) {
                 // parameter: the callee builds a state of its own for those).
                 out.tag = !param_traits<P>::shared && travels_as_body(out.s->value()) ? arg_body
                                                                                       : arg_value;
+                if (out.tag == arg_value) out.leave.take(out.s->value());
             }
         } else if (!out.s->share_residence(out.owner, out.id, out.weight)) {
             // Pending here (a kept result whose owner is known is named directly instead).

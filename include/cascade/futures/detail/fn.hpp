@@ -86,6 +86,8 @@ template <class P, class A>
 auto prepare(Futures& fx, A&& a);
 template <class P>
 void decode_arg(Futures& fx, int source, wire::Reader& r, Slot<P>& slot, BodySink& sink);
+template <class T>
+struct SendAfterLeaving;
 
 }  // namespace detail
 }  // namespace cascade

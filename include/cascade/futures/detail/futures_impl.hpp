@@ -104,9 +104,53 @@ future<R> Futures::remote(int dest, detail::FnEntry<R, Ps...>& e, A&&... args) {
     return future<R>(std::move(ref));
 }
 
+namespace detail {
+// Sends a value from a pool worker once its codec's leaving step is done (it may wait: a
+// device-to-host copy), then gives back what that step took.
 template <class T>
-void Futures::send_value(int dest, std::uint64_t token, detail::State<T>& s,
-                         const std::string* fn) {
+struct SendAfterLeaving final : Job {
+    Futures* fx = nullptr;
+    int dest = 0;
+    std::uint64_t token = 0;
+    Ref<State<T>> s;
+    const std::string* fn = nullptr;
+    void run_job() noexcept override {
+        {
+            AfterPacking after;
+            bool left = false;
+            try {
+                LeaveArchive a(after.fs);
+                a.visit(s->value());
+                left = true;
+            } catch (...) {
+                Ref<State<T>> failed(new State<T>());
+                failed->set_error(std::current_exception());
+                fx->send_value(dest, token, *failed, fn, true);
+            }
+            if (left) fx->send_value(dest, token, *s, fn, true);
+        }
+        delete this;
+    }
+    void discard_job() noexcept override { delete this; }
+    const char* job_name() const noexcept override { return "async(send Data)"; }
+};
+}  // namespace detail
+
+template <class T>
+void Futures::send_value(int dest, std::uint64_t token, detail::State<T>& s, const std::string* fn,
+                         bool left) {
+    if constexpr (!std::is_void_v<T>) {
+        if (!left && !s.failed() && detail::needs_leaving(s.value())) {
+            auto* job = new detail::SendAfterLeaving<T>();
+            job->fx = this;
+            job->dest = dest;
+            job->token = token;
+            job->s = detail::Ref<detail::State<T>>(&s, false);
+            job->fn = fn;
+            detail::schedule(job);
+            return;
+        }
+    }
     detail::ReplyHead h{rank_, s.failed() ? detail::reply_error : detail::reply_value, token};
     std::string msg;
     std::size_t bytes = sizeof h;

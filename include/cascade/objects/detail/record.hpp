@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "cascade/comm/detail/leaving.hpp"
 #include "cascade/comm/serialization.hpp"
 #include "cascade/objects/detail/bodies.hpp"
 #include "cascade/objects/detail/invocation.hpp"
-#include "cascade/objects/detail/leaving.hpp"
 #include "cascade/objects/mobile_ptr.hpp"
 
 namespace cascade::detail {

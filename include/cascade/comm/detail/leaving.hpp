@@ -1,9 +1,11 @@
-// LeaveArchive: walks a migrating object through its codec before it is measured and packed.
-// The archives of the wire format ignore it; a codec whose member needs work before it can be
-// written without waiting (a device Data, whose freshest copy must reach the host:
-// cascade/objects/device.hpp) does that work here, on the migrating thread and outside every
-// lock, and leaves a closure (after()) that gives back what it took; the migration runs those
-// closures once the object is packed. Values that are not codec types are skipped.
+// LeaveArchive: walks a value that is about to leave this rank (a migrating object, an async
+// argument or result) through its codec before it is measured and written. The archives of
+// the wire format ignore it; a codec whose member needs work before it can be written without
+// waiting (a device Data, whose freshest copy must reach the host: cascade/comm/device.hpp)
+// does that work here, on the sending thread and outside every lock, and leaves a closure
+// (after()) that gives back what it took; the sender runs those closures once the value is
+// written (or, for a value that leaves as a body, once the body has left). Values that are
+// not codec types are skipped.
 #pragma once
 
 #include <functional>
@@ -16,7 +18,7 @@ namespace cascade::detail {
 
 class LeaveArchive {
   public:
-    /// False: the object is read, not written.
+    /// False: the value is read, not written.
     static constexpr bool loading = false;
     /// Marks this archive for codecs that act on it (`requires { Archive::leaving; }`).
     static constexpr bool leaving = true;
@@ -37,11 +39,11 @@ class LeaveArchive {
                 visit(e);
         }
     }
-    /// Runs `f` once the object is packed (or its migration failed).
+    /// Runs `f` once the value is written (or its sending failed).
     void after(std::function<void()> f) { after_->push_back(std::move(f)); }
     /// True for the archive that only asks: a codec calls need() and does nothing else.
     bool probing() const noexcept { return after_ == nullptr; }
-    /// A member needs work before it leaves (it may wait): the migration runs on a worker.
+    /// A member needs work before it leaves (it may wait): the sender does it on a worker.
     void need() noexcept { needed_ = true; }
     /// Whether a member called need().
     bool needed() const noexcept { return needed_; }
