@@ -32,7 +32,6 @@ void TaskState::reset() noexcept {
     args.clear();
     fn = nullptr;
     error = nullptr;
-    chunk = 0;
     inherited.store(false, std::memory_order_relaxed);
     closed = false;
     successors.clear();
