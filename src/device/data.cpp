@@ -43,11 +43,19 @@ void release(DataBlock* b) noexcept {
     if (b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) b->rt->free_block(b);
 }
 
+std::size_t host_ready(DataBlock* b) noexcept {
+    return b->host_ready.load(std::memory_order_acquire);
+}
+
+Threadpool& pool_of(DataBlock* b) noexcept {
+    return b->rt->tp;
+}
+
 void* host_pointer(DataBlock* b) noexcept {
     return b->copies[0].ptr;
 }
 
-DeviceTask request_host(DataBlock* b, DataAccess a) {
+DeviceTask request_host(DataBlock* b, DataAccess a, std::size_t chunk) {
     if (!b) throw UsageError("Data::request() on an empty Data");
     Runtime& rt = *b->rt;
     b->lock.lock();
@@ -59,6 +67,7 @@ DeviceTask request_host(DataBlock* b, DataAccess a) {
                          "first)");
     TaskState* s = rt.acquire();
     s->kind = TaskKind::host_access;
+    s->chunk = a == DataAccess::read ? chunk : 0;
     s->name = "request(" + b->name + ", " + to_string(a) + ")";
     ArgSlot& arg = s->args.emplace_back();
     arg.block = b;
@@ -80,6 +89,32 @@ DeviceTask request_host(DataBlock* b, DataAccess a) {
     return t;
 }
 
+bool push_range(DataBlock* b, int device, std::size_t off, std::size_t bytes) {
+    if (!b) throw UsageError("Data::push_range() on an empty Data");
+    Runtime& rt = *b->rt;
+    if (device < 0 || device >= static_cast<int>(rt.slots.size()))
+        throw UsageError("Data '" + b->name + "': push_range to device " + std::to_string(device) +
+                         ", which does not exist");
+    if (off > b->bytes || bytes > b->bytes - off)
+        throw UsageError("Data '" + b->name + "': push_range past its end");
+    b->lock.lock();
+    TaskState* s = b->host_access;
+    const bool ok = s && s->status.load(std::memory_order_acquire) == TaskState::granted &&
+                    writes(s->args[0].mode);
+    b->lock.unlock();
+    if (!ok)
+        throw UsageError("Data '" + b->name +
+                         "': push_range() outside a granted host write access");
+    if (bytes == 0) return true;
+    bool pushed;
+    {
+        std::lock_guard<std::mutex> g(rt.step_mutex);
+        pushed = rt.push_piece(b, device, off, bytes);
+    }
+    rt.wake();
+    return pushed;
+}
+
 void release_host(DataBlock* b) {
     if (!b) throw UsageError("Data::release() on an empty Data");
     b->lock.lock();
@@ -97,6 +132,10 @@ void release_host(DataBlock* b) {
     }
     b->host_access = nullptr;
     b->lock.unlock();
+    if (st == TaskState::granted && writes(s->args[0].mode)) {
+        std::lock_guard<std::mutex> g(b->rt->step_mutex);
+        b->rt->end_pushes(b);
+    }
     if (st == TaskState::granted) {
         b->rt->held_accesses.fetch_sub(1, std::memory_order_relaxed);
         b->rt->complete(s, nullptr);

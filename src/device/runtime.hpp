@@ -34,8 +34,11 @@ struct Transfer {
     int then_space = -1;       // stage 2: copy host -> this space when done
     void* free_ptr = nullptr;  // eviction: device memory to free when done
     std::size_t bytes = 0;
-    bool out = false;   // device -> host
-    double issued = 0;  // now_seconds() when issued
+    bool out = false;             // device -> host
+    double issued = 0;            // now_seconds() when issued
+    std::size_t chunk_index = 0;  // a chunk of a chunked fetch (chunked: true)
+    bool chunked = false;
+    bool pushed = false;  // a piece of push_range (holds the pool's external work)
 };
 
 // Per-device bookkeeping of the runtime thread.
@@ -113,6 +116,13 @@ class Runtime {
     void fail_task(TaskState* t, std::exception_ptr e);
     bool progress_transfers();  // memory.cpp
     void issue_copy(int d, DataBlock* b, int from, int to, int then_space);
+    // A device -> host copy of b in chunks of `chunk` bytes (request_chunked): host_ready
+    // grows as they land, in order.
+    void issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk);
+    void chunk_landed(const Transfer& tr);
+    // push_range / the end of a host write that pushed pieces (data.cpp, under step_mutex).
+    bool push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes);
+    void end_pushes(DataBlock* b);
     void* device_allocate(int d, std::size_t bytes);
     void device_free(int d, void* p, std::size_t bytes) noexcept;
     void drop_copy(DataBlock* b, int space) noexcept;

@@ -32,6 +32,7 @@ void TaskState::reset() noexcept {
     args.clear();
     fn = nullptr;
     error = nullptr;
+    chunk = 0;
     inherited.store(false, std::memory_order_relaxed);
     closed = false;
     successors.clear();

@@ -24,11 +24,15 @@
 namespace cascade {
 
 class Devices;
+class Threadpool;
 
 namespace device::detail {
 DataBlock* new_block(Devices& d, std::size_t bytes, std::size_t elem, std::string name,
                      const void* init);
-DeviceTask request_host(DataBlock* b, DataAccess a);
+DeviceTask request_host(DataBlock* b, DataAccess a, std::size_t chunk = 0);
+std::size_t host_ready(DataBlock* b) noexcept;
+Threadpool& pool_of(DataBlock* b) noexcept;
+bool push_range(DataBlock* b, int device, std::size_t off, std::size_t bytes);
 void release_host(DataBlock* b);
 void* host_pointer(DataBlock* b) noexcept;
 }  // namespace device::detail
@@ -49,6 +53,11 @@ class HostAccess {
         t_.get();
         return {static_cast<T*>(device::detail::host_pointer(b_)), b_->bytes / sizeof(T)};
     }
+    /// For request_chunked(), once granted: bytes of the host copy valid from its start
+    /// (failed_chunk when a copy failed: the Data's next user gets the error).
+    std::size_t ready_bytes() const noexcept { return device::detail::host_ready(b_); }
+    /// ready_bytes() when a chunk's copy failed.
+    static constexpr std::size_t failed_chunk = ~std::size_t(0);
     /// The request as a task. It finishes at Data::release(), not when the host copy is
     /// granted (tasks submitted after the request wait for the release): a continuation
     /// chained to it with then() runs after the release, so it must not be the code that
@@ -103,6 +112,23 @@ class Data {
     /// (for write, readwrite) this data; the data stays on the host for the caller until
     /// release(). One request at a time per Data.
     HostAccess<T> request(DataAccess a) const { return {device::detail::request_host(b_, a), b_}; }
+    /// Host read access granted before the host copy is whole: when the freshest copy is on a
+    /// device, it comes to the host in copies of `chunk_bytes` and HostAccess::ready_bytes()
+    /// tells how much of it (from the start) has landed; the caller uses each part as it
+    /// lands (a sender pipelines the network behind the copies). release() as for request().
+    HostAccess<T> request_chunked(std::size_t chunk_bytes) const {
+        return {device::detail::request_host(b_, DataAccess::read, chunk_bytes), b_};
+    }
+    /// During a granted host write access (request(write) or request(readwrite)): copies
+    /// elements [first, first + count) of the host copy, written already, to device `device`
+    /// (an index of its Devices) now, while the host goes on writing the rest. When the pieces
+    /// pushed cover the whole Data by release(), the device's copy is valid too and tasks
+    /// there start without a copy in (they wait for the last piece). False when the device
+    /// has no room without evicting, or is pushed to from a Data already moving: nothing
+    /// was sent, and the Data stays on the host.
+    bool push_range(int device, std::size_t first, std::size_t count) const {
+        return device::detail::push_range(b_, device, first * sizeof(T), count * sizeof(T));
+    }
     /// Ends the host access of request(); tasks waiting for it may run.
     void release() const { device::detail::release_host(b_); }
     /// A copy of the contents (request(read), copy, release()).
@@ -120,6 +146,8 @@ class Data {
         return v;
     }
 
+    /// The pool of the Devices it belongs to.
+    Threadpool& pool() const noexcept { return device::detail::pool_of(b_); }
     /// The shared state (for the runtime).
     device::detail::DataBlock* block() const noexcept { return b_; }
 

@@ -105,6 +105,19 @@ class Device {
     virtual void copy_in(void* dst, const void* src, std::size_t bytes, Event& e) = 0;
     /// Copies device -> host.
     virtual void copy_out(void* dst, const void* src, std::size_t bytes, Event& e) = 0;
+    /// Copies `bytes` from `offset` of device memory `src` to host `dst` (a chunk of a copy
+    /// out); backends whose memory is addressed by pointers need not override it.
+    virtual void copy_out_range(void* dst, const void* src, std::size_t offset, std::size_t bytes,
+                                Event& e) {
+        copy_out(static_cast<unsigned char*>(dst) + offset,
+                 static_cast<const unsigned char*>(src) + offset, bytes, e);
+    }
+    /// Copies `bytes` from host `src` + `offset` to `offset` of device memory `dst`.
+    virtual void copy_in_range(void* dst, const void* src, std::size_t offset, std::size_t bytes,
+                               Event& e) {
+        copy_in(static_cast<unsigned char*>(dst) + offset,
+                static_cast<const unsigned char*>(src) + offset, bytes, e);
+    }
     /// Runs a kernel; marks `e` when done (or failed, with the kernel's error).
     virtual void launch(const LaunchRecord& r, Event& e) = 0;
     /// Whether `e` has finished (native events are queried here; others read e.state).

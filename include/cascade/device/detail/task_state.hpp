@@ -53,6 +53,7 @@ struct TaskState {
     std::vector<ArgSlot> args;
     std::function<void()> fn;  // host_fn
     std::exception_ptr error;
+    std::size_t chunk = 0;  // host_access read: fetch in chunks of this many bytes, grant early
     std::atomic<bool> inherited{false};  // a predecessor failed: error holds its exception
 
     Spinlock succ_lock;
