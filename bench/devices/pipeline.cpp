@@ -5,10 +5,13 @@
 // when rank 1's handler acknowledges it with a small message. A third way sends the same body
 // from a valid host copy (the message alone: the bound pipelining approaches).
 //   mpiexec -n 2 devices_pipeline [--mib 8,32,64] [--chunk-kib 1024] [--reps 7] [--gbps 12]
-//                                 [--onto-device 1]
+//                                 [--onto-device 1] [--direct 1]
 // --onto-device 1: rank 1's handler runs a kernel reading the body on its sim device before it
 // acknowledges; the pieces go on to that device as they arrive (DataMsgOptions::to_device),
 // the one-piece body and the host-valid one are copied in whole by the kernel's task.
+// --direct 1: a fourth way, the direct path forced (GpuAware::force: the sim device's memory is
+// host memory): the body goes from rank 0's device copy, and with --onto-device 1 into rank
+// 1's, with no copy to or from the host.
 // Devices: one sim device per rank modelling a PCIe GPU (--gbps GB/s page-locked copies,
 // 10 us per copy). Prints, per size, the median seconds of each way and whole / pipelined; checks
 // that every body arrived intact (its first and last elements).
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
     int reps = 7;
     double gbps = 12;
     bool onto_device = false;
+    bool direct = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--mib")
@@ -70,6 +74,8 @@ int main(int argc, char** argv) {
             gbps = std::atof(argv[i + 1]);
         else if (a == "--onto-device")
             onto_device = std::atoi(argv[i + 1]) != 0;
+        else if (a == "--direct")
+            direct = std::atoi(argv[i + 1]) != 0;
     }
     cascade::Communicator comm;
     cascade::Threadpool tp(1, &comm);
@@ -95,15 +101,18 @@ int main(int argc, char** argv) {
     auto now = [&] { return std::chrono::duration<double>(Clock::now() - epoch).count(); };
     auto ack = comm.make_active_msg([&] { t_ack = now(); });
     auto on_body = [&](cascade::Data<double>& d, int& base) {
-        auto h = d.request(cascade::DataAccess::read);
-        const auto s = h.get();
-        if (s.front() != double(base) || s.back() != double(base) + double(s.size() - 1)) ++bad;
-        d.release();
+        const double want = 2 * double(base) + double(d.size() - 1);  // first + last
         if (onto_device) {  // a kernel on the receiver's device reads the body
             cascade::Data<double> ends(devs, 1, "ends");
             devs.submit(read_ends, cascade::read(d), cascade::write(ends), int(d.size()),
                         cascade::Launch{.threads = {1}})
                 .wait();
+            if (ends.to_vector()[0] != want) ++bad;
+        } else {
+            auto h = d.request(cascade::DataAccess::read);
+            const auto s = h.get();
+            if (s.front() + s.back() != want) ++bad;
+            d.release();
         }
         ack->send(0);
     };
@@ -112,24 +121,28 @@ int main(int argc, char** argv) {
             if (b.size() == n) return b;
         return cascade::Data<double>{};
     };
-    cascade::DataMsgOptions piped, whole;
+    cascade::DataMsgOptions piped, whole, straight;
     piped.chunk_bytes = chunk_kib << 10;
     whole.chunk_bytes = 0;
-    if (onto_device) piped.to_device = 0;  // pieces go on to the device as they arrive
+    piped.gpu_aware = whole.gpu_aware = cascade::GpuAware::off;
+    straight.gpu_aware = cascade::GpuAware::force;
+    if (onto_device) piped.to_device = straight.to_device = 0;  // pieces go on as they arrive
     cascade::DataActiveMsg<double, int> m_piped(comm, &devs, on_body, into, "piped", piped);
     cascade::DataActiveMsg<double, int> m_whole(comm, &devs, on_body, into, "whole", whole);
+    cascade::DataActiveMsg<double, int> m_direct(comm, &devs, on_body, into, "direct", straight);
+    const int ways = direct ? 4 : 3;
     if (me == 0)
-        std::printf("%-6s %-12s %-12s %-12s %-8s\n", "MiB", "pipelined_s", "whole_s", "host_s",
-                    "whole/pipelined");
+        std::printf("%-6s %-12s %-12s %-12s %-8s%s\n", "MiB", "pipelined_s", "whole_s", "host_s",
+                    "whole/pipelined", direct ? " direct_s" : "");
     for (std::size_t i = 0; i < mibs.size(); ++i) {
         cascade::Data<double>& d = bodies[i];
         const std::size_t n = d.size();
-        std::vector<double> times[3];             // pipelined, whole, host copy valid
-        for (int r = 0; r < 3 * reps + 3; ++r) {  // three warm-up runs, then in turn
-            const int way = r % 3;
+        std::vector<double> times[4];                  // pipelined, whole, host copy valid, direct
+        for (int r = 0; r < ways * (reps + 1); ++r) {  // a warm-up run of each, then in turn
+            const int way = r % ways;
             double t0 = 0;
             if (me == 0) {
-                if (way < 2) {  // fresh on the device, the host copy stale
+                if (way != 2) {  // fresh on the device, the host copy stale
                     devs.submit(fill_body, cascade::write(d), double(r), int(n),
                                 cascade::Launch{.threads = {n}});
                 } else {  // the same values, the host copy valid (the message alone)
@@ -141,15 +154,21 @@ int main(int argc, char** argv) {
                 }
                 devs.wait_all();
                 t0 = now();
-                (way == 0 ? m_piped : m_whole).send(1, d, r);
+                (way == 0 ? m_piped : way == 3 ? m_direct : m_whole).send(1, d, r);
             }
             tp.join();
-            if (me == 0 && r >= 3) times[way].push_back(t_ack.load() - t0);
+            if (me == 0 && r >= ways) times[way].push_back(t_ack.load() - t0);
         }
         if (me == 0) {
             const double a = median(times[0]), b = median(times[1]), c = median(times[2]);
-            std::printf("%-6zu %-12.5f %-12.5f %-12.5f %-8.3f\n", mibs[i], a, b, c, b / a);
+            std::printf("%-6zu %-12.5f %-12.5f %-12.5f %-8.3f", mibs[i], a, b, c, b / a);
+            if (direct) std::printf("        %-12.5f", median(times[3]));
+            std::printf("\n");
         }
+    }
+    if (me == 0 && direct && m_direct.sent_by(cascade::DataPath::direct) == 0) {
+        std::printf("devices_pipeline: the direct way was never taken\n");
+        return 1;
     }
     tp.join();
     if (me == 1 && bad.load() != 0) {

@@ -3,7 +3,10 @@
 
 #include <mpi.h>
 
+#include <cctype>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
@@ -18,16 +21,18 @@ constexpr std::uint64_t kChunkMax = std::uint64_t(1) << 40;
 
 // Keep in step with the README's settings table (a test compares them).
 constexpr settings::Variable kVariables[] = {
-    {"CASCADE_GPU_AWARE", "1 or 0 (also on/off, true/false, yes/no)", "1",
-     "0: Data bodies whose freshest copy is on a CUDA device are staged through host memory "
-     "even when the MPI library sends from device memory"},
+    {"CASCADE_GPU_AWARE", "auto, 1 or 0 (also on/off, true/false, yes/no)", "auto",
+     "auto: Data bodies whose freshest copy is on a CUDA device go straight from and into "
+     "device memory when the MPI library says it takes it; 1: so do those on any device whose "
+     "memory MPI can address (CUDA whatever the library says, sim devices); 0: every body is "
+     "staged through host memory"},
     {"CASCADE_DATA_CHUNK", "a whole number of bytes from 0 to 1099511627776", "1048576",
      "Data bodies whose freshest copy is on a device leave in pieces of this many bytes, each "
      "sent as soon as its device-to-host copy landed; 0: the whole body at once"},
 };
 
 void check() {
-    settings::flag("CASCADE_GPU_AWARE", true);
+    gpu_aware_setting();
     settings::count("CASCADE_DATA_CHUNK", 0, 0, kChunkMax);
 }
 
@@ -60,8 +65,14 @@ const MpiDeviceSupport& mpi_device_support() {
     return s;
 }
 
-bool gpu_aware_setting() {
-    return settings::flag("CASCADE_GPU_AWARE", true);
+GpuAware gpu_aware_setting() {
+    const std::optional<std::string> v = settings::raw("CASCADE_GPU_AWARE");
+    if (!v) return GpuAware::automatic;
+    std::string low = *v;
+    for (char& c : low)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (low == "auto") return GpuAware::automatic;
+    return settings::parse_flag("CASCADE_GPU_AWARE", *v) ? GpuAware::force : GpuAware::off;
 }
 
 std::size_t data_chunk_setting() {

@@ -284,7 +284,8 @@ void Runtime::issue_copy(int d, DataBlock* b, int from, int to, int then_space) 
     }
 }
 
-void Runtime::issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk) {
+void Runtime::issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk,
+                                std::uint64_t link) {
     DeviceSlot& s = slots[static_cast<std::size_t>(d)];
     ensure_host(b);
     Copy& dst = b->copies[0];
@@ -309,6 +310,7 @@ void Runtime::issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk
         Transfer tr{e, b, d, from, -1, nullptr, len, true, now_seconds()};
         tr.chunk_index = k;
         tr.chunked = true;
+        if (link != 0) tr.link = trace::link_id(link, k);
         transfers.push_back(tr);
         ++s.transfers;
         e->t_start = trace::stamp();
@@ -319,7 +321,8 @@ void Runtime::issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk
 
 // A piece of the host copy, written under a host write access, goes to device d now (the
 // copy on d is allocated on the first piece, without evicting; false: no room, nothing sent).
-bool Runtime::push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes) {
+bool Runtime::push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes,
+                         std::uint64_t link) {
     DeviceSlot& s = slots[static_cast<std::size_t>(d)];
     const int sp = s.dev->space;
     if (sp == 0) return false;  // the host's memory: nothing to push
@@ -349,6 +352,7 @@ bool Runtime::push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes
     tp.hold_external_work();  // join() waits for the piece
     Transfer tr{e, b, d, -1, -1, nullptr, bytes, false, now_seconds()};
     tr.pushed = true;
+    tr.link = link;
     transfers.push_back(tr);
     ++s.transfers;
     e->t_start = trace::stamp();
@@ -414,7 +418,7 @@ bool Runtime::progress_transfers() {
         transfers[i] = transfers.back();
         transfers.pop_back();
         --s.transfers;
-        trace_op(tr.device, tr.out ? 2 : 1, tr.block->name, *tr.ev);
+        trace_op(tr.device, tr.out ? 2 : 1, tr.block->name, *tr.ev, tr.link);
         s.dev->release(*tr.ev);
         tr.ev->processed = true;
         DataBlock* b = tr.block;
@@ -442,7 +446,75 @@ bool Runtime::progress_transfers() {
     return moved;
 }
 
+// See runtime.hpp. A write asked on a device takes that device's copy (allocated without
+// evicting) when its memory is addressed by pointers; a read that may be lent a copy takes
+// the freshest one when the host's is stale and it is on a device of a kind it lends (CUDA,
+// or memory the host addresses). The copy is pinned until release() (end_lend).
+int Runtime::prepare_on_device(TaskState* t) {
+    ArgSlot& a = t->args[0];
+    if (a.prepared) return t->lent >= 0 ? 1 : -1;
+    DataBlock* b = a.block;
+    if (b->error) std::rethrow_exception(b->error);
+    if (t->access_on >= 0) {
+        const int d = t->access_on;
+        DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+        const int sp = s.dev->space;
+        if (sp == 0 || s.dev->kind() == DeviceKind::opencl) {
+            t->access_on = -1;
+            return -1;
+        }
+        for (const Copy& o : b->copies)  // a write: no transfer may still land in a copy
+            if (o.pending) return 0;
+        Copy& c = b->copies[static_cast<std::size_t>(sp)];
+        if (!c.ptr) {
+            void* p = device_allocate(d, b->bytes);
+            if (!p) {
+                t->access_on = -1;
+                return -1;
+            }
+            c.ptr = p;
+            c.resident_index = static_cast<int>(s.resident.size());
+            s.resident.push_back(b);
+            s.stats.memory_used = s.used - s.pooled_bytes;
+            s.stats.memory_peak = std::max(s.stats.memory_peak, s.stats.memory_used);
+        }
+        msi_access(b->states, sp, DataAccess::write);
+        ++c.pins;
+        c.last_use = ++use_clock;
+        t->lent = d;
+        a.prepared = true;
+        return 1;
+    }
+    if (t->lend == 0 || b->states[0] != Msi::invalid) return -1;
+    Msi scratch_states[64];
+    std::copy(b->states.begin(), b->states.end(), scratch_states);
+    const int src =
+        msi_access(std::span<Msi>(scratch_states, b->states.size()), 0, DataAccess::read).source;
+    if (src <= 0) return -1;
+    const int d = space_device[static_cast<std::size_t>(src)];
+    const Device& dev = *slots[static_cast<std::size_t>(d)].dev;
+    if ((t->lend & (1u << static_cast<unsigned>(dev.kind()))) == 0 ||
+        !(dev.kind() == DeviceKind::cuda || dev.host_addressable()))
+        return -1;
+    Copy& c = b->copies[static_cast<std::size_t>(src)];
+    if (c.pending) return 0;  // still arriving there
+    ++c.pins;
+    c.last_use = ++use_clock;
+    t->lent = d;
+    b->host_ready.store(b->bytes, std::memory_order_release);
+    a.prepared = true;
+    return 1;
+}
+
+void Runtime::end_lend(DataBlock* b, int d) {
+    --b->copies[static_cast<std::size_t>(slots[static_cast<std::size_t>(d)].dev->space)].pins;
+}
+
 bool Runtime::prepare(TaskState* t) {
+    if (t->kind == TaskKind::host_access && (t->lend != 0 || t->access_on >= 0)) {
+        const int r = prepare_on_device(t);
+        if (r >= 0) return r == 1;
+    }
     const int sp = t->device >= 0 ? slots[static_cast<std::size_t>(t->device)].dev->space : 0;
     const auto usp = static_cast<std::size_t>(sp);
     Msi scratch_states[64];
@@ -478,7 +550,8 @@ bool Runtime::prepare(TaskState* t) {
         if (t->kind == TaskKind::host_access && t->chunk > 0) {
             if (plan.source > 0) {
                 issue_chunked_out(space_device[static_cast<std::size_t>(plan.source)], b,
-                                  plan.source, t->chunk);
+                                  plan.source, t->chunk, t->link);
+                t->fetched = true;
                 tgt.last_use = ++use_clock;
                 a.prepared = true;
                 continue;

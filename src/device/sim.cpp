@@ -148,6 +148,8 @@ class SimDevice final : public Device {
     std::size_t capacity() const noexcept override { return o_.memory; }
     double bandwidth() const noexcept override { return o_.bandwidth; }
     double latency() const noexcept override { return o_.latency; }
+    // The arena is anonymous memory of this process.
+    bool host_addressable() const noexcept override { return true; }
 
     void* allocate(std::size_t bytes) override {
         if (o_.alloc_latency > 0)

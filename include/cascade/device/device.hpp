@@ -136,6 +136,11 @@ class Device {
     /// Blocks the calling thread until the event behind `held` (from hold()) has finished, then
     /// lets go of the reference. Called from any thread, without the runtime's lock.
     virtual void wait_held(void*) noexcept {}
+    /// Whether the device's memory is the process's own: a pointer to a copy there may be
+    /// read and written by host code (another library, an MPI send or receive) directly. A
+    /// sim device's arena is; a CUDA device's is not (only a GPU-aware MPI reads it), and an
+    /// OpenCL buffer is a handle.
+    virtual bool host_addressable() const noexcept { return false; }
 
     /// The memory space of this device (0: the host); set by the runtime.
     int space = 0;
