@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cascade/comm/detail/trace_gather.hpp"
+#include "cascade/comm/device_support.hpp"
 #include "cascade/comm/node.hpp"
 #include "cascade/core/detail/watchdog.hpp"
 #include "cascade/core/errors.hpp"
@@ -300,7 +301,8 @@ void Communicator::banner(const Threadpool& tp) const {
     log::info("host " + processor_name() + " (node rank " + std::to_string(world_.node_rank) +
               " of " + std::to_string(world_.node_ranks) + "), " + std::to_string(world_.size) +
               " ranks; pool '" + tp.name() + "': " + tp.placement() + "; " + mpi + ", " +
-              thread_level_name(provided) + "; settings: " + (set.empty() ? "defaults" : set));
+              thread_level_name(provided) + " (device memory: " + mpi_device_support().why +
+              "); settings: " + (set.empty() ? "defaults" : set));
 }
 
 void Communicator::detach(Threadpool& tp) noexcept {

@@ -43,13 +43,67 @@ void release(DataBlock* b) noexcept {
     if (b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) b->rt->free_block(b);
 }
 
+std::size_t host_ready(DataBlock* b) noexcept {
+    return b->host_ready.load(std::memory_order_acquire);
+}
+
+Threadpool& pool_of(DataBlock* b) noexcept {
+    return b->rt->tp;
+}
+
 void* host_pointer(DataBlock* b) noexcept {
     return b->copies[0].ptr;
 }
 
-DeviceTask request_host(DataBlock* b, DataAccess a) {
+DeviceKind device_kind(DataBlock* b, int device) {
+    if (!b) throw UsageError("Data::device_kind() on an empty Data");
+    if (device < 0 || device >= static_cast<int>(b->rt->slots.size()))
+        throw UsageError("Data '" + b->name + "': device " + std::to_string(device) +
+                         " does not exist");
+    return b->rt->slots[static_cast<std::size_t>(device)].dev->kind();
+}
+
+namespace {
+// The host request of b, granted (b->lock held by the caller), or null.
+TaskState* granted_access(DataBlock* b) noexcept {
+    TaskState* s = b->host_access;
+    return s && s->status.load(std::memory_order_acquire) == TaskState::granted ? s : nullptr;
+}
+}  // namespace
+
+void* access_pointer(DataBlock* b) noexcept {
+    b->lock.lock();
+    const TaskState* s = granted_access(b);
+    const int d = s ? s->lent : -1;
+    b->lock.unlock();
+    if (d < 0) return b->copies[0].ptr;
+    return b->copies[static_cast<std::size_t>(b->rt->slots[static_cast<std::size_t>(d)].dev->space)]
+        .ptr;
+}
+
+int access_device(DataBlock* b) noexcept {
+    b->lock.lock();
+    const TaskState* s = granted_access(b);
+    const int d = s ? s->lent : -1;
+    b->lock.unlock();
+    return d;
+}
+
+bool access_fetched(DataBlock* b) noexcept {
+    b->lock.lock();
+    const TaskState* s = granted_access(b);
+    const bool f = s && s->fetched;
+    b->lock.unlock();
+    return f;
+}
+
+DeviceTask request_host(DataBlock* b, const AccessAsk& ask) {
+    const DataAccess a = ask.mode;
     if (!b) throw UsageError("Data::request() on an empty Data");
     Runtime& rt = *b->rt;
+    if (ask.on >= static_cast<int>(rt.slots.size()))
+        throw UsageError("Data '" + b->name + "': request_on device " + std::to_string(ask.on) +
+                         ", which does not exist");
     b->lock.lock();
     const bool held = b->host_access != nullptr;
     b->lock.unlock();
@@ -59,6 +113,10 @@ DeviceTask request_host(DataBlock* b, DataAccess a) {
                          "first)");
     TaskState* s = rt.acquire();
     s->kind = TaskKind::host_access;
+    s->chunk = a == DataAccess::read ? ask.chunk : 0;
+    s->lend = a == DataAccess::read ? ask.lend : 0;
+    s->access_on = a == DataAccess::read ? -1 : ask.on;
+    s->link = ask.link;
     s->name = "request(" + b->name + ", " + to_string(a) + ")";
     ArgSlot& arg = s->args.emplace_back();
     arg.block = b;
@@ -80,6 +138,32 @@ DeviceTask request_host(DataBlock* b, DataAccess a) {
     return t;
 }
 
+bool push_range(DataBlock* b, int device, std::size_t off, std::size_t bytes, std::uint64_t link) {
+    if (!b) throw UsageError("Data::push_range() on an empty Data");
+    Runtime& rt = *b->rt;
+    if (device < 0 || device >= static_cast<int>(rt.slots.size()))
+        throw UsageError("Data '" + b->name + "': push_range to device " + std::to_string(device) +
+                         ", which does not exist");
+    if (off > b->bytes || bytes > b->bytes - off)
+        throw UsageError("Data '" + b->name + "': push_range past its end");
+    b->lock.lock();
+    TaskState* s = b->host_access;
+    const bool ok = s && s->status.load(std::memory_order_acquire) == TaskState::granted &&
+                    writes(s->args[0].mode);
+    b->lock.unlock();
+    if (!ok)
+        throw UsageError("Data '" + b->name +
+                         "': push_range() outside a granted host write access");
+    if (bytes == 0) return true;
+    bool pushed;
+    {
+        std::lock_guard<std::mutex> g(rt.step_mutex);
+        pushed = rt.push_piece(b, device, off, bytes, link);
+    }
+    rt.wake();
+    return pushed;
+}
+
 void release_host(DataBlock* b) {
     if (!b) throw UsageError("Data::release() on an empty Data");
     b->lock.lock();
@@ -97,6 +181,11 @@ void release_host(DataBlock* b) {
     }
     b->host_access = nullptr;
     b->lock.unlock();
+    if (st == TaskState::granted && (writes(s->args[0].mode) || s->lent >= 0)) {
+        std::lock_guard<std::mutex> g(b->rt->step_mutex);
+        if (writes(s->args[0].mode)) b->rt->end_pushes(b);
+        if (s->lent >= 0) b->rt->end_lend(b, s->lent);
+    }
     if (st == TaskState::granted) {
         b->rt->held_accesses.fetch_sub(1, std::memory_order_relaxed);
         b->rt->complete(s, nullptr);

@@ -284,6 +284,126 @@ void Runtime::issue_copy(int d, DataBlock* b, int from, int to, int then_space) 
     }
 }
 
+void Runtime::issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk,
+                                std::uint64_t link) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    ensure_host(b);
+    Copy& dst = b->copies[0];
+    Copy& src = b->copies[static_cast<std::size_t>(from)];
+    const std::size_t n = (b->bytes + chunk - 1) / chunk;
+    b->chunk = chunk;
+    b->chunk_done.assign(n, 0);
+    b->chunks_left = n;
+    b->host_ready.store(0, std::memory_order_release);
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t off = k * chunk, len = std::min(chunk, b->bytes - off);
+        Event* e = new_event();
+        if (k + 1 == n) {  // the copy is valid once every chunk landed: marked by the last
+            if (dst.pending) unref(dst.pending);
+            dst.pending = e;
+            ++e->refs;
+            b->chunk_last = e;
+            ++e->refs;
+        }
+        ++src.pins;
+        retain(b);
+        Transfer tr{e, b, d, from, -1, nullptr, len, true, now_seconds()};
+        tr.chunk_index = k;
+        tr.chunked = true;
+        if (link != 0) tr.link = trace::link_id(link, k);
+        transfers.push_back(tr);
+        ++s.transfers;
+        e->t_start = trace::stamp();
+        s.stats.bytes_out += len;
+        s.dev->copy_out_range(dst.ptr, src.ptr, off, len, *e);
+    }
+}
+
+// A piece of the host copy, written under a host write access, goes to device d now (the
+// copy on d is allocated on the first piece, without evicting; false: no room, nothing sent).
+bool Runtime::push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes,
+                         std::uint64_t link) {
+    DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+    const int sp = s.dev->space;
+    if (sp == 0) return false;  // the host's memory: nothing to push
+    if (b->push_space != 0 && b->push_space != sp) return false;
+    Copy& c = b->copies[static_cast<std::size_t>(sp)];
+    if (b->push_space == 0) {
+        for (const Copy& o : b->copies)  // a transfer of it still in flight: not now
+            if (o.pending) return false;
+        if (!c.ptr) {
+            void* p = device_allocate(d, b->bytes);
+            if (!p) return false;
+            c.ptr = p;
+            c.resident_index = static_cast<int>(s.resident.size());
+            s.resident.push_back(b);
+            s.stats.memory_used = s.used - s.pooled_bytes;
+            s.stats.memory_peak = std::max(s.stats.memory_peak, s.stats.memory_used);
+        }
+        b->push_space = sp;
+        b->pushed = 0;
+        ++c.pins;  // not evicted while pieces come
+    }
+    Event* e = new_event();
+    if (c.pending) unref(c.pending);
+    c.pending = e;  // the copy-in queue is in order: the newest piece lands last
+    ++e->refs;
+    retain(b);
+    tp.hold_external_work();  // join() waits for the piece
+    Transfer tr{e, b, d, -1, -1, nullptr, bytes, false, now_seconds()};
+    tr.pushed = true;
+    tr.link = link;
+    transfers.push_back(tr);
+    ++s.transfers;
+    e->t_start = trace::stamp();
+    s.stats.bytes_in += bytes;
+    b->pushed += bytes;
+    s.dev->copy_in_range(c.ptr, b->copies[0].ptr, off, bytes, *e);
+    c.last_use = ++use_clock;
+    return true;
+}
+
+// The host write that pushed pieces ends: when they cover the whole Data, the device copy is
+// valid too (Shared with the host; tasks wait for its pending mark); else it stays invalid.
+void Runtime::end_pushes(DataBlock* b) {
+    const int sp = std::exchange(b->push_space, 0);
+    if (sp == 0) return;
+    Copy& c = b->copies[static_cast<std::size_t>(sp)];
+    --c.pins;
+    if (b->pushed >= b->bytes && b->states[0] != Msi::invalid) {
+        b->states[0] = Msi::shared;
+        b->states[static_cast<std::size_t>(sp)] = Msi::shared;
+    }
+    b->pushed = 0;
+}
+
+// A chunk of a chunked fetch finished: advance host_ready over the chunks landed in order;
+// the last one clears the host copy's pending mark.
+void Runtime::chunk_landed(const Transfer& tr) {
+    DataBlock* b = tr.block;
+    if (tr.ev->state.load(std::memory_order_acquire) == Event::failed) {
+        b->host_ready.store(DataBlock::kFetchFailed, std::memory_order_release);
+    } else {
+        b->chunk_done[tr.chunk_index] = 1;
+        std::size_t ready = b->host_ready.load(std::memory_order_relaxed);
+        if (ready != DataBlock::kFetchFailed) {
+            std::size_t k = ready / b->chunk;
+            while (k < b->chunk_done.size() && b->chunk_done[k])
+                ++k;
+            b->host_ready.store(std::min(b->bytes, k * b->chunk), std::memory_order_release);
+        }
+    }
+    if (--b->chunks_left == 0) {
+        Event* last = std::exchange(b->chunk_last, nullptr);
+        for (Copy& c : b->copies)
+            if (c.pending == last) {
+                c.pending = nullptr;
+                unref(last);
+            }
+        unref(last);
+    }
+}
+
 bool Runtime::progress_transfers() {
     bool moved = false;
     for (std::size_t i = 0; i < transfers.size();) {
@@ -298,7 +418,7 @@ bool Runtime::progress_transfers() {
         transfers[i] = transfers.back();
         transfers.pop_back();
         --s.transfers;
-        trace_op(tr.device, tr.out ? 2 : 1, tr.block->name, *tr.ev);
+        trace_op(tr.device, tr.out ? 2 : 1, tr.block->name, *tr.ev, tr.link);
         s.dev->release(*tr.ev);
         tr.ev->processed = true;
         DataBlock* b = tr.block;
@@ -309,6 +429,8 @@ bool Runtime::progress_transfers() {
         }
         if (tr.ev->state.load(std::memory_order_acquire) == Event::failed && !b->error)
             b->error = tr.ev->error;
+        if (tr.chunked) chunk_landed(tr);
+        if (tr.pushed) tp.release_external_work();
         // Clear the pending marks that point to this event.
         for (Copy& c : b->copies)
             if (c.pending == tr.ev) {
@@ -324,7 +446,75 @@ bool Runtime::progress_transfers() {
     return moved;
 }
 
+// See runtime.hpp. A write asked on a device takes that device's copy (allocated without
+// evicting) when its memory is addressed by pointers; a read that may be lent a copy takes
+// the freshest one when the host's is stale and it is on a device of a kind it lends (CUDA,
+// or memory the host addresses). The copy is pinned until release() (end_lend).
+int Runtime::prepare_on_device(TaskState* t) {
+    ArgSlot& a = t->args[0];
+    if (a.prepared) return t->lent >= 0 ? 1 : -1;
+    DataBlock* b = a.block;
+    if (b->error) std::rethrow_exception(b->error);
+    if (t->access_on >= 0) {
+        const int d = t->access_on;
+        DeviceSlot& s = slots[static_cast<std::size_t>(d)];
+        const int sp = s.dev->space;
+        if (sp == 0 || s.dev->kind() == DeviceKind::opencl) {
+            t->access_on = -1;
+            return -1;
+        }
+        for (const Copy& o : b->copies)  // a write: no transfer may still land in a copy
+            if (o.pending) return 0;
+        Copy& c = b->copies[static_cast<std::size_t>(sp)];
+        if (!c.ptr) {
+            void* p = device_allocate(d, b->bytes);
+            if (!p) {
+                t->access_on = -1;
+                return -1;
+            }
+            c.ptr = p;
+            c.resident_index = static_cast<int>(s.resident.size());
+            s.resident.push_back(b);
+            s.stats.memory_used = s.used - s.pooled_bytes;
+            s.stats.memory_peak = std::max(s.stats.memory_peak, s.stats.memory_used);
+        }
+        msi_access(b->states, sp, DataAccess::write);
+        ++c.pins;
+        c.last_use = ++use_clock;
+        t->lent = d;
+        a.prepared = true;
+        return 1;
+    }
+    if (t->lend == 0 || b->states[0] != Msi::invalid) return -1;
+    Msi scratch_states[64];
+    std::copy(b->states.begin(), b->states.end(), scratch_states);
+    const int src =
+        msi_access(std::span<Msi>(scratch_states, b->states.size()), 0, DataAccess::read).source;
+    if (src <= 0) return -1;
+    const int d = space_device[static_cast<std::size_t>(src)];
+    const Device& dev = *slots[static_cast<std::size_t>(d)].dev;
+    if ((t->lend & (1u << static_cast<unsigned>(dev.kind()))) == 0 ||
+        !(dev.kind() == DeviceKind::cuda || dev.host_addressable()))
+        return -1;
+    Copy& c = b->copies[static_cast<std::size_t>(src)];
+    if (c.pending) return 0;  // still arriving there
+    ++c.pins;
+    c.last_use = ++use_clock;
+    t->lent = d;
+    b->host_ready.store(b->bytes, std::memory_order_release);
+    a.prepared = true;
+    return 1;
+}
+
+void Runtime::end_lend(DataBlock* b, int d) {
+    --b->copies[static_cast<std::size_t>(slots[static_cast<std::size_t>(d)].dev->space)].pins;
+}
+
 bool Runtime::prepare(TaskState* t) {
+    if (t->kind == TaskKind::host_access && (t->lend != 0 || t->access_on >= 0)) {
+        const int r = prepare_on_device(t);
+        if (r >= 0) return r == 1;
+    }
     const int sp = t->device >= 0 ? slots[static_cast<std::size_t>(t->device)].dev->space : 0;
     const auto usp = static_cast<std::size_t>(sp);
     Msi scratch_states[64];
@@ -357,6 +547,17 @@ bool Runtime::prepare(TaskState* t) {
         // Never-written data read from the host: its zeros exist before the protocol moves on.
         if (sp == 0 || (reads(mode) && b->host_zero)) ensure_host(b);
         const MsiPlan plan = msi_access(b->states, sp, mode);
+        if (t->kind == TaskKind::host_access && t->chunk > 0) {
+            if (plan.source > 0) {
+                issue_chunked_out(space_device[static_cast<std::size_t>(plan.source)], b,
+                                  plan.source, t->chunk, t->link);
+                t->fetched = true;
+                tgt.last_use = ++use_clock;
+                a.prepared = true;
+                continue;
+            }
+            b->host_ready.store(b->bytes, std::memory_order_release);  // no copy: all there
+        }
         if (plan.source >= 0) {
             if (!plan.via_host) {
                 const int dev_space = sp == 0 ? plan.source : sp;
@@ -373,7 +574,9 @@ bool Runtime::prepare(TaskState* t) {
     for (const ArgSlot& a : t->args) {
         if (!a.block) continue;
         if (a.block->error) std::rethrow_exception(a.block->error);
-        if (a.block->copies[usp].pending) return false;
+        // A chunked host read is granted while its chunks land (host_ready tells how far).
+        if (a.block->copies[usp].pending && !(t->kind == TaskKind::host_access && t->chunk > 0))
+            return false;
     }
     return true;
 }

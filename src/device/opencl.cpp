@@ -94,6 +94,25 @@ class OpenclDevice final : public Device {
         e.native = ev;
         clFlush(outq_);
     }
+    // Buffers are handles: a range is an offset into the buffer.
+    void copy_in_range(void* dst, const void* src, std::size_t off, std::size_t n,
+                       Event& e) override {
+        cl_event ev;
+        check(clEnqueueWriteBuffer(inq_, static_cast<cl_mem>(dst), CL_FALSE, off, n,
+                                   static_cast<const unsigned char*>(src) + off, 0, nullptr, &ev),
+              "clEnqueueWriteBuffer");
+        e.native = ev;
+        clFlush(inq_);
+    }
+    void copy_out_range(void* dst, const void* src, std::size_t off, std::size_t n,
+                        Event& e) override {
+        cl_event ev;
+        check(clEnqueueReadBuffer(outq_, static_cast<cl_mem>(const_cast<void*>(src)), CL_FALSE, off,
+                                  n, static_cast<unsigned char*>(dst) + off, 0, nullptr, &ev),
+              "clEnqueueReadBuffer");
+        e.native = ev;
+        clFlush(outq_);
+    }
     void launch(const LaunchRecord& r, Event& e) override {
         const Kernel& k = *r.kernel;
         if (k.opencl_fn()) {

@@ -34,8 +34,12 @@ struct Transfer {
     int then_space = -1;       // stage 2: copy host -> this space when done
     void* free_ptr = nullptr;  // eviction: device memory to free when done
     std::size_t bytes = 0;
-    bool out = false;   // device -> host
-    double issued = 0;  // now_seconds() when issued
+    bool out = false;             // device -> host
+    double issued = 0;            // now_seconds() when issued
+    std::size_t chunk_index = 0;  // a chunk of a chunked fetch (chunked: true)
+    bool chunked = false;
+    bool pushed = false;     // a piece of push_range (holds the pool's external work)
+    std::uint64_t link = 0;  // trace link id of the copy (0: none)
 };
 
 // Per-device bookkeeping of the runtime thread.
@@ -113,6 +117,20 @@ class Runtime {
     void fail_task(TaskState* t, std::exception_ptr e);
     bool progress_transfers();  // memory.cpp
     void issue_copy(int d, DataBlock* b, int from, int to, int then_space);
+    // A device -> host copy of b in chunks of `chunk` bytes (request_chunked): host_ready
+    // grows as they land, in order.
+    // Chunk k's copy has the trace link trace::link_id(link, k) when link != 0.
+    void issue_chunked_out(int d, DataBlock* b, int from, std::size_t chunk, std::uint64_t link);
+    void chunk_landed(const Transfer& tr);
+    // push_range / the end of a host write that pushed pieces (data.cpp, under step_mutex).
+    bool push_piece(DataBlock* b, int d, std::size_t off, std::size_t bytes, std::uint64_t link);
+    void end_pushes(DataBlock* b);
+    // The host access that was lent b's copy on device d ends (data.cpp, under step_mutex).
+    void end_lend(DataBlock* b, int d);
+    // A host access asked on a device (request_on) or one that may be lent a device copy:
+    // 1: granted on the device's copy, 0: not yet, -1: it goes to the host like any other
+    // (memory.cpp).
+    int prepare_on_device(TaskState* t);
     void* device_allocate(int d, std::size_t bytes);
     void device_free(int d, void* p, std::size_t bytes) noexcept;
     void drop_copy(DataBlock* b, int space) noexcept;
@@ -122,7 +140,8 @@ class Runtime {
     DataBlock* lru_victim(int d, const TaskState* t) const;
     double expected_seconds(const Kernel& k, int d) const;
     void record_seconds(const Kernel& k, int d, double s);
-    void trace_op(int d, int queue, const std::string& what, Event& e);  // trace.cpp
+    void trace_op(int d, int queue, const std::string& what, Event& e,
+                  std::uint64_t link = 0);  // trace.cpp
     void trace_setup();
     void trace_counters();
 

@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -64,6 +65,7 @@ class Engine {
         prctl(PR_SET_TIMERSLACK, 1UL);  // modelled waits of microseconds
         prctl(PR_SET_NAME, name.substr(0, 15).c_str());
         std::vector<unsigned char> scratch;
+        std::minstd_rand jitter(static_cast<unsigned>(name.size()) * 7919u + 1u);
         for (;;) {
             Op op;
             {
@@ -94,6 +96,8 @@ class Engine {
                 } else {
                     const double bw = pinned_ ? o_.bandwidth : o_.bandwidth / 2;
                     model = o_.latency + static_cast<double>(op.bytes) / bw;
+                    if (o_.copy_jitter > 0)
+                        model += o_.copy_jitter * static_cast<double>(jitter() % 1024) / 1024.0;
                     std::memcpy(op.dst, op.src, op.bytes);
                 }
                 std::this_thread::sleep_until(start + std::chrono::duration<double>(model));
@@ -144,6 +148,8 @@ class SimDevice final : public Device {
     std::size_t capacity() const noexcept override { return o_.memory; }
     double bandwidth() const noexcept override { return o_.bandwidth; }
     double latency() const noexcept override { return o_.latency; }
+    // The arena is anonymous memory of this process.
+    bool host_addressable() const noexcept override { return true; }
 
     void* allocate(std::size_t bytes) override {
         if (o_.alloc_latency > 0)

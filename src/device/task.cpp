@@ -32,6 +32,12 @@ void TaskState::reset() noexcept {
     args.clear();
     fn = nullptr;
     error = nullptr;
+    chunk = 0;
+    lend = 0;
+    access_on = -1;
+    link = 0;
+    fetched = false;
+    lent = -1;
     inherited.store(false, std::memory_order_relaxed);
     closed = false;
     successors.clear();

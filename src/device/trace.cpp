@@ -43,7 +43,7 @@ void Runtime::trace_setup() {
     }
 }
 
-void Runtime::trace_op(int d, int queue, const std::string& what, Event& e) {
+void Runtime::trace_op(int d, int queue, const std::string& what, Event& e, std::uint64_t link) {
     DeviceSlot& s = slots[static_cast<std::size_t>(d)];
     void* b = queue == 0 ? s.trace_kernel : queue == 1 ? s.trace_in : s.trace_out;
     if (!b) return;
@@ -68,6 +68,19 @@ void Runtime::trace_op(int d, int queue, const std::string& what, Event& e) {
         ev->am = 0;
         ev->flags = 0;
         buf->commit();
+        // A copy that is a step of a linked transfer (a piece of a Data body): the same span
+        // as a link point, which the trace joins to the message's steps.
+        if (link == 0 || queue == 0) return;
+        const std::int64_t t0 = ev->t0, t1 = ev->t1;
+        if (trace::Event* lk = buf->reserve(trace::Kind::link)) {
+            lk->t0 = t0;
+            lk->t1 = t1;
+            lk->a = link;
+            lk->b = static_cast<std::uint64_t>(queue == 2 ? trace::LinkStep::device_to_host
+                                                          : trace::LinkStep::host_to_device);
+            lk->c = trace::kNone;
+            buf->commit();
+        }
     }
 }
 

@@ -17,8 +17,11 @@ namespace detail {
 
 namespace {
 
-bool is_am(Kind k) {
-    return k == Kind::send || k == Kind::am_run || k == Kind::large_send || k == Kind::large_recv;
+bool is_am(const Event& e) {
+    const Kind k = e.kind;
+    return k == Kind::send || k == Kind::am_run || k == Kind::large_send || k == Kind::large_recv ||
+           (k == Kind::link && (e.b == static_cast<std::uint64_t>(LinkStep::send) ||
+                                e.b == static_cast<std::uint64_t>(LinkStep::arrive)));
 }
 
 // This process's events, named. AM events are named from `am_names` the first time.
@@ -34,7 +37,7 @@ RankData collect_data(int rank, const std::vector<std::string>* am_names) {
         evs.reserve(n);
         for (std::size_t i = 0; i < n; ++i) {
             Event& e = (*b)[i];
-            if (is_am(e.kind) && e.name == 0 && am_names && e.am < am_names->size())
+            if (is_am(e) && e.name == 0 && am_names && e.am < am_names->size())
                 e.name = intern((*am_names)[e.am]);
             Flat f{};
             f.t0 = e.t0 ? ns(e.t0) : 0;
@@ -133,7 +136,7 @@ struct Reader {
     }
 };
 
-constexpr std::uint8_t kMaxKind = static_cast<std::uint8_t>(Kind::edge);  // the last kind
+constexpr std::uint8_t kMaxKind = static_cast<std::uint8_t>(Kind::link);  // the last kind
 
 }  // namespace
 

@@ -108,7 +108,10 @@ class Writer {
                     const Kind k = static_cast<Kind>(f.kind);
                     if (k == Kind::send) sends_[{d.rank, f.peer, f.a}] = Where{d.rank, t, i};
                     if (k == Kind::am_run) receives_.insert({f.peer, d.rank, f.a});
+                    if (k == Kind::link && f.a != 0)
+                        links_[f.a].push_back(LinkPoint{f.b, f.t0 + d.offset, d.rank, t, i});
                 }
+        arrange_links();
         if (base_ == INT64_MAX) base_ = 0;
         build_graph();
     }
@@ -256,8 +259,27 @@ class Writer {
     // importer reads a string id as hexadecimal, and viewers that hold ids as doubles lose
     // integers above 2^53.
     std::string msg_id(int src, int dst, std::uint64_t seq) {
-        auto it = flow_ids_.emplace(MsgKey{src, dst, seq}, flow_ids_.size() + 1).first;
+        auto [it, fresh] = flow_ids_.emplace(MsgKey{src, dst, seq}, 0);
+        if (fresh) it->second = ++flows_;
         return std::to_string(it->second);
+    }
+
+    // Linked transfers (Kind::link): the points of one link id in the order of their steps
+    // (then of time) become one flow: "s" at the first, "t" at those between, "f" at the
+    // last; a link seen at one point only draws nothing.
+    void arrange_links() {
+        for (auto& [id, pts] : links_) {
+            if (pts.size() < 2) continue;
+            std::sort(pts.begin(), pts.end(), [](const LinkPoint& x, const LinkPoint& y) {
+                return x.step != y.step ? x.step < y.step : x.t < y.t;
+            });
+            const std::uint64_t flow = ++flows_;
+            for (std::size_t k = 0; k < pts.size(); ++k)
+                link_phase_[{pts[k].rank, pts[k].thread, pts[k].index}] = {
+                    flow, k == 0                ? 's'
+                          : k + 1 == pts.size() ? 'f'
+                                                : 't'};
+        }
     }
 
     void write_event(std::FILE* out, const RankData& d, std::size_t t, const Flat& f,
@@ -335,6 +357,27 @@ class Writer {
             }
             case Kind::edge:
                 return;  // in cascadeGraph
+            case Kind::link: {
+                // The message's own steps are slices (inside the task or handler that sent or
+                // received it); a device copy's step is the slice of its device track.
+                const auto step = static_cast<LinkStep>(f.b);
+                if (step == LinkStep::send || step == LinkStep::arrive)
+                    event(out,
+                          "{\"name\":" +
+                              json_str((step == LinkStep::send ? "send piece " : "piece ") + am) +
+                              ",\"cat\":\"transfer\"" + x + ",\"args\":{\"" +
+                              (step == LinkStep::send ? "dest" : "source") + "\":" +
+                              std::to_string(f.peer) + ",\"link\":" + std::to_string(f.a) + "}}");
+                auto it = link_phase_.find(
+                    {d.rank, t, static_cast<std::size_t>(&f - d.events[t].data())});
+                if (it == link_phase_.end()) return;
+                const char ph = it->second.second;
+                event(out, std::string("{\"ph\":\"") + ph + "\"" +
+                               (ph == 's' ? "" : ",\"bp\":\"e\"") +
+                               ",\"name\":\"transfer\",\"cat\":\"transfer\",\"id\":" +
+                               std::to_string(it->second.first) + mid + ids + "}");
+                return;
+            }
         }
     }
 
@@ -393,6 +436,16 @@ class Writer {
     std::map<MsgKey, Where> sends_;
     std::set<MsgKey> receives_, flow_ends_;
     std::map<MsgKey, std::uint64_t> flow_ids_;
+    std::uint64_t flows_ = 0;  // flow ids given so far
+    struct LinkPoint {
+        std::uint64_t step;
+        std::int64_t t;  // rank 0's clock
+        int rank;
+        std::size_t thread, index;
+    };
+    std::map<std::uint64_t, std::vector<LinkPoint>> links_;  // by link id
+    // (rank, thread, event index) -> (flow id, 's' / 't' / 'f')
+    std::map<std::tuple<int, std::size_t, std::size_t>, std::pair<std::uint64_t, char>> link_phase_;
     std::vector<Node> nodes_;
     std::map<std::pair<int, std::string>, std::size_t> task_nodes_, thread_nodes_;
     std::map<std::tuple<std::size_t, std::size_t, std::string>, std::uint64_t> edges_;

@@ -22,6 +22,7 @@
 #include "cascade/comm/device.hpp"
 #include "cascade/core/detail/waits.hpp"
 #include "cascade/device/devices.hpp"
+#include "sim_fixture.hpp"
 
 using cascade::Communicator;
 using cascade::Data;
@@ -33,51 +34,15 @@ using cascade::Threadpool;
 
 namespace {
 
-CASCADE_KERNEL(add_to, (kernel_global double* y, double a, int n), {
-    int i = kernel_global_id_x;
-    if (i < n) y[i] += a;
-});
-
-CASCADE_KERNEL(sum_of, (kernel_global const double* x, kernel_global double* s, int n), {
-    if (kernel_global_id_x == 0) {
-        double t = 0;
-        for (int i = 0; i < n; ++i)
-            t += x[i];
-        s[0] = t;
-    }
-});
+using device_test::add_in_state;
+using device_test::add_to;
 
 // Slow copies (15 ms each, low bandwidth): a device-to-host copy is long in flight.
 cascade::DevicesOptions slow_sim() {
-    cascade::DevicesOptions o;
-    o.sim = 1;
-    o.sim_options.latency = 0.015;
-    o.sim_options.bandwidth = 50e6;
-    return o;
+    return device_test::slow_sim(0.015);
 }
 
 constexpr std::size_t kLen = 20000;  // 160 KB: the request and the reply are large messages
-
-// Adds `a` to every element of d and leaves its freshest copy in state `kind` (0: on the device
-// only, 1: on the host only, 2: on both), with device work still in flight for 0.
-void add_in_state(Devices& devs, Data<double>& d, double a, int kind) {
-    const int sim = devs.find(DeviceKind::sim);
-    if (kind == 0) {
-        devs.submit(add_to, cascade::readwrite(d), a, int(d.size()),
-                    Launch{.on = sim, .threads = {d.size()}});
-        return;
-    }
-    auto h = d.request(cascade::DataAccess::readwrite);
-    for (double& x : h.get())
-        x += a;
-    d.release();
-    if (kind == 2) {  // a task that reads d copies it to the device: valid on both
-        Data<double> s(devs, 1, "s");
-        devs.submit(sum_of, cascade::read(d), cascade::write(s), int(d.size()),
-                    Launch{.on = sim, .threads = {1}})
-            .wait();
-    }
-}
 
 std::vector<double> ramp(double base) {
     std::vector<double> v(kLen);

@@ -26,6 +26,7 @@
 #include "cascade/comm/detail/leaving.hpp"
 #include "cascade/device/devices.hpp"
 #include "cascade/objects/device.hpp"
+#include "sim_fixture.hpp"
 
 using cascade::Communicator;
 using cascade::Data;
@@ -40,10 +41,8 @@ using cascade::UsageError;
 
 namespace {
 
-CASCADE_KERNEL(add_to, (kernel_global double* y, double a, int n), {
-    int i = kernel_global_id_x;
-    if (i < n) y[i] += a;
-});
+using device_test::add_to;
+using device_test::sum_of;
 
 // y += a * g[0]: a task on y that also reads g, so it waits while the host holds g.
 CASCADE_KERNEL(add_scaled,
@@ -52,23 +51,10 @@ CASCADE_KERNEL(add_scaled,
                    if (i < n) y[i] += a * g[0];
                });
 
-CASCADE_KERNEL(sum_of, (kernel_global const double* x, kernel_global double* s, int n), {
-    if (kernel_global_id_x == 0) {
-        double t = 0;
-        for (int i = 0; i < n; ++i)
-            t += x[i];
-        s[0] = t;
-    }
-});
-
 // Slow copies (10 ms each, low bandwidth): transfers and kernels are long in flight when a
 // migration starts.
 cascade::DevicesOptions slow_sim() {
-    cascade::DevicesOptions o;
-    o.sim = 1;
-    o.sim_options.latency = 0.01;
-    o.sim_options.bandwidth = 50e6;
-    return o;
+    return device_test::slow_sim(0.01);
 }
 
 constexpr std::size_t kLen = 20000;  // 160 KB: the migration message is a large one

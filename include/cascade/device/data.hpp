@@ -24,14 +24,39 @@
 namespace cascade {
 
 class Devices;
+class Threadpool;
 
 namespace device::detail {
 DataBlock* new_block(Devices& d, std::size_t bytes, std::size_t elem, std::string name,
                      const void* init);
-DeviceTask request_host(DataBlock* b, DataAccess a);
+// What a host request asks for (Data::request, request_chunked, request_on).
+struct AccessAsk {
+    DataAccess mode = DataAccess::read;
+    std::size_t chunk = 0;   // read: fetch in chunks of this many bytes, granted at once
+    unsigned lend = 0;       // read: device kinds (lend_bit) whose copy may be lent
+    int on = -1;             // write: the device whose own copy is asked for
+    std::uint64_t link = 0;  // trace link of the copies it makes (0: none)
+};
+DeviceTask request_host(DataBlock* b, const AccessAsk& ask);
+std::size_t host_ready(DataBlock* b) noexcept;
+Threadpool& pool_of(DataBlock* b) noexcept;
+bool push_range(DataBlock* b, int device, std::size_t off, std::size_t bytes,
+                std::uint64_t link = 0);
 void release_host(DataBlock* b);
 void* host_pointer(DataBlock* b) noexcept;
+// The granted access of b: its copy's memory, the device it is on (-1: the host), whether
+// the grant came with a chunked fetch.
+void* access_pointer(DataBlock* b) noexcept;
+int access_device(DataBlock* b) noexcept;
+bool access_fetched(DataBlock* b) noexcept;
+DeviceKind device_kind(DataBlock* b, int device);
 }  // namespace device::detail
+
+/// A device kind as a bit of the mask Data::request_chunked takes (kinds whose copy may be
+/// lent to the caller instead of copied to the host).
+constexpr unsigned lend_bit(DeviceKind k) noexcept {
+    return 1u << static_cast<unsigned>(k);
+}
 
 /// A host request's future (Data::request): get() waits and returns the host copy.
 template <class T>
@@ -47,8 +72,20 @@ class HostAccess {
     /// waited for.
     std::span<T> get() const {
         t_.get();
-        return {static_cast<T*>(device::detail::host_pointer(b_)), b_->bytes / sizeof(T)};
+        return {static_cast<T*>(device::detail::access_pointer(b_)), b_->bytes / sizeof(T)};
     }
+    /// Once granted: the device whose own copy get() gives (request_chunked with kinds to
+    /// lend, request_on), or -1 for the host copy. A device copy's memory is the device's
+    /// (a CUDA pointer is not readable by host code); it is pinned there until release().
+    int device() const noexcept { return device::detail::access_device(b_); }
+    /// Once granted: whether the freshest copy was on a device and comes to the host in
+    /// chunks (request_chunked), however many of them have landed already.
+    bool fetched() const noexcept { return device::detail::access_fetched(b_); }
+    /// For request_chunked(), once granted: bytes of the host copy valid from its start
+    /// (failed_chunk when a copy failed: the Data's next user gets the error).
+    std::size_t ready_bytes() const noexcept { return device::detail::host_ready(b_); }
+    /// ready_bytes() when a chunk's copy failed.
+    static constexpr std::size_t failed_chunk = ~std::size_t(0);
     /// The request as a task. It finishes at Data::release(), not when the host copy is
     /// granted (tasks submitted after the request wait for the release): a continuation
     /// chained to it with then() runs after the release, so it must not be the code that
@@ -102,7 +139,47 @@ class Data {
     /// Host access after every task submitted before it that writes (for read) or uses
     /// (for write, readwrite) this data; the data stays on the host for the caller until
     /// release(). One request at a time per Data.
-    HostAccess<T> request(DataAccess a) const { return {device::detail::request_host(b_, a), b_}; }
+    HostAccess<T> request(DataAccess a) const {
+        return {device::detail::request_host(b_, {.mode = a}), b_};
+    }
+    /// Host read access granted before the host copy is whole: when the freshest copy is on a
+    /// device, it comes to the host in copies of `chunk_bytes` and HostAccess::ready_bytes()
+    /// tells how much of it (from the start) has landed; the caller uses each part as it
+    /// lands (a sender pipelines the network behind the copies). When that device's kind is
+    /// in `lend` (lend_bit masks) and its memory is addressed by pointers (CUDA, or a device
+    /// whose memory is host memory), nothing is copied: the access is granted on the device
+    /// copy itself (HostAccess::device()), for a reader that can use device memory (a
+    /// GPU-aware MPI). `trace_link` (trace::link_id) ties the trace's slices of the copies to
+    /// the caller's own. release() as for request().
+    HostAccess<T> request_chunked(std::size_t chunk_bytes, unsigned lend = 0,
+                                  std::uint64_t trace_link = 0) const {
+        return {
+            device::detail::request_host(
+                b_,
+                {.mode = DataAccess::read, .chunk = chunk_bytes, .lend = lend, .link = trace_link}),
+            b_};
+    }
+    /// Write access to the copy on device `device` itself (allocated there if need be,
+    /// without evicting), for a writer that can use device memory (a GPU-aware MPI receiving
+    /// into it): after release() that copy is the valid one. Granted on the host copy instead
+    /// (HostAccess::device() is -1) when the device's memory is an OpenCL buffer or it has no
+    /// room. release() as for request().
+    HostAccess<T> request_on(int device) const {
+        return {device::detail::request_host(b_, {.mode = DataAccess::write, .on = device}), b_};
+    }
+    /// During a granted host write access (request(write) or request(readwrite)): copies
+    /// elements [first, first + count) of the host copy, written already, to device `device`
+    /// (an index of its Devices) now, while the host goes on writing the rest. When the pieces
+    /// pushed cover the whole Data by release(), the device's copy is valid too and tasks
+    /// there start without a copy in (they wait for the last piece). False when the device
+    /// has no room without evicting, or is pushed to from a Data already moving: nothing
+    /// was sent, and the Data stays on the host.
+    /// `trace_link` (trace::link_id) ties the trace's slice of the copy to the caller's own.
+    bool push_range(int device, std::size_t first, std::size_t count,
+                    std::uint64_t trace_link = 0) const {
+        return device::detail::push_range(b_, device, first * sizeof(T), count * sizeof(T),
+                                          trace_link);
+    }
     /// Ends the host access of request(); tasks waiting for it may run.
     void release() const { device::detail::release_host(b_); }
     /// A copy of the contents (request(read), copy, release()).
@@ -120,6 +197,10 @@ class Data {
         return v;
     }
 
+    /// The pool of the Devices it belongs to.
+    Threadpool& pool() const noexcept { return device::detail::pool_of(b_); }
+    /// The kind of device `device` (an index) of the Devices it belongs to.
+    DeviceKind device_kind(int device) const { return device::detail::device_kind(b_, device); }
     /// The shared state (for the runtime).
     device::detail::DataBlock* block() const noexcept { return b_; }
 

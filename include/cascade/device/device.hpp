@@ -105,6 +105,19 @@ class Device {
     virtual void copy_in(void* dst, const void* src, std::size_t bytes, Event& e) = 0;
     /// Copies device -> host.
     virtual void copy_out(void* dst, const void* src, std::size_t bytes, Event& e) = 0;
+    /// Copies `bytes` from `offset` of device memory `src` to host `dst` (a chunk of a copy
+    /// out); backends whose memory is addressed by pointers need not override it.
+    virtual void copy_out_range(void* dst, const void* src, std::size_t offset, std::size_t bytes,
+                                Event& e) {
+        copy_out(static_cast<unsigned char*>(dst) + offset,
+                 static_cast<const unsigned char*>(src) + offset, bytes, e);
+    }
+    /// Copies `bytes` from host `src` + `offset` to `offset` of device memory `dst`.
+    virtual void copy_in_range(void* dst, const void* src, std::size_t offset, std::size_t bytes,
+                               Event& e) {
+        copy_in(static_cast<unsigned char*>(dst) + offset,
+                static_cast<const unsigned char*>(src) + offset, bytes, e);
+    }
     /// Runs a kernel; marks `e` when done (or failed, with the kernel's error).
     virtual void launch(const LaunchRecord& r, Event& e) = 0;
     /// Whether `e` has finished (native events are queried here; others read e.state).
@@ -123,6 +136,11 @@ class Device {
     /// Blocks the calling thread until the event behind `held` (from hold()) has finished, then
     /// lets go of the reference. Called from any thread, without the runtime's lock.
     virtual void wait_held(void*) noexcept {}
+    /// Whether the device's memory is the process's own: a pointer to a copy there may be
+    /// read and written by host code (another library, an MPI send or receive) directly. A
+    /// sim device's arena is; a CUDA device's is not (only a GPU-aware MPI reads it), and an
+    /// OpenCL buffer is a handle.
+    virtual bool host_addressable() const noexcept { return false; }
 
     /// The memory space of this device (0: the host); set by the runtime.
     int space = 0;

@@ -43,6 +43,9 @@ struct SimOptions {
     double alloc_latency = 0;
     /// Run the CPU variant (true) or sleep the kernel's modelled time (Kernel::model).
     bool run_kernels = true;
+    /// Adversarial delays for tests: each copy waits a further random 0 .. this many seconds
+    /// (a fixed seed per engine, so runs repeat).
+    double copy_jitter = 0;
 };
 
 /// Settings of a Devices (which devices, the optimizations).

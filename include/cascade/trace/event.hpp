@@ -27,7 +27,29 @@ enum class Kind : std::uint8_t {
     progress,    ///< A progress() call that moved something: t0..t1.
     ctrl,        ///< Completion protocol message: t0, peer, a = type, b = 0 sent / 1 received.
     edge,        ///< fulfill_promise: t0, callee identity in vt/payload, c = caller context.
+    link,        ///< One step of a transfer followed across layers and ranks (a piece of a Data
+                 ///< body): t0..t1, a = link id (link_id), b = the step (LinkStep), peer =
+                 ///< the other rank (-1: none).
 };
+
+/// The steps of a linked transfer, in order (Kind::link's b): the trace joins the events of
+/// one link id by a flow arrow in this order.
+enum class LinkStep : std::uint8_t {
+    device_to_host = 0,  ///< the copy out of the sender's device (a device track's slice)
+    send = 1,            ///< the message leaves (the sender's thread)
+    arrive = 2,          ///< the message is here (the receiver's handler)
+    host_to_device = 3,  ///< the copy onto the receiver's device (a device track's slice)
+};
+
+/// The link id of piece `piece` of the transfer `base` (any number both ends agree on, e.g.
+/// made of the sender's rank and a sequence number): never 0, which means "no link".
+inline std::uint64_t link_id(std::uint64_t base, std::uint64_t piece) noexcept {
+    std::uint64_t z = base * 0x9e3779b97f4a7c15ull + piece + 0x632be59bd9b4e019ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z == 0 ? 1 : z;
+}
 
 /// "No event": a context or reference that does not point into a buffer.
 inline constexpr std::uint64_t kNone = ~std::uint64_t(0);

@@ -49,6 +49,19 @@ struct DataBlock {
     TaskState* readers_join = nullptr;  // joins the readers since the last writer (a reference)
     TaskState* host_access = nullptr;   // the host request not yet released (a reference)
 
+    // A chunked fetch to the host (request_chunked): bytes of the host copy valid from the
+    // start (kFetchFailed: a chunk failed), written by the runtime thread.
+    static constexpr std::size_t kFetchFailed = ~std::size_t(0);
+    std::atomic<std::size_t> host_ready{0};
+    std::size_t chunk = 0;         // runtime: chunk bytes of the fetch in flight
+    std::vector<char> chunk_done;  // runtime: per chunk, landed
+    std::size_t chunks_left = 0;   // runtime: chunks not landed yet
+    Event* chunk_last = nullptr;   // runtime: the event the copies' pending marks name
+    // Pieces of a host write pushed to a device as they are written (push_range), under the
+    // runtime's step lock: the space they go to (0: none), and the bytes pushed.
+    int push_space = 0;
+    std::size_t pushed = 0;
+
     std::exception_ptr error;   // a transfer of it failed: tasks using it fail with this
     DataBlock* next = nullptr;  // the runtime's list of blocks to free
 };

@@ -53,6 +53,13 @@ struct TaskState {
     std::vector<ArgSlot> args;
     std::function<void()> fn;  // host_fn
     std::exception_ptr error;
+    std::size_t chunk = 0;   // host_access read: fetch in chunks of this many bytes, grant early
+    unsigned lend = 0;       // host_access read: kinds (1 << DeviceKind) whose copy may be lent
+    int access_on = -1;      // host_access write: the device whose copy is asked for, or -1
+    std::uint64_t link = 0;  // host_access: trace link of the copies it makes (0: none)
+    // ---- set by the runtime before a host access is granted ----------------------------
+    bool fetched = false;  // the grant came with a copy to the host in chunks
+    int lent = -1;         // the device whose copy was granted instead of the host's, or -1
     std::atomic<bool> inherited{false};  // a predecessor failed: error holds its exception
 
     Spinlock succ_lock;
