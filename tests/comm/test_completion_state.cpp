@@ -133,7 +133,7 @@ TEST(CompletionState, StaleRequestIsNotConfirmed) {
     ASSERT_EQ(job.count(CtrlMsg::REQUEST), 2);
     job.deliver_all();
     job.rank(0).q = 1;
-    job.rank(1).q = 1;                    // rank 1 sent a message to itself and ran it
+    job.rank(1).q = 1;  // rank 1 sent a message to itself and ran it
     job.rank(1).p = 2;
     job.at(1).step(true, 1, 2, job.now);  // counts differ from the request: no CONFIRM
     EXPECT_EQ(job.count(CtrlMsg::CONFIRM), 0);

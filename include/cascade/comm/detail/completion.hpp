@@ -73,7 +73,8 @@ class Completion {
     /// Starts the next epoch, in which this rank's counts start at `queued` / `processed`,
     /// then takes the messages of it that arrived early. Returns the first of them of an
     /// unknown type, if any (the rest are not taken: the job ends).
-    std::optional<std::pair<int, CtrlMsg>> next_epoch(std::uint64_t queued, std::uint64_t processed);
+    std::optional<std::pair<int, CtrlMsg>> next_epoch(std::uint64_t queued,
+                                                      std::uint64_t processed);
 
     /// The state, for the watchdog: epoch, last COUNT, an unconfirmed REQUEST and, on rank
     /// 0, the ranks whose counts are missing.
