@@ -15,6 +15,7 @@ Completion::Completion(int rank, int ranks, SendFn send, void* ctx)
         cnt_q_.assign(n, 0);
         cnt_p_.assign(n, 0);
         reported_.assign(n, false);
+        quiet_.assign(n, false);
         confirmed_.assign(n, 0);
     }
 }
@@ -38,6 +39,10 @@ Completion::Received Completion::on_ctrl(int source, const CtrlMsg& m) {
             }
             cnt_q_[s] = std::max(cnt_q_[s], m.a);
             cnt_p_[s] = std::max(cnt_p_[s], m.b);
+            if (quiet_[s] != (m.c != 0)) {  // the latest COUNT says (counts only grow)
+                quiet_[s] = m.c != 0;
+                n_quiet_ += quiet_[s] ? 1 : -1;
+            }
             counts_changed_ = true;
             return Received::taken;
         case CtrlMsg::REQUEST:  // keep only the latest
@@ -76,7 +81,8 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
             if (!first) count_delay_ = std::min<Clock::duration>(count_delay_ * 2, kMaxCountDelay);
             last_q_ = q;
             last_p_ = p;
-            send(0, CtrlMsg{CtrlMsg::COUNT, epoch_, q, p, 0});
+            const bool quiet = q == base_q_ && p == base_p_;
+            send(0, CtrlMsg{CtrlMsg::COUNT, epoch_, q, p, quiet ? 1u : 0u});
         }
         if (have_request_ && q == req_q_ && p == req_p_) {  // step 3: unchanged since t-
             have_request_ = false;
@@ -84,6 +90,17 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
         }
     }
     if (rank_ == 0 && !shutdown_) {
+        // An epoch in which no rank queued or ran a message: every rank reported, while
+        // idle, the counts it began the epoch with. The first message of the epoch would
+        // have been queued by a rank that was busy, so before its report (which would count
+        // it) or after it (busy again, so after running a message queued earlier): none was
+        // queued, and an idle rank stays idle without one. Done in one round.
+        if (n_reported_ == ranks_ && n_quiet_ == ranks_) {
+            for (int r = 1; r < ranks_; ++r)
+                send(r, CtrlMsg{CtrlMsg::SHUTDOWN, epoch_, 0, 0, 0});
+            shutdown_ = true;
+            return shutdown_;
+        }
         if (n_reported_ == ranks_ && counts_changed_) {  // step 2: balanced counts -> REQUEST
             std::uint64_t sq = 0, sp = 0;
             for (std::size_t r = 0; r < cnt_q_.size(); ++r) {
@@ -110,8 +127,11 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
     return shutdown_;
 }
 
-std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch() {
+std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queued,
+                                                              std::uint64_t processed) {
     ++epoch_;
+    base_q_ = queued;
+    base_p_ = processed;
     idle_since_.reset();
     count_delay_ = kFirstCountDelay;
     last_q_ = last_p_ = ~0ull;
@@ -119,7 +139,8 @@ std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch() {
     shutdown_ = false;
     if (rank_ == 0) {
         std::fill(reported_.begin(), reported_.end(), false);
-        n_reported_ = 0;
+        std::fill(quiet_.begin(), quiet_.end(), false);
+        n_reported_ = n_quiet_ = 0;
         counts_changed_ = false;
         std::fill(confirmed_.begin(), confirmed_.end(), 0);
     }

@@ -89,7 +89,7 @@ bool Communicator::locally_idle(Threadpool& tp) const {
 void Communicator::reset_epoch() {
     buffers_.epoch_ended(outbox_.get());  // buffers idle for kIdleEpochs epochs go
     // Control messages of the new epoch that arrived ahead of it are taken now.
-    if (const auto bad = completion_.next_epoch()) [[unlikely]]
+    if (const auto bad = completion_.next_epoch(queued(), counts_.processed())) [[unlikely]]
         unknown_ctrl(bad->first, bad->second);
 }
 

@@ -33,6 +33,7 @@ struct Job {
     };
     std::vector<Rank> ranks;
     std::deque<Sent> wire;
+    int sent[8] = {};  // control messages sent so far, by type
     Completion::Clock::time_point now{};
 
     explicit Job(int n) : ranks(static_cast<std::size_t>(n)) {
@@ -45,6 +46,7 @@ struct Job {
                 [](void* ctx, int dest, const CtrlMsg& m) {
                     auto* from = static_cast<Rank*>(ctx);
                     from->job->wire.push_back(Sent{from->rank, dest, m});
+                    ++from->job->sent[m.type & 7];
                 },
                 &x);
         }
@@ -124,18 +126,20 @@ TEST(CompletionState, BusyRankHoldsEveryoneBack) {
 TEST(CompletionState, StaleRequestIsNotConfirmed) {
     Job job(2);
     job.now += 1ms;
-    for (auto& x : job.ranks)
-        x.c->step(true, 0, 0, job.now);  // both COUNT(0, 0)
+    job.at(0).step(true, 1, 0, job.now);  // rank 0 queued a message, rank 1 ran it
+    job.at(1).step(true, 0, 1, job.now);
     job.deliver_all();
-    job.at(0).step(true, 0, 0, job.now);  // rank 0: balanced, REQUEST to both
+    job.at(0).step(true, 1, 0, job.now);  // rank 0: balanced, REQUEST to both
     ASSERT_EQ(job.count(CtrlMsg::REQUEST), 2);
     job.deliver_all();
-    job.rank(1).q = job.rank(1).p = 1;    // rank 1 sent a message to itself and ran it
-    job.at(1).step(true, 1, 1, job.now);  // counts differ from the request: no CONFIRM
+    job.rank(0).q = 1;
+    job.rank(1).q = 1;  // rank 1 sent a message to itself and ran it
+    job.rank(1).p = 2;
+    job.at(1).step(true, 1, 2, job.now);  // counts differ from the request: no CONFIRM
     EXPECT_EQ(job.count(CtrlMsg::CONFIRM), 0);
     EXPECT_EQ(job.count(CtrlMsg::COUNT), 0);  // idle for less than the count delay
     job.now += Completion::kFirstCountDelay;
-    job.at(1).step(true, 1, 1, job.now);
+    job.at(1).step(true, 1, 2, job.now);
     EXPECT_EQ(job.count(CtrlMsg::COUNT), 1);
     EXPECT_EQ(job.count(CtrlMsg::CONFIRM), 0);
     job.deliver_all();
@@ -166,7 +170,7 @@ TEST(CompletionState, CountDelayDoublesAndResets) {
         t += 1s;
     }
     EXPECT_EQ(delay, Completion::kMaxCountDelay);
-    EXPECT_FALSE(c.next_epoch().has_value());
+    EXPECT_FALSE(c.next_epoch(q, 0).has_value());
     job.wire.clear();
     c.step(true, q, 0, t);  // first COUNT of the new epoch: at once
     ++q;
@@ -182,11 +186,11 @@ TEST(CompletionState, MessagesOfOtherEpochs) {
     Job job(2);
     EXPECT_GT(job.rounds_until_done(10), 0);
     Completion& c = job.at(1);
-    EXPECT_FALSE(job.at(0).next_epoch().has_value());
+    EXPECT_FALSE(job.at(0).next_epoch(0, 0).has_value());
     EXPECT_EQ(job.at(0).epoch(), 1u);
     const CtrlMsg request{CtrlMsg::REQUEST, 1, 0, 0, 99};
     EXPECT_EQ(c.on_ctrl(0, request), Completion::Received::later_epoch);
-    EXPECT_FALSE(c.next_epoch().has_value());
+    EXPECT_FALSE(c.next_epoch(0, 0).has_value());
     EXPECT_EQ(c.epoch(), 1u);
     EXPECT_NE(c.describe().find("REQUEST 99 not yet confirmable"), std::string::npos)
         << c.describe();
@@ -202,12 +206,65 @@ TEST(CompletionState, EpochsInARow) {
         ASSERT_GT(job.rounds_until_done(10), 0) << "epoch " << e;
         for (auto& x : job.ranks) {
             EXPECT_EQ(x.c->epoch(), static_cast<std::uint32_t>(e));
-            EXPECT_FALSE(x.c->next_epoch().has_value());
+            EXPECT_FALSE(x.c->next_epoch(x.q, x.p).has_value());
         }
         // SHUTDOWN is delivered: the next epoch starts with nobody shut down.
         for (auto& x : job.ranks)
             EXPECT_FALSE(x.c->shut_down());
     }
+}
+
+// An epoch in which no rank queued or ran a message ends in one round: each rank's COUNT
+// says its counts are still those it began the epoch with, and rank 0 answers with SHUTDOWN
+// alone (no REQUEST, no CONFIRM). Also after epochs with messages (the counts it began with
+// are then not zero).
+TEST(CompletionState, EmptyEpochEndsInOneRound) {
+    Job job(4);
+    for (int e = 0; e < 6; ++e) {
+        const bool messages = e % 2 == 1;
+        if (messages) {
+            job.rank(e % 4).q += 3;
+            job.rank((e + 1) % 4).p += 3;
+        }
+        std::fill(std::begin(job.sent), std::end(job.sent), 0);
+        // Polls of every rank: COUNT; SHUTDOWN (or REQUEST; CONFIRM; SHUTDOWN).
+        ASSERT_EQ(job.rounds_until_done(10), messages ? 4 : 2) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 4) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::REQUEST], messages ? 4 : 0) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::CONFIRM], messages ? 4 : 0) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::SHUTDOWN], 3) << "epoch " << e;
+        for (auto& x : job.ranks)
+            ASSERT_FALSE(x.c->next_epoch(x.q, x.p).has_value());
+    }
+}
+
+// Rank 0 goes by each rank's latest COUNT: a rank whose first COUNT was quiet and whose
+// counts then changed reports again, not quiet, and the epoch takes the two rounds (REQUEST,
+// CONFIRM) although every rank sent a quiet COUNT at some point.
+TEST(CompletionState, AQuietCountLaterChangedTakesTwoRounds) {
+    Job job(3);
+    job.rank(2).idle = false;
+    job.round();  // ranks 0 and 1: quiet COUNTs
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 2);
+    job.rank(1).q = job.rank(1).p = 1;  // rank 1 ran a message to itself
+    job.now += 1ms;
+    job.round();  // rank 1: COUNT(1, 1)
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 3);
+    job.rank(2).idle = true;  // rank 2: quiet COUNT
+    job.now += 1ms;
+    job.round();
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 4);
+    EXPECT_GT(job.rounds_until_done(10), 0);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 3);
+    EXPECT_EQ(job.sent[CtrlMsg::CONFIRM], 3);
+}
+
+// One rank's counts changed in the epoch (a message to itself, run): not an empty epoch.
+TEST(CompletionState, OneRankWithMessagesTakesTwoRounds) {
+    Job job(3);
+    job.rank(1).q = job.rank(1).p = 1;
+    EXPECT_EQ(job.rounds_until_done(10), 4);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 3);
 }
 
 TEST(CompletionState, UnknownTypeIsReported) {
@@ -217,7 +274,7 @@ TEST(CompletionState, UnknownTypeIsReported) {
     // One of the next epoch is kept, and reported when that epoch starts.
     const CtrlMsg later{77, 1, 0, 0, 0};
     EXPECT_EQ(job.at(1).on_ctrl(0, later), Completion::Received::later_epoch);
-    const auto bad = job.at(1).next_epoch();
+    const auto bad = job.at(1).next_epoch(0, 0);
     ASSERT_TRUE(bad.has_value());
     EXPECT_EQ(bad->first, 0);
     EXPECT_EQ(bad->second.type, 77u);

@@ -19,7 +19,9 @@ namespace cascade::detail {
 
 /// One control message (MPI tag of its own, fixed size).
 struct CtrlMsg {
-    /// COUNT(q, p): a rank's counts, to rank 0. REQUEST(q, p, tag): rank 0 asks whether a
+    /// COUNT(q, p, quiet): a rank's counts, to rank 0; quiet = 1 when they are still those the
+    /// rank had when the epoch began (it queued and ran no message since). REQUEST(q, p, tag):
+    /// rank 0 asks whether a
     /// rank's counts are still (q, p). CONFIRM(tag): they are. SHUTDOWN: the epoch is over.
     /// ABORT: the sender ends the job (a trace is recorded): write your events, then ABORT_ACK
     /// (both handled by the Communicator, outside the protocol).
@@ -68,9 +70,11 @@ class Completion {
     /// Returns shut_down().
     bool step(bool idle, std::uint64_t queued, std::uint64_t processed, Clock::time_point now);
 
-    /// Starts the next epoch, then takes the messages of it that arrived early. Returns the
-    /// first of them of an unknown type, if any (the rest are not taken: the job ends).
-    std::optional<std::pair<int, CtrlMsg>> next_epoch();
+    /// Starts the next epoch, in which this rank's counts start at `queued` / `processed`,
+    /// then takes the messages of it that arrived early. Returns the first of them of an
+    /// unknown type, if any (the rest are not taken: the job ends).
+    std::optional<std::pair<int, CtrlMsg>> next_epoch(std::uint64_t queued,
+                                                      std::uint64_t processed);
 
     /// The state, for the watchdog: epoch, last COUNT, an unconfirmed REQUEST and, on rank
     /// 0, the ranks whose counts are missing.
@@ -84,17 +88,19 @@ class Completion {
     void* ctx_ = nullptr;
     std::uint32_t epoch_ = 0;
     std::uint64_t last_q_ = ~0ull, last_p_ = ~0ull;  // counts last reported (COUNT)
+    std::uint64_t base_q_ = 0, base_p_ = 0;          // counts when the epoch began
     bool have_request_ = false;                      // latest REQUEST not yet confirmed
     std::uint64_t req_q_ = 0, req_p_ = 0, req_tag_ = 0;
     bool shutdown_ = false;
     std::optional<Clock::time_point> idle_since_;      // idle stretch start
     Clock::duration count_delay_ = kFirstCountDelay;   // before a further COUNT
     std::vector<std::pair<int, CtrlMsg>> early_ctrl_;  // messages of a later epoch
-    // Rank 0 only: each rank's latest counts, who reported in this epoch, the latest REQUEST
-    // tag and the latest tag each rank confirmed.
+    // Rank 0 only: each rank's latest counts, who reported in this epoch (and how many of
+    // them reported quiet counts: a rank's only quiet COUNT is its first of the epoch), the
+    // latest REQUEST tag and the latest tag each rank confirmed.
     std::vector<std::uint64_t> cnt_q_, cnt_p_;
-    std::vector<bool> reported_;
-    int n_reported_ = 0;
+    std::vector<bool> reported_, quiet_;
+    int n_reported_ = 0, n_quiet_ = 0;
     bool counts_changed_ = false;
     std::uint64_t tag_ = 0;
     std::vector<std::uint64_t> confirmed_;
