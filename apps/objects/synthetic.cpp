@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     int per_worker = 10, handlers = 20, threads = 1;
     double heavy_fraction = 0.2, heavy_factor = 2.5, light_ms = 2.0, period_ms = 2.0;
     std::string placement = "concentrated", policy = "diffusion", shape = "upfront";
-    bool fake = false;
+    bool fake = false, detail = false;
     app.add_option("--objects-per-worker", per_worker, "mobile objects per worker thread");
     app.add_option("--handlers", handlers, "handlers run on each object");
     app.add_option("--light-ms", light_ms, "work of one handler on a light object (ms)");
@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"upfront", "chain", "fanout", "irregular"}));
     app.add_option("--period-ms", period_ms, "balancing period (ms)");
     app.add_flag("--fake-work", fake, "sleep instead of spinning (each rank stands for a core)");
+    app.add_flag("--detail", detail,
+                 "one more line per rank: busy time, handlers run, migrations, when its last "
+                 "handler ended");
     CLI11_PARSE(app, argc, argv);
 
     cascade::Communicator comm;
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
                 cascade::mobile_ptr<Unit>(cascade::ObjectKey{where[i], 0, ++next_id[where[i]]});
     }
     std::atomic<double> busy{0}, last_end{0};  // last_end: when the last handler here ended
+    std::atomic<long> ran{0};                  // handlers run here
     cascade::Handler<Unit, void, int>* run = nullptr;
     run = objs.make_handler<Unit>(
         [&](Unit& u, int& left) {
@@ -135,6 +139,7 @@ int main(int argc, char** argv) {
             }
             const double t1 = cascade_bench::now_seconds();
             busy.fetch_add(t1 - t0, std::memory_order_relaxed);
+            ran.fetch_add(1, std::memory_order_relaxed);
             double seen = last_end.load(std::memory_order_relaxed);
             while (seen < t1 && !last_end.compare_exchange_weak(seen, t1)) {
             }
@@ -194,6 +199,27 @@ int main(int argc, char** argv) {
             total_work += light_ms * 1e-3 * cost(i, std::uint32_t(k));
     const double ideal = total_work / workers;
     const bool ok = all_done == long(n_objects) * handlers && all_bad == 0;
+    if (detail) {  // rank, busy s, handlers, migrations started, in, out, last end s, steps
+        const auto st = objs.stats();
+        const double row[8] = {double(me),
+                               b,
+                               double(ran.load()),
+                               double(migrations),
+                               double(st.migrations_in),
+                               double(st.migrations_out),
+                               drained_s,
+                               double(bal.steps())};
+        std::vector<double> rows(me == 0 ? 8 * std::size_t(n) : 0);
+        MPI_Gather(row, 8, MPI_DOUBLE, rows.data(), 8, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (me == 0)
+            for (int r = 0; r < n; ++r) {
+                const double* x = &rows[8 * std::size_t(r)];
+                std::printf(
+                    "rank %2d: busy %.3f s, %4.0f handlers, %3.0f migrations started, %3.0f in, "
+                    "%3.0f out, last handler ended at %.3f s, %5.0f balancing steps\n",
+                    int(x[0]), x[1], x[2], x[3], x[4], x[5], x[6], x[7]);
+            }
+    }
     if (me == 0) {
         std::printf(
             "synthetic: %d ranks x %d threads, %d objects (%d heavy), %s, %s placement, %s, %s "

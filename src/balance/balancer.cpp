@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 
 namespace cascade {
@@ -166,7 +167,21 @@ double Balancer::work_left() const {
     double sum = 0;
     for (double w : work_left(local_objects()))
         sum += w;
+    const std::int64_t now = now_ns();
+    std::lock_guard<std::mutex> g(level_mutex_);
+    level_ = std::max(sum, level_at(now));
+    level_ns_ = now;
     return sum;
+}
+
+double Balancer::level_at(std::int64_t now) const {
+    if (level_ <= 0 || !(opts_.level_s > 0)) return 0;
+    return level_ * std::exp(-double(now - level_ns_) * 1e-9 / opts_.level_s);
+}
+
+double Balancer::load_level() const {
+    std::lock_guard<std::mutex> g(level_mutex_);
+    return level_at(now_ns());
 }
 
 std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {

@@ -162,7 +162,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     std::memcpy(&m, data, std::min(size, sizeof m));
     // r names a rank (-1: none), but in kind 4, where it counts objects.
     if (source < 0 || source >= b.ranks() || m.r < -1 || (m.kind != 4 && m.r >= b.ranks()) ||
-        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z))
+        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l))
         throw WireError("diffusion: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.r) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -181,6 +181,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         case 2: {  // a load we asked for
             const double mine = b.work_left();
             const double req = b.request_seconds();
+            const double level = b.load_level();
             std::lock_guard<std::mutex> g(m_);
             if (phase_ != Phase::polling) break;
             ++replies_;
@@ -206,10 +207,14 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // shared among the ranks that may ask it (not half of it at many ranks: four
             // random neighbours give a rough mean, and a rank that takes too much ends last).
             const double want = std::min(sum / n - my_load_, (best_load_ - my_load_) / askers(b));
+            // Not from a rank with little more than we had a moment ago (balanced: see
+            // BalanceOptions::balanced_ratio).
+            const double ratio = b.options().balanced_ratio;
             if (best_rank_ >= 0 && best_load_ > opts_.limit_s &&
-                best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3) {
+                best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3 &&
+                !(ratio > 0 && best_load_ <= ratio * level)) {
                 phase_ = Phase::asking;
-                out.push_back({best_rank_, Msg{3, -1, my_load_, want, req, b.devices()}});
+                out.push_back({best_rank_, Msg{3, -1, my_load_, want, req, b.devices(), level}});
             } else {  // nobody around has work: another neighbourhood next time
                 phase_ = Phase::quiet;
                 draw_neighbours(b);
@@ -224,9 +229,9 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             break;
         }
         case 3: {  // give `source` some of our work
-            const auto gift = b.enabled()
-                                  ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s, m.z, m.d})
-                                  : detail::Gift{};
+            const auto gift =
+                b.enabled() ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s, m.z, m.d, m.l})
+                            : detail::Gift{};
             if (gift.work <= 0 && b.enabled()) {
                 // Nothing could go yet (no object here long enough, none measured): told
                 // again later if we still have work to spare.
@@ -239,6 +244,8 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         case 5: {  // a rank with work to spare: ask it at once if we have little
             const double mine = b.work_left();
             const double req = b.request_seconds();
+            const double level = b.load_level();
+            const double ratio = b.options().balanced_ratio;
             std::lock_guard<std::mutex> g(m_);
             learn(b, source, m.x);
             // Little: below the limit, or under a half of its load (a rank that waits until
@@ -246,6 +253,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // several such ranks ask at once).
             const bool little = mine < opts_.limit_s || 2 * mine + opts_.limit_s < m.x;
             if (phase_ != Phase::quiet || !little || m.x <= mine + opts_.min_gap_s ||
+                (ratio > 0 && m.x <= ratio * level) ||
                 incoming_.pending(mine, b.arrivals(), b.options().hold_s)) {
                 // Not now: it joins our neighbourhood in place of the least loaded neighbour,
                 // so that our next round asks it.
@@ -260,7 +268,8 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             phase_ = Phase::asking;
             my_load_ = mine;
             // It told a neighbourhood: our share of its surplus.
-            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / askers(b), req, b.devices()}});
+            out.push_back(
+                {source, Msg{3, -1, mine, (m.x - mine) / askers(b), req, b.devices(), level}});
             break;
         }
         case 4: {  // what the most loaded neighbour gave us

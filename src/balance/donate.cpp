@@ -29,6 +29,11 @@ Gift donate(Balancer& b, int to, const Ask& ask) {
     const double gap = mine - ask.load;
     if (gap <= std::max(ask.min_gap, 0.0)) return {};  // close enough: a move gains nothing
     const double k = speed(b, objs, ask);              // a second of ours takes k seconds there
+    // Balanced already: the asker had about as much a moment ago (a queue that emptied for a
+    // moment, chains that ended a little earlier there) and will again, or ends as we do.
+    // Each rank's load is its own time to finish, whatever its devices.
+    const double ratio = b.options().balanced_ratio;
+    if (ratio > 0 && mine <= ratio * ask.level) return {};
     std::vector<std::size_t> order;
     std::size_t with_work = 0;
     for (std::size_t i = 0; i < objs.size(); ++i) {

@@ -30,6 +30,7 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
     if (b.ranks() < 2) return;
     const double load = b.work_left();
     const double req = b.request_seconds();
+    const double level = b.load_level();
     const int devices = b.devices();
     Out out;
     {
@@ -46,7 +47,7 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
         if (changed && !from_idle) {
             reported_ = load;
             again_ns_ = 0;
-            out.push_back({master, Msg{1, b.rank(), load, 0, req, devices}});
+            out.push_back({master, Msg{1, b.rank(), load, 0, req, devices, level}});
         }
         if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
             !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
@@ -54,10 +55,10 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             waiting_ = true;
             reported_ = load;
             asked_load_ = load;
-            out.push_back({master, Msg{2, b.rank(), load, 0, req, devices}});
+            out.push_back({master, Msg{2, b.rank(), load, 0, req, devices, level}});
         }
         // The master: a donor that refused a while ago may give now.
-        if (b.rank() == master && !queue_.empty()) serve(out);
+        if (b.rank() == master && !queue_.empty()) serve(b, out);
     }
     post(b, out);
 }
@@ -73,9 +74,12 @@ bool MasterWorker::idle(Balancer& b) {
     return false;
 }
 
-void MasterWorker::serve(Out& out) {
+void MasterWorker::serve(const Balancer& b, Out& out) {
     const std::int64_t now = now_ns();
-    while (!queue_.empty()) {
+    const double ratio = b.options().balanced_ratio, level_s = b.options().level_s;
+    // Each waiting rank once at most: one balanced with the most loaded rank goes to the
+    // back of the queue, and the ranks behind it are served.
+    for (std::size_t tries = queue_.size(); tries > 0 && !queue_.empty(); --tries) {
         const int r = queue_.front();
         int best = -1;
         for (int d = 0; d < int(table_.size()); ++d)
@@ -83,15 +87,24 @@ void MasterWorker::serve(Out& out) {
                 std::find(queue_.begin(), queue_.end(), d) == queue_.end() &&
                 (best < 0 || table_[d] > table_[best]))
                 best = d;
+        // r's recent peak load, faded since it asked: a rank with little more than r had a
+        // moment ago gives nothing (balanced, see BalanceOptions::balanced_ratio).
+        const double level =
+            level_s > 0 ? level_[r] * std::exp(-double(now - level_ns_[r]) * 1e-9 / level_s) : 0;
         if (best < 0 || table_[best] < opts_.limit_s || table_[best] < table_[r] + opts_.limit_s)
             return;  // nobody has work to spare: r waits
+        if (ratio > 0 && table_[best] <= ratio * level) {
+            queue_.pop_front();
+            queue_.push_back(r);
+            continue;
+        }
         // r's share: up to the mean load (half the gap to the most loaded rank would hand one
         // asker the surplus that several are waiting for).
         const double mean = std::accumulate(table_.begin(), table_.end(), 0.0) / table_.size();
         const double want = std::min(mean - table_[r], (table_[best] - table_[r]) / 2);
         if (want < opts_.limit_s / 2) return;  // the end of the work: not worth a move
         queue_.pop_front();
-        out.push_back({best, Msg{3, r, asked_[r], want, request_s_[r], devices_[r]}});
+        out.push_back({best, Msg{3, r, asked_[r], want, request_s_[r], devices_[r], level}});
         table_[best] -= want;  // what the donor will aim at
         table_[r] += want;
         promised_[r] = want;
@@ -103,7 +116,7 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
     std::memcpy(&m, data, std::min(size, sizeof m));
     // Loads are finite; kind 4 counts objects in y.
     if (source < 0 || source >= b.ranks() || m.rank < 0 || m.rank >= b.ranks() ||
-        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) ||
+        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
         (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
@@ -117,9 +130,11 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             if (table_.empty())
                 table_.assign(b.ranks(), 0.0), refused_until_ns_.assign(b.ranks(), 0),
                     asked_.assign(b.ranks(), 0.0), promised_.assign(b.ranks(), 0.0),
-                    request_s_.assign(b.ranks(), 0.0), devices_.assign(b.ranks(), -1);
+                    request_s_.assign(b.ranks(), 0.0), devices_.assign(b.ranks(), -1),
+                    level_.assign(b.ranks(), 0.0), level_ns_.assign(b.ranks(), 0);
             table_[source] = m.x;
             if (m.kind != 5) request_s_[source] = m.z, devices_[source] = m.d;
+            if (m.kind != 5) level_[source] = m.l, level_ns_[source] = now_ns();
             if (m.kind == 2) asked_[source] = m.x;
             int asker = m.kind == 2 ? source : -1;
             if (m.kind == 5) {  // what it was promised never came: it waits again if still low
@@ -133,13 +148,13 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                 queue_.erase(std::remove(queue_.begin(), queue_.end(), source), queue_.end());
             if (asker >= 0 && std::find(queue_.begin(), queue_.end(), asker) == queue_.end())
                 m.kind == 5 ? queue_.push_front(asker) : queue_.push_back(asker);
-            serve(out);
+            serve(b, out);
             break;
         }
         case 3: {  // the master asks us to give rank m.rank some work
-            const auto gift = b.enabled()
-                                  ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s, m.z, m.d})
-                                  : detail::Gift{};
+            const auto gift =
+                b.enabled() ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s, m.z, m.d, m.l})
+                            : detail::Gift{};
             const double left = b.work_left();
             {
                 std::lock_guard<std::mutex> g(m_);
@@ -148,8 +163,8 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                     again_ns_ = now_ns() + std::int64_t(b.options().hold_s * 1e9);
             }
             if (gift.work > 0) {
-                out.push_back(
-                    {source, Msg{1, b.rank(), left, 0, b.request_seconds(), b.devices()}});
+                out.push_back({source, Msg{1, b.rank(), left, 0, b.request_seconds(), b.devices(),
+                                           b.load_level()}});
                 out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
                 out.push_back({source, Msg{5, m.rank, left, 0}});

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cascade/balance/balancer.hpp>
+#include <cascade/balance/detail/donate.hpp>
 #include <cascade/balance/diffusion.hpp>
 #include <cascade/balance/master_worker.hpp>
 #include <cascade/cascade.hpp>
@@ -518,4 +519,44 @@ TEST(BalanceMpi, DiffusionTakesWorkBeforeRunningDry) {
                 early, n, attempt);
     }
     EXPECT_GT(early, 0);
+}
+
+// The damping of the shipped policies' donor: a rank gives work only while its load is more
+// than BalanceOptions::balanced_ratio times the asker's recent peak load (a queue that emptied
+// for a moment, chains that ended a little earlier there: balanced). Loads from a load
+// function, so the decision does not depend on timing: 4 objects of 50 ms on rank 0, asked
+// by rank 1 with nothing queued now.
+TEST(BalanceMpi, ADonorGivesNothingToARankThatHadAsMuchAMomentAgo) {
+    const int n = world_size();
+    if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+    for (const double ratio : {1.5, 0.0}) {
+        Communicator comm;
+        Threadpool tp(1, &comm);
+        Objects objs(tp, comm);
+        Balancer bal(objs, make_policy("none"), {.balanced_ratio = ratio});
+        objs.set_load<Work>([](const Work&) { return 0.05; });
+        if (comm.rank() == 0) {
+            for (int i = 0; i < 4; ++i)
+                objs.create<Work>();
+            bal.here_for(bal.local_objects());  // seen here from now on
+            std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
+            // The asker had 0.15 s a moment ago: 0.2 s here is within 1.5 times that.
+            const detail::Ask had_as_much{.load = 0, .min_gap = 0.01, .level = 0.15};
+            const auto refused = detail::donate(bal, 1, had_as_much);
+            if (ratio > 0) {
+                EXPECT_EQ(refused.objects, 0);
+                EXPECT_EQ(refused.work, 0.0);
+                // It had 0.1 s at most: 0.2 s here is more than 1.5 times that.
+                const detail::Ask had_less{.load = 0, .min_gap = 0.01, .level = 0.1};
+                const auto given = detail::donate(bal, 1, had_less);
+                EXPECT_EQ(given.objects, 2);  // half the gap: two of the four
+                EXPECT_NEAR(given.work, 0.1, 1e-9);
+            } else {  // no damping: the loads of the moment alone
+                EXPECT_EQ(refused.objects, 2);
+            }
+        }
+        tp.join();
+        std::size_t here = bal.local_objects().size();
+        EXPECT_EQ(allreduce_sum(long(here)), 4L);  // every object in one place
+    }
 }

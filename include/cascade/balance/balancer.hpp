@@ -41,6 +41,14 @@ struct BalanceOptions {
     /// that is more than the chains' projections (a fan-out, where each handler invokes
     /// another object, leaves each object idle between requests).
     double horizon_s = 0.02;
+    /// A rank's recent peak load (Balancer::load_level): its highest load over about this
+    /// long (older peaks fade exponentially; seconds).
+    double level_s = 0.1;
+    /// Loads within this ratio are balanced: the shipped policies move work to a rank only
+    /// while the donor's load is more than this many times the asker's recent peak load (a
+    /// queue that empties for a moment, chains ending a little apart are not an imbalance).
+    /// 0: compare the loads of the moment only.
+    double balanced_ratio = 1.5;
 };
 
 /// Runs a BalancePolicy over the mobile objects of one Objects (see the top of this file):
@@ -94,8 +102,13 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// (all but its device tasks already submitted here, which finish here).
     std::vector<double> work_left(const std::vector<ObjectLoad>& objs,
                                   std::vector<double>* movable) const;
-    /// The sum over the objects living here: this rank's load as the policies see it.
+    /// The sum over the objects living here: this rank's load as the policies see it (each
+    /// call also updates load_level()).
     double work_left() const;
+    /// This rank's recent peak load: the highest work_left() seen over about level_s (older
+    /// values fade exponentially). A rank whose queue empties for a moment, or whose chains
+    /// just ended, keeps its level for a while: a donor compares its own load with it.
+    double load_level() const;
     /// The mean cost of one request here (handler time plus device time per task), over the
     /// objects that ran a handler; 0 when none did. Ranks with different devices compare it
     /// to tell how fast each runs the same work (see detail/donate.hpp).
@@ -145,6 +158,10 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     std::mutex step_mutex_;  // one step (or idle call) at a time
     std::atomic<std::int64_t> last_step_ns_{0};
     std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0}, arrivals_{0};
+    mutable std::mutex level_mutex_;
+    mutable double level_ = 0;  // load_level() as of level_ns_
+    mutable std::int64_t level_ns_ = 0;
+    double level_at(std::int64_t now) const;  // locked: level_ faded to now
     std::mutex seen_mutex_;
     std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
     std::shared_ptr<detail::DeviceWork> device_work_ = std::make_shared<detail::DeviceWork>();

@@ -53,12 +53,13 @@ class Diffusion final : public BalancePolicy {
     struct Msg {
         // 1 load?, 2 load (x) and the most loaded rank we heard of (r, its load now at most
         // y), 3 give me work (x: my load, y: at most this much; z: my cost of a request, d:
-        // my devices), 4 given (x, in r objects), 5 I have work (x)
+        // my devices, l: my recent peak load), 4 given (x, in r objects), 5 I have work (x)
         std::uint8_t kind;
         std::int32_t r;
         double x, y;
         double z = 0;
         std::int32_t d = -1;
+        double l = 0;
     };
     void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
     // After a fruitless round: the next one, if this rank still has credit and little work.

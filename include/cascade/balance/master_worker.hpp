@@ -41,16 +41,18 @@ class MasterWorker final : public BalancePolicy {
         // 1 load report (x), 2 ask for work (x: load), 3 give `rank` work (x: its load, y: at
         // most this much), 4 work given (x, in y objects), 5 could not give `rank` work (x:
         // load); z and d: in 1 and 2 the sender's cost of a request and its devices, in 3
-        // those of `rank`
+        // those of `rank`; l: in 2 the sender's recent peak load, in 3 that of `rank`
         std::uint8_t kind;
         std::int32_t rank;
         double x, y;
         double z = 0;
         std::int32_t d = -1;
+        double l = 0;
     };
     using Out = std::vector<std::pair<int, Msg>>;
     void step(Balancer& b, bool from_idle);
-    void serve(Out& out);  // master, locked: match waiting ranks with loaded ones
+    void serve(const Balancer& b, Out& out);  // master, locked: match waiting ranks with
+                                              // loaded ones
     static void post(Balancer& b, Out& out);
 
     MasterWorkerOptions opts_;
@@ -64,8 +66,10 @@ class MasterWorker final : public BalancePolicy {
     std::atomic<bool> credit_{true};  // handlers ran since the last request
     // The master.
     std::vector<double> table_;
-    std::vector<double> asked_;      // a waiting rank's load when it asked
-    std::vector<double> promised_;   // work a donor was told to give it, not yet confirmed
+    std::vector<double> asked_;           // a waiting rank's load when it asked
+    std::vector<double> level_;           // each rank's recent peak load (Balancer::load_level)
+    std::vector<std::int64_t> level_ns_;  // when it last told it
+    std::vector<double> promised_;        // work a donor was told to give it, not yet confirmed
     std::vector<double> request_s_;  // each rank's cost of a request (Balancer::request_seconds)
     std::vector<int> devices_;       // each rank's devices (Balancer::devices)
     std::vector<std::int64_t> refused_until_ns_;  // refused to give: not asked again till then

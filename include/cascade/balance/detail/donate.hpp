@@ -19,6 +19,9 @@ struct Ask {
     /// donor's, the two costs tell how much longer (or shorter) the same work takes there.
     double request_s = 0;
     int devices = -1;
+    /// The asker's recent peak load (Balancer::load_level; 0: none). The donor gives only
+    /// while its own load is more than BalanceOptions::balanced_ratio times it.
+    double level = 0;
 };
 
 /// What a donor gave.
@@ -27,13 +30,14 @@ struct Gift {
     int objects = 0;  ///< objects migrated
 };
 
-/// Migrates local objects to rank `to`: largest first while the asker stays at or below the
-/// donor and within `ask.want`; if none fits, the one object that brings the two loads
-/// closest, if that gains at least half of `ask.min_gap`. Gives only objects whose work is
-/// measured (a handler ran on them, or the type has a load function), that have lived here
-/// for the Balancer's hold_s, and never the last object with queued work, nor device tasks
-/// already submitted here. Work given counts at the asker as `speed` = ask.request_s / this
-/// rank's request cost when their devices differ (a rank with a device runs device work
+/// Migrates local objects to rank `to`, if this rank's load is more than
+/// BalanceOptions::balanced_ratio times the asker's recent peak load (ask.level): largest
+/// first while the asker stays at or below the donor and within `ask.want`; if none fits, the one
+/// object that brings the two loads closest, if that gains at least half of `ask.min_gap`. Gives
+/// only objects whose work is measured (a handler ran on them, or the type has a load function),
+/// that have lived here for the Balancer's hold_s, and never the last object with queued work, nor
+/// device tasks already submitted here. Work given counts at the asker as `speed` = ask.request_s /
+/// this rank's request cost when their devices differ (a rank with a device runs device work
 /// faster), else 1: so the donor gives at most gap / (1 + speed) of its own work (half the gap
 /// between alike ranks).
 Gift donate(Balancer& b, int to, const Ask& ask);
