@@ -171,6 +171,18 @@ class DataActiveMsg {
     const DataMsgOptions& options() const noexcept { return opts_; }
 
   private:
+    // The span of a granted access to d; when the grant fails, d's access is released before
+    // the error goes on.
+    template <class Access>
+    static std::span<T> granted(const Access& h, const Data<T>& d) {
+        try {
+            return h.get();
+        } catch (...) {
+            d.release();
+            throw;
+        }
+    }
+
     // What a send keeps until its last piece has left.
     struct Sending {
         Data<T> data;
@@ -204,13 +216,7 @@ class DataActiveMsg {
         }
         const std::uint64_t link = trace::recording() ? link_base(comm_.rank(), seq) : 0;
         auto h = d.request_chunked(chunk, lend_, link);
-        std::span<T> s;
-        try {
-            s = h.get();
-        } catch (...) {
-            d.release();
-            throw;
-        }
+        const std::span<T> s = granted(h, d);
         const DataPath p = h.device() >= 0 ? DataPath::direct
                            : h.fetched()   ? DataPath::staged
                                            : DataPath::host;
@@ -321,13 +327,7 @@ class DataActiveMsg {
         const bool direct = opts_.to_device >= 0 && n > 0 &&
                             path(d.device_kind(opts_.to_device)) == DataPath::direct;
         auto h = direct ? d.request_on(opts_.to_device) : d.request(DataAccess::write);
-        std::span<T> s;
-        try {
-            s = h.get();
-        } catch (...) {
-            d.release();
-            throw;
-        }
+        const std::span<T> s = granted(h, d);
         const bool on_device = h.device() >= 0;
         std::lock_guard<std::mutex> g(mu_);
         receiving_.insert_or_assign(std::pair{from, seq},
