@@ -22,7 +22,7 @@ endif()
 set(CASCADE_SANITIZE_MAX_RANKS 5 CACHE STRING
     "Sanitizer builds run the MPI tests at this many ranks at most")
 option(CASCADE_SANITIZE_ALL_RANKS
-       "Sanitizer builds run each MPI test at every rank count up to CASCADE_SANITIZE_MAX_RANKS (OFF: at the lowest and the highest of them)"
+       "Sanitizer builds run each MPI test at all its rank counts up to the maximum (OFF: the lowest and highest)"
        OFF)
 
 # cascade_mpi_test(NAME RANKS <n...> [TIMEOUT s] [LABELS <label...>] [WRAP <command...>]
