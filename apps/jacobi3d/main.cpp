@@ -2,19 +2,22 @@
 // one program, on the devices of the device layer (cpu, sim, OpenCL, CUDA):
 //
 //   cascade  each block is a mobile object holding its field, its incoming halos and its
-//            outgoing faces as Data<double>. A block's update runs as a device kernel as soon
-//            as its six halos for that iteration arrived; when the kernel ends, the faces it
-//            wrote are read on the host (request(read)) and sent to the neighbours as large
-//            active messages, straight from the face's host copy into the host copy of the
-//            neighbour's halo Data (--halos object: as object requests carrying the bytes,
-//            written into the halo by the neighbour's handler); the neighbour's handler counts
-//            the arrival and launches its kernel when it has everything. Nothing
-//            waits for an iteration to end everywhere: blocks, transfers and messages overlap
-//            (with --od 2 or 4, several blocks per device pipeline their transfers and
-//            kernels).
+//            outgoing faces as Data<double>. A block's update runs as two device kernels as
+//            soon as its six halos for that iteration arrived: the boundary kernel (the six
+//            boundary layers, which write the outgoing faces), then the interior kernel. When
+//            the boundary kernel ends, the faces it wrote are read on the host (request(read))
+//            and sent to the neighbours as large active messages while the interior kernel
+//            runs, straight from the face's host copy into the host copy of the neighbour's
+//            halo Data (--halos object: as object requests carrying the bytes, written into
+//            the halo by the neighbour's handler); on arrival each halo starts its copy to the
+//            device at once (push_range), and the neighbour's handler counts the arrival and
+//            launches its kernels when it has everything. Nothing waits for an iteration to
+//            end everywhere: blocks, transfers and messages overlap (with --od 2 or 4, several
+//            blocks per device pipeline their transfers and kernels). --kernels whole runs
+//            the update as the one kernel the classic version launches.
 //   classic  one block per device; each iteration: read the faces to the host, exchange them
-//            with MPI_Isend / MPI_Irecv / MPI_Waitall, then launch the same kernel on every
-//            device of the rank and wait for it (submit + wait).
+//            with MPI_Isend / MPI_Irecv / MPI_Waitall, then launch the whole update
+//            (jacobi_update) on every device of the rank and wait for it (submit + wait).
 //
 // The answer is a checksum of the final field that does not depend on the decomposition
 // (every point's value is computed in the same order of operations; the checksum is an exact
@@ -79,6 +82,93 @@ CASCADE_KERNEL(jacobi_update,
                        if (j == ly - 1) oyh[fy] = r;
                        if (k == 0) ozl[fz] = r;
                        if (k == lz - 1) ozh[fz] = r;
+                   }
+               });
+
+// The same update split in two, so that the faces can travel while most of the block computes
+// (the Cascade version): `jacobi_boundary` updates the block's six boundary layers, one work
+// item per point of each face (a point on an edge or a corner is computed by each of its faces'
+// items, in the same order of operations, so they write the same value), and writes the
+// outgoing faces; `jacobi_interior` updates the points off the boundary, which need no halo.
+// Together they compute what `jacobi_update` does, bit for bit.
+CASCADE_KERNEL(jacobi_boundary,
+               (kernel_global const double* u, kernel_global const double* hxl,
+                kernel_global const double* hxh, kernel_global const double* hyl,
+                kernel_global const double* hyh, kernel_global const double* hzl,
+                kernel_global const double* hzh, kernel_global double* v, kernel_global double* oxl,
+                kernel_global double* oxh, kernel_global double* oyl, kernel_global double* oyh,
+                kernel_global double* ozl, kernel_global double* ozh, int lx, int ly, int lz),
+               {
+                   int id = kernel_global_id_x;
+                   int nfx = ly * lz;
+                   int nfy = lx * lz;
+                   int nfz = lx * ly;
+                   if (id < 2 * (nfx + nfy + nfz)) {
+                       int f = 0;
+                       int r = id;
+                       int i = 0;
+                       int j = 0;
+                       int k = 0;
+                       if (r < 2 * nfx) {
+                           f = r / nfx;
+                           r = r % nfx;
+                           i = f == 1 ? lx - 1 : 0;
+                           j = r % ly;
+                           k = r / ly;
+                       } else if (r < 2 * (nfx + nfy)) {
+                           r -= 2 * nfx;
+                           f = 2 + r / nfy;
+                           r = r % nfy;
+                           i = r % lx;
+                           j = f == 3 ? ly - 1 : 0;
+                           k = r / lx;
+                       } else {
+                           r -= 2 * (nfx + nfy);
+                           f = 4 + r / nfz;
+                           r = r % nfz;
+                           i = r % lx;
+                           j = r / lx;
+                           k = f == 5 ? lz - 1 : 0;
+                       }
+                       int c = i + lx * (j + ly * k);
+                       int fx = j + ly * k;
+                       int fy = i + lx * k;
+                       int fz = i + lx * j;
+                       double s = i > 0 ? u[c - 1] : hxl[fx];
+                       s += i < lx - 1 ? u[c + 1] : hxh[fx];
+                       s += j > 0 ? u[c - lx] : hyl[fy];
+                       s += j < ly - 1 ? u[c + lx] : hyh[fy];
+                       s += k > 0 ? u[c - lx * ly] : hzl[fz];
+                       s += k < lz - 1 ? u[c + lx * ly] : hzh[fz];
+                       double q = s / 6.0;
+                       v[c] = q;
+                       if (f == 0) oxl[r] = q;
+                       if (f == 1) oxh[r] = q;
+                       if (f == 2) oyl[r] = q;
+                       if (f == 3) oyh[r] = q;
+                       if (f == 4) ozl[r] = q;
+                       if (f == 5) ozh[r] = q;
+                   }
+               });
+
+CASCADE_KERNEL(jacobi_interior,
+               (kernel_global const double* u, kernel_global double* v, int lx, int ly, int lz), {
+                   int id = kernel_global_id_x;
+                   int mx = lx - 2;
+                   int my = ly - 2;
+                   int mz = lz - 2;
+                   if (id < mx * my * mz) {
+                       int i = id % mx + 1;
+                       int j = (id / mx) % my + 1;
+                       int k = id / (mx * my) + 1;
+                       int c = i + lx * (j + ly * k);
+                       double s = u[c - 1];
+                       s += u[c + 1];
+                       s += u[c - lx];
+                       s += u[c + lx];
+                       s += u[c - lx * ly];
+                       s += u[c + lx * ly];
+                       v[c] = s / 6.0;
                    }
                });
 
@@ -262,6 +352,33 @@ cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Blo
         cascade::Launch{.on = b.device, .threads = {n}});
 }
 
+// Submits iteration t of block b as the split update: the boundary kernel (reads field[t % 2]
+// and in[t % 2], writes the boundary of field[(t+1) % 2] and out[t % 2]), then the interior
+// kernel (reads field[t % 2], readwrite on field[(t+1) % 2]: it keeps the boundary the first
+// wrote). The access modes order them, and the next iteration's kernels after both; the faces
+// depend on the boundary kernel only. Returns {boundary, last}; a block too thin to have an
+// interior has only the first.
+std::pair<cascade::DeviceTask, cascade::DeviceTask> launch_split(cascade::Devices& devs,
+                                                                 const cascade::Kernel& boundary,
+                                                                 const cascade::Kernel& interior,
+                                                                 Block& b, int t) {
+    const int p = t % 2, q = 1 - p;
+    const int shell = 2 * (b.ly * b.lz + b.lx * b.lz + b.lx * b.ly);
+    cascade::DeviceTask bt = devs.submit(
+        boundary, cascade::read(b.field[p]), cascade::read(b.in[p][0]), cascade::read(b.in[p][1]),
+        cascade::read(b.in[p][2]), cascade::read(b.in[p][3]), cascade::read(b.in[p][4]),
+        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(b.out[p][0]),
+        cascade::write(b.out[p][1]), cascade::write(b.out[p][2]), cascade::write(b.out[p][3]),
+        cascade::write(b.out[p][4]), cascade::write(b.out[p][5]), b.lx, b.ly, b.lz,
+        cascade::Launch{.on = b.device, .threads = {shell}});
+    if (b.lx < 3 || b.ly < 3 || b.lz < 3) return {bt, bt};
+    const int inner = (b.lx - 2) * (b.ly - 2) * (b.lz - 2);
+    cascade::DeviceTask it =
+        devs.submit(interior, cascade::read(b.field[p]), cascade::readwrite(b.field[q]), b.lx, b.ly,
+                    b.lz, cascade::Launch{.on = b.device, .threads = {inner}});
+    return {bt, it};
+}
+
 // Moves every copy the timed part uses to the block's device.
 void warm(cascade::Devices& devs, const cascade::Kernel& touch, Block& b) {
     auto t = [&](cascade::DataArg<double> a, std::size_t n) {
@@ -356,6 +473,15 @@ int main(int argc, char** argv) {
     app.add_option("--system", system, "cascade, classic or both")
         ->check(CLI::IsMember({"cascade", "classic", "both"}));
     app.add_option("--threads", threads, "pool workers per rank");
+    std::string kernels = "split";
+    app.add_option("--kernels", kernels,
+                   "Cascade version: the update as a boundary and an interior kernel (split), "
+                   "or as one kernel (whole)")
+        ->check(CLI::IsMember({"split", "whole"}));
+    bool push_halos = true;
+    app.add_option("--push-halos", push_halos,
+                   "Cascade version: each arriving halo is copied to the device at once (1) or "
+                   "when its kernel is ready (0)");
     std::string halos = "am";
     app.add_option("--halos", halos,
                    "Cascade version: halos as large active messages (am) or object requests")
@@ -435,12 +561,17 @@ int main(int argc, char** argv) {
     MPI_Comm_dup(comm.mpi_comm(), &world);
 
     // Modelled kernels (sim devices that sleep): same arguments, no computation.
-    cascade::Kernel update_model("jacobi_update"), touch_model("jacobi_touch");
-    update_model.cpu([](cascade::KernelArgs&) {}).model([rate](const cascade::Threads& t) {
-        return static_cast<double>(t.global[0]) / rate;
-    });
+    // A kernel's modelled time is its work items (points) at the kernel rate.
+    cascade::Kernel update_model("jacobi_update"), boundary_model("jacobi_boundary"),
+        interior_model("jacobi_interior"), touch_model("jacobi_touch");
+    for (cascade::Kernel* k : {&update_model, &boundary_model, &interior_model})
+        k->cpu([](cascade::KernelArgs&) {}).model([rate](const cascade::Threads& t) {
+            return static_cast<double>(t.global[0]) / rate;
+        });
     touch_model.cpu([](cascade::KernelArgs&) {}).model([](const cascade::Threads&) { return 0.0; });
     const cascade::Kernel& update = model ? update_model : jacobi_update;
+    const cascade::Kernel& boundary = model ? boundary_model : jacobi_boundary;
+    const cascade::Kernel& interior = model ? interior_model : jacobi_interior;
     const cascade::Kernel& touch = model ? touch_model : jacobi_touch;
     // The kernel --fail injects: it throws on the device.
     cascade::Kernel failing("jacobi_update");
@@ -489,8 +620,16 @@ int main(int argc, char** argv) {
             const int t = b.next;
             b.arrived[t % 2] = 0;
             const bool fails = b.id == fail_block && t == fail_iter;
-            b.last = launch(devs, fails ? failing : update, b, t);
-            b.last.on_done([&, id = b.id, t](std::exception_ptr e) {
+            // `faces`: the kernel that writes the outgoing faces (the boundary kernel when
+            // split: the faces travel while the interior kernel runs).
+            cascade::DeviceTask faces;
+            if (kernels == "split") {
+                std::tie(faces, b.last) =
+                    launch_split(devs, fails ? failing : boundary, interior, b, t);
+            } else {
+                b.last = faces = launch(devs, fails ? failing : update, b, t);
+            }
+            faces.on_done([&, id = b.id, t](std::exception_ptr e) {
                 if (!e) return;
                 std::string what;
                 try {
@@ -508,13 +647,13 @@ int main(int argc, char** argv) {
             if (b.next < iters) ++b.arrived[b.next % 2];
             if (t + 1 >= iters) continue;
             if (moving) {
-                b.last.then([&, t, id = b.id] { send_faces(id, t); });
+                faces.then([&, t, id = b.id] { send_faces(id, t); });
                 continue;
             }
             // When it ends: read each face it wrote on the host and send it across. (A host
             // request's task completes at release(), so the continuation waits for the
             // grants with get(): its worker runs other pool tasks meanwhile.)
-            b.last.then([&, t, bp = &b] {
+            faces.then([&, t, bp = &b] {
                 std::vector<cascade::HostAccess<double>> hs;
                 for (int f = 0; f < 6; ++f)
                     if (bp->nb[f] >= 0)
@@ -525,6 +664,13 @@ int main(int argc, char** argv) {
             });
         }
     };
+    // A halo that has just arrived in its host copy (a granted write access) starts its copy to
+    // the block's device at once, before release(): the kernel that reads it finds it there
+    // (or in flight) instead of copying it in when the previous kernel ends. Nothing is
+    // pushed when the device's memory is the host's (cpu), or it has no room.
+    auto to_device = [&](const Block& b, const cascade::Data<double>& h) {
+        if (push_halos) h.push_range(b.device, 0, h.size());
+    };
     // Halos as object requests: the face's bytes in a std::vector, written into the halo's
     // host copy by the receiving block's handler.
     auto halo = objs.make_handler<Block>(
@@ -532,6 +678,7 @@ int main(int argc, char** argv) {
             auto h = b.in[t % 2][f].request(cascade::DataAccess::write);
             std::span<double> s = h.get();
             std::copy(v.begin(), v.end(), s.begin());
+            to_device(b, b.in[t % 2][f]);
             b.in[t % 2][f].release();
             ++b.arrived[t % 2];
             try_launch(b);
@@ -547,7 +694,9 @@ int main(int argc, char** argv) {
         {.name = "arrived"});
     auto* halo_am = comm.make_large_active_msg(
         [&](int& to, int& t, int& f, int&) {  // on_arrival, at the receiver
-            block(to)->in[t % 2][f].release();
+            const Block& b = *block(to);
+            to_device(b, b.in[t % 2][f]);
+            b.in[t % 2][f].release();
             arrived->invoke(ptr(to), t);
         },
         [&](int& to, int& t, int& f, int&) {  // where_to, at the receiver

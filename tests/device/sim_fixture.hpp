@@ -1,7 +1,8 @@
-// What the tests of Data across ranks share (test_data_msg, test_async_data,
-// test_objects_device): simulated devices whose copies are slow or jittery, the kernels the
-// tests run on them, and a Data whose freshest copy is in one of the three states they cover
-// (kind 0: on the device only, the host copy stale; 1: on the host only; 2: valid on both).
+// What the tests of Data on sim devices share (test_access, and across ranks test_data_msg,
+// test_async_data, test_objects_device): simulated devices whose copies are quick, slow or
+// jittery, the kernels the tests run on them, and a Data whose freshest copy is in one of the
+// three states they cover (kind 0: on the device only, the host copy stale; 1: on the host
+// only; 2: valid on both).
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,14 @@ CASCADE_KERNEL(sum_of, (kernel_global const double* x, kernel_global double* s, 
         s[0] = t;
     }
 });
+
+// One sim device with the default model (a PCIe GPU's bandwidth) and 10 us per copy.
+inline cascade::DevicesOptions quick_sim() {
+    cascade::DevicesOptions o;
+    o.sim = 1;
+    o.sim_options.latency = 1e-5;
+    return o;
+}
 
 // One sim device whose copies take `latency` seconds each plus a low bandwidth (50 MB/s), so
 // that a transfer is long in flight.

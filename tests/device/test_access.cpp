@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cascade/device/devices.hpp"
+#include "sim_fixture.hpp"
 
 using cascade::Data;
 using cascade::DataAccess;
@@ -21,26 +22,9 @@ using cascade::Threadpool;
 
 namespace {
 
-CASCADE_KERNEL(iota_from, (kernel_global double* y, double base, int n), {
-    int i = kernel_global_id_x;
-    if (i < n) y[i] = base + i;
-});
-
-CASCADE_KERNEL(total, (kernel_global const double* x, kernel_global double* s, int n), {
-    if (kernel_global_id_x == 0) {
-        double t = 0;
-        for (int i = 0; i < n; ++i)
-            t += x[i];
-        s[0] = t;
-    }
-});
-
-cascade::DevicesOptions one_sim() {
-    cascade::DevicesOptions o;
-    o.sim = 1;
-    o.sim_options.latency = 1e-5;
-    return o;
-}
+using device_test::fill_from;
+using device_test::quick_sim;
+using device_test::sum_of;
 
 }  // namespace
 
@@ -48,11 +32,11 @@ cascade::DevicesOptions one_sim() {
 // that judged by ready_bytes() alone took the fetched copy for a valid host copy).
 TEST(DeviceAccess, ChunkedReadSaysItFetchedEvenWhenEveryChunkLanded) {
     Threadpool tp(2);
-    Devices devs(tp, one_sim());
+    Devices devs(tp, quick_sim());
     const int sim = devs.find(DeviceKind::sim);
     const std::size_t n = 10000;
     Data<double> x(devs, n, "x");
-    devs.submit(iota_from, cascade::write(x), 1.0, int(n), Launch{.on = sim, .threads = {n}});
+    devs.submit(fill_from, cascade::write(x), 1.0, int(n), Launch{.on = sim, .threads = {n}});
     auto h = x.request_chunked(4096);
     const auto s = h.get();
     while (h.ready_bytes() < x.bytes())
@@ -76,11 +60,11 @@ TEST(DeviceAccess, ChunkedReadSaysItFetchedEvenWhenEveryChunkLanded) {
 // host copy as usual.
 TEST(DeviceAccess, ReadLentTheDeviceCopyWhenAllowed) {
     Threadpool tp(2);
-    Devices devs(tp, one_sim());
+    Devices devs(tp, quick_sim());
     const int sim = devs.find(DeviceKind::sim);
     const std::size_t n = 5000;
     Data<double> x(devs, n, "x");
-    devs.submit(iota_from, cascade::write(x), 3.0, int(n), Launch{.on = sim, .threads = {n}});
+    devs.submit(fill_from, cascade::write(x), 3.0, int(n), Launch{.on = sim, .threads = {n}});
     devs.wait_all();
     auto h = x.request_chunked(4096, cascade::lend_bit(DeviceKind::sim));
     const auto s = h.get();
@@ -91,7 +75,7 @@ TEST(DeviceAccess, ReadLentTheDeviceCopyWhenAllowed) {
     EXPECT_EQ(s[n - 1], 3.0 + double(n - 1));
     // A reader on the same device runs meanwhile; nothing went to the host.
     Data<double> sum(devs, 1, "sum");
-    devs.submit(total, cascade::read(x), cascade::write(sum), int(n),
+    devs.submit(sum_of, cascade::read(x), cascade::write(sum), int(n),
                 Launch{.on = sim, .threads = {1}})
         .wait();
     EXPECT_EQ(devs.stats().devices[std::size_t(sim)].bytes_out, 0u);
@@ -115,7 +99,7 @@ TEST(DeviceAccess, ReadLentTheDeviceCopyWhenAllowed) {
 // kernel there then reads it with no copy in, and the host sees the values after a copy out.
 TEST(DeviceAccess, WriteOnADeviceMakesItsCopyTheValidOne) {
     Threadpool tp(2);
-    Devices devs(tp, one_sim());
+    Devices devs(tp, quick_sim());
     const int sim = devs.find(DeviceKind::sim);
     const std::size_t n = 3000;
     Data<double> x(devs, n, "x");
@@ -126,7 +110,7 @@ TEST(DeviceAccess, WriteOnADeviceMakesItsCopyTheValidOne) {
         s[i] = double(i);
     x.release();
     Data<double> sum(devs, 1, "sum");
-    devs.submit(total, cascade::read(x), cascade::write(sum), int(n),
+    devs.submit(sum_of, cascade::read(x), cascade::write(sum), int(n),
                 Launch{.on = sim, .threads = {1}});
     devs.wait_all();
     EXPECT_EQ(devs.stats().devices[std::size_t(sim)].bytes_in, 0u);
