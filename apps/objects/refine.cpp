@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/record.hpp"
-#include "common/spin.hpp"
+#include "common/spin_shared.hpp"
 
 namespace {
 
@@ -90,7 +90,10 @@ int main(int argc, char** argv) {
     auto at = [&](int x, int y) { return ptr[std::size_t(x) * ny + y]; };
     objs.set_load<Block>([](const Block& b) { return b.queued; });
 
-    const double iters_per_s = fake ? 0 : cascade_bench::spin_iters_per_second();
+    // One rate for every rank (measured on rank 0 while the others wait): each handler is
+    // the same work wherever it runs.
+    const double iters_per_s =
+        fake ? 0 : cascade_bench::spin_iters_per_second_shared(MPI_COMM_WORLD);
     std::atomic<double> busy{0};
     auto work = [&](double s) {
         if (fake)

@@ -7,11 +7,12 @@
 // chained and odd ones queued up front: a mixture).
 // Placements: "concentrated" (the heavy objects piled on the first quarter of the ranks, which
 // carry twice the work of the others: static max/min busy ~ 2, like the thesis's MPI run) and
-// "round_robin" (every rank gets the same mix: already balanced). Work is a calibrated spin,
-// or with --fake-work a sleep, so that each rank stands for one core however many ranks share
-// this machine's cores. Prints the time, the ideal (total work / workers), the busy time of
-// the most and least loaded rank, when the last handler ended (the rest of the time is
-// completion), and checks that every handler ran once (a checksum per object that does not
+// "round_robin" (every rank gets the same mix: already balanced). Work is a calibrated spin
+// (one rate for all ranks, measured on rank 0 while the others wait: the same iterations for
+// a handler wherever it runs), or with --fake-work a sleep, so that each rank stands for one core
+// however many ranks share this machine's cores. Prints the time, the ideal (total work / workers),
+// the busy time of the most and least loaded rank, when the last handler ended (the rest of the
+// time is completion), and checks that every handler ran once (a checksum per object that does not
 // depend on where it ran).
 //
 //   mpiexec -n 8 --oversubscribe objects_synthetic --fake-work --policy diffusion
@@ -26,7 +27,7 @@
 #include <vector>
 
 #include "common/record.hpp"
-#include "common/spin.hpp"
+#include "common/spin_shared.hpp"
 
 namespace {
 
@@ -110,7 +111,10 @@ int main(int argc, char** argv) {
         }
     }
 
-    const double iters_per_s = fake ? 0 : cascade_bench::spin_iters_per_second();
+    // One rate for every rank (measured on rank 0 while the others wait): each handler is
+    // the same work wherever it runs.
+    const double iters_per_s =
+        fake ? 0 : cascade_bench::spin_iters_per_second_shared(MPI_COMM_WORLD);
     // Every object's global name (each rank numbers its objects from 1 in creation order).
     std::vector<cascade::mobile_ptr<Unit>> all(n_objects);
     {

@@ -99,7 +99,7 @@ std::vector<DeviceView> device_view(detail::DeviceWork& dw, const std::vector<Ob
 }  // namespace
 
 std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
-                                        std::vector<double>* movable) const {
+                                        std::vector<double>* movable, double* horizon) const {
     double sum = 0;
     int n = 0;
     for (const auto& o : objs)
@@ -110,13 +110,15 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
     std::vector<double> w;
     w.reserve(objs.size());
     if (movable) movable->assign(objs.size(), 0.0);
-    double projected = 0, rank_rate = 0;
+    double projected = 0, rank_rate = 0, near = 0;
+    const double most = 1 + std::max(opts_.horizon_handlers, 0.0);  // requests in the horizon
     std::size_t queued = 0;
     for (std::size_t i = 0; i < objs.size(); ++i) {
         const auto& o = objs[i];
         if (o.leaving || o.user_load) {
             w.push_back(o.leaving ? 0.0 : o.load);
             if (movable) (*movable)[i] = w.back();
+            near += w.back();
             continue;
         }
         // A chain projects its next steps; requests from elsewhere are counted as they
@@ -132,6 +134,8 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
         const double ahead = active ? chain * opts_.horizon_handlers * cost : 0.0;
         w.push_back(double(o.pending) * cost + ahead + in_flight);
         if (movable) (*movable)[i] = w.back() - in_flight;
+        // Within the horizon: a long queue counts as many requests as a chain projects.
+        near += std::min(double(o.pending) * cost + ahead, most * cost) + in_flight;
         projected += ahead;
         rank_rate += o.busy_rate * o.issuing;
         queued += o.pending;
@@ -145,8 +149,10 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
             if (!objs[i].leaving && !objs[i].user_load) {
                 const double add = extra * objs[i].busy_rate * objs[i].issuing / rank_rate;
                 w[i] += add;
+                near += add;
                 if (movable) (*movable)[i] += add;
             }
+    if (horizon) *horizon = near;
     return w;
 }
 
@@ -163,25 +169,35 @@ double Balancer::request_seconds(const std::vector<ObjectLoad>& objs) const {
     return n ? sum / n : 0.0;
 }
 
-double Balancer::work_left() const {
-    double sum = 0;
-    for (double w : work_left(local_objects()))
+double Balancer::work_left(double* horizon) const {
+    double sum = 0, near = 0;
+    for (double w : work_left(local_objects(), nullptr, &near))
         sum += w;
     const std::int64_t now = now_ns();
     std::lock_guard<std::mutex> g(level_mutex_);
-    level_ = std::max(sum, level_at(now));
+    level_ = std::max(sum, level_at(level_, now));
+    near_level_ = std::max(near, level_at(near_level_, now));
     level_ns_ = now;
+    if (horizon) *horizon = near;
     return sum;
 }
 
-double Balancer::level_at(std::int64_t now) const {
-    if (level_ <= 0 || !(opts_.level_s > 0)) return 0;
-    return level_ * std::exp(-double(now - level_ns_) * 1e-9 / opts_.level_s);
+double Balancer::horizon_load() const {
+    double near = 0;
+    work_left(&near);
+    return near;
 }
 
-double Balancer::load_level() const {
+double Balancer::level_at(double level, std::int64_t now) const {
+    if (level <= 0 || !(opts_.level_s > 0)) return 0;
+    return level * std::exp(-double(now - level_ns_) * 1e-9 / opts_.level_s);
+}
+
+double Balancer::load_level(double* horizon) const {
     std::lock_guard<std::mutex> g(level_mutex_);
-    return level_at(now_ns());
+    const std::int64_t now = now_ns();
+    if (horizon) *horizon = level_at(near_level_, now);
+    return level_at(level_, now);
 }
 
 std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {

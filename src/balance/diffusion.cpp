@@ -79,6 +79,7 @@ void Diffusion::start_round(Balancer& b, double my_load, std::vector<std::pair<i
     replies_ = 0;
     best_rank_ = -1;
     best_load_ = 0;
+    best_near_ = 0;
     sum_loads_ = 0;
     max_load_ = 0;
     my_load_ = my_load;
@@ -103,7 +104,8 @@ void Diffusion::notify(Balancer&, const ObjectKey&, double) {
 
 void Diffusion::balance(Balancer& b) {
     if (b.ranks() < 2) return;
-    const double load = b.work_left();
+    double near = 0;
+    const double load = b.work_left(&near);
     std::vector<std::pair<int, Msg>> out;
     {
         std::lock_guard<std::mutex> g(m_);
@@ -115,7 +117,8 @@ void Diffusion::balance(Balancer& b) {
             now_ns() - told_ns_ > std::int64_t(b.options().hold_s * 1e9)) {
             told_ns_ = now_ns();
             for (int r = 0; r < int(turned_away_.size()); ++r)
-                if (turned_away_[std::size_t(r)]) out.push_back({r, Msg{5, -1, load, 0}});
+                if (turned_away_[std::size_t(r)])
+                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near}});
             turned_away_.assign(turned_away_.size(), 0);
             any_turned_away_ = false;
         }
@@ -123,7 +126,7 @@ void Diffusion::balance(Balancer& b) {
             std::uniform_int_distribution<int> pick(0, b.ranks() - 1);
             for (int i = 0; i < opts_.neighbours; ++i) {
                 const int r = pick(rng_);
-                if (r != b.rank()) out.push_back({r, Msg{5, -1, load, 0}});
+                if (r != b.rank()) out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near}});
             }
         }
     }
@@ -162,26 +165,29 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     std::memcpy(&m, data, std::min(size, sizeof m));
     // r names a rank (-1: none), but in kind 4, where it counts objects.
     if (source < 0 || source >= b.ranks() || m.r < -1 || (m.kind != 4 && m.r >= b.ranks()) ||
-        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l))
+        !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
+        !std::isfinite(m.h) || !std::isfinite(m.hl))
         throw WireError("diffusion: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.r) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
     std::vector<std::pair<int, Msg>> out;
     switch (m.kind) {
         case 1: {  // a neighbour wants our load
-            const double load = b.work_left();
+            double near = 0;
+            const double load = b.work_left(&near);
             std::lock_guard<std::mutex> g(m_);
             if (load < opts_.limit_s) turn_away(b, source);  // told when we have work to spare
             const double hint = hint_load();
             out.push_back({source, hint_rank_ != source && hint > load
-                                       ? Msg{2, hint_rank_, load, hint}
-                                       : Msg{2, -1, load, 0}});
+                                       ? Msg{2, hint_rank_, load, hint, 0, -1, 0, near}
+                                       : Msg{2, -1, load, 0, 0, -1, 0, near}});
             break;
         }
         case 2: {  // a load we asked for
             const double mine = b.work_left();
             const double req = b.request_seconds();
-            const double level = b.load_level();
+            double near_level = 0;
+            const double level = b.load_level(&near_level);
             std::lock_guard<std::mutex> g(m_);
             if (phase_ != Phase::polling) break;
             ++replies_;
@@ -189,7 +195,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             max_load_ = std::max(max_load_, m.x);
             for (std::size_t i = 0; i < neighbours_.size(); ++i)
                 if (neighbours_[i] == source) loads_[i] = m.x;
-            if (m.x > best_load_) best_load_ = m.x, best_rank_ = source;
+            if (m.x > best_load_) best_load_ = m.x, best_near_ = m.h, best_rank_ = source;
             learn(b, source, m.x);
             learn(b, m.r, m.y);
             if (replies_ < int(neighbours_.size())) break;
@@ -199,7 +205,9 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             double n = replies_ + 1, sum = my_load_ + sum_loads_;
             if (hint > best_load_ && std::find(neighbours_.begin(), neighbours_.end(),
                                                hint_rank_) == neighbours_.end()) {
-                best_rank_ = hint_rank_, best_load_ = hint, sum += hint, n += 1;
+                // (Its horizon load is not known: its load stands for it, and it refuses if
+                // balanced.)
+                best_rank_ = hint_rank_, best_load_ = best_near_ = hint, sum += hint, n += 1;
                 const auto i = std::min_element(loads_.begin(), loads_.end()) - loads_.begin();
                 neighbours_[i] = hint_rank_, loads_[i] = hint;
             }
@@ -207,14 +215,15 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // shared among the ranks that may ask it (not half of it at many ranks: four
             // random neighbours give a rough mean, and a rank that takes too much ends last).
             const double want = std::min(sum / n - my_load_, (best_load_ - my_load_) / askers(b));
-            // Not from a rank with little more than we had a moment ago (balanced: see
-            // BalanceOptions::balanced_ratio).
+            // Not from a rank with little more than we had a moment ago, nor one whose horizon
+            // load is (balanced: see BalanceOptions::balanced_ratio).
             const double ratio = b.options().balanced_ratio;
             if (best_rank_ >= 0 && best_load_ > opts_.limit_s &&
                 best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3 &&
-                !(ratio > 0 && best_load_ <= ratio * level)) {
+                !(ratio > 0 && (best_load_ <= ratio * level || best_near_ <= ratio * near_level))) {
                 phase_ = Phase::asking;
-                out.push_back({best_rank_, Msg{3, -1, my_load_, want, req, b.devices(), level}});
+                out.push_back({best_rank_,
+                               Msg{3, -1, my_load_, want, req, b.devices(), level, 0, near_level}});
             } else {  // nobody around has work: another neighbourhood next time
                 phase_ = Phase::quiet;
                 draw_neighbours(b);
@@ -230,8 +239,9 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         }
         case 3: {  // give `source` some of our work
             const auto gift =
-                b.enabled() ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s, m.z, m.d, m.l})
-                            : detail::Gift{};
+                b.enabled()
+                    ? detail::donate(b, source, {m.x, m.y, opts_.min_gap_s, m.z, m.d, m.l, m.hl})
+                    : detail::Gift{};
             if (gift.work <= 0 && b.enabled()) {
                 // Nothing could go yet (no object here long enough, none measured): told
                 // again later if we still have work to spare.
@@ -244,16 +254,20 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
         case 5: {  // a rank with work to spare: ask it at once if we have little
             const double mine = b.work_left();
             const double req = b.request_seconds();
-            const double level = b.load_level();
+            double near_level = 0;
+            const double level = b.load_level(&near_level);
             const double ratio = b.options().balanced_ratio;
             std::lock_guard<std::mutex> g(m_);
             learn(b, source, m.x);
-            // Little: below the limit, or under a half of its load (a rank that waits until
+            // Little: below the limit, or less than its load and horizon load over
+            // balanced_ratio (without it: under a half of its load). A rank that waits until
             // it runs dry takes its share in the last stretch of the work, from donors that
-            // several such ranks ask at once).
-            const bool little = mine < opts_.limit_s || 2 * mine + opts_.limit_s < m.x;
-            if (phase_ != Phase::quiet || !little || m.x <= mine + opts_.min_gap_s ||
-                (ratio > 0 && m.x <= ratio * level) ||
+            // several such ranks ask at once; one whose chains keep its worker busy at half
+            // the rate of another's asks while they run (they likely end about together).
+            const bool balanced = ratio > 0 && (m.x <= ratio * level || m.h <= ratio * near_level);
+            const bool little =
+                mine < opts_.limit_s || (ratio > 0 ? !balanced : 2 * mine + opts_.limit_s < m.x);
+            if (phase_ != Phase::quiet || !little || m.x <= mine + opts_.min_gap_s || balanced ||
                 incoming_.pending(mine, b.arrivals(), b.options().hold_s)) {
                 // Not now: it joins our neighbourhood in place of the least loaded neighbour,
                 // so that our next round asks it.
@@ -268,8 +282,8 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             phase_ = Phase::asking;
             my_load_ = mine;
             // It told a neighbourhood: our share of its surplus.
-            out.push_back(
-                {source, Msg{3, -1, mine, (m.x - mine) / askers(b), req, b.devices(), level}});
+            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / askers(b), req, b.devices(),
+                                       level, 0, near_level}});
             break;
         }
         case 4: {  // what the most loaded neighbour gave us

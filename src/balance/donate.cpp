@@ -23,7 +23,8 @@ double speed(Balancer& b, const std::vector<ObjectLoad>& objs, const Ask& ask) {
 Gift donate(Balancer& b, int to, const Ask& ask) {
     const auto objs = b.local_objects();
     std::vector<double> movable;
-    const auto w = b.work_left(objs, &movable);
+    double near = 0;
+    const auto w = b.work_left(objs, &movable, &near);
     const auto here = b.here_for(objs);
     const double mine = std::accumulate(w.begin(), w.end(), 0.0);
     const double gap = mine - ask.load;
@@ -31,9 +32,11 @@ Gift donate(Balancer& b, int to, const Ask& ask) {
     const double k = speed(b, objs, ask);              // a second of ours takes k seconds there
     // Balanced already: the asker had about as much a moment ago (a queue that emptied for a
     // moment, chains that ended a little earlier there) and will again, or ends as we do.
-    // Each rank's load is its own time to finish, whatever its devices.
+    // Each rank's load is its own time to finish, whatever its devices. The horizon loads
+    // too: a long queue here against chains there, whose steps to come are unknown, is no
+    // surplus while both keep their workers busy at the same rate.
     const double ratio = b.options().balanced_ratio;
-    if (ratio > 0 && mine <= ratio * ask.level) return {};
+    if (ratio > 0 && (mine <= ratio * ask.level || near <= ratio * ask.horizon_level)) return {};
     std::vector<std::size_t> order;
     std::size_t with_work = 0;
     for (std::size_t i = 0; i < objs.size(); ++i) {

@@ -28,9 +28,10 @@ void MasterWorker::notify(Balancer&, const ObjectKey&, double) {
 
 void MasterWorker::step(Balancer& b, bool from_idle) {
     if (b.ranks() < 2) return;
-    const double load = b.work_left();
+    double near = 0, near_level = 0;
+    const double load = b.work_left(&near);
     const double req = b.request_seconds();
-    const double level = b.load_level();
+    const double level = b.load_level(&near_level);
     const int devices = b.devices();
     Out out;
     {
@@ -47,7 +48,8 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
         if (changed && !from_idle) {
             reported_ = load;
             again_ns_ = 0;
-            out.push_back({master, Msg{1, b.rank(), load, 0, req, devices, level}});
+            out.push_back(
+                {master, Msg{1, b.rank(), load, 0, req, devices, level, near, near_level}});
         }
         if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
             !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
@@ -55,7 +57,8 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             waiting_ = true;
             reported_ = load;
             asked_load_ = load;
-            out.push_back({master, Msg{2, b.rank(), load, 0, req, devices, level}});
+            out.push_back(
+                {master, Msg{2, b.rank(), load, 0, req, devices, level, near, near_level}});
         }
         // The master: a donor that refused a while ago may give now.
         if (b.rank() == master && !queue_.empty()) serve(b, out);
@@ -74,9 +77,17 @@ bool MasterWorker::idle(Balancer& b) {
     return false;
 }
 
+std::pair<double, double> MasterWorker::levels(const Balancer& b, int rank,
+                                               std::int64_t now) const {
+    const double level_s = b.options().level_s;
+    if (!(level_s > 0)) return {0.0, 0.0};
+    const double fade = std::exp(-double(now - level_ns_[rank]) * 1e-9 / level_s);
+    return {level_[rank] * fade, near_level_[rank] * fade};
+}
+
 void MasterWorker::serve(const Balancer& b, Out& out) {
     const std::int64_t now = now_ns();
-    const double ratio = b.options().balanced_ratio, level_s = b.options().level_s;
+    const double ratio = b.options().balanced_ratio;
     // Each waiting rank once at most: one balanced with the most loaded rank goes to the
     // back of the queue, and the ranks behind it are served.
     for (std::size_t tries = queue_.size(); tries > 0 && !queue_.empty(); --tries) {
@@ -87,13 +98,13 @@ void MasterWorker::serve(const Balancer& b, Out& out) {
                 std::find(queue_.begin(), queue_.end(), d) == queue_.end() &&
                 (best < 0 || table_[d] > table_[best]))
                 best = d;
-        // r's recent peak load, faded since it asked: a rank with little more than r had a
-        // moment ago gives nothing (balanced, see BalanceOptions::balanced_ratio).
-        const double level =
-            level_s > 0 ? level_[r] * std::exp(-double(now - level_ns_[r]) * 1e-9 / level_s) : 0;
+        // r's recent peak load and horizon level, faded since it asked: a rank with little
+        // more than r had a moment ago gives nothing (balanced, see
+        // BalanceOptions::balanced_ratio).
         if (best < 0 || table_[best] < opts_.limit_s || table_[best] < table_[r] + opts_.limit_s)
             return;  // nobody has work to spare: r waits
-        if (ratio > 0 && table_[best] <= ratio * level) {
+        const auto [level, near_level] = levels(b, r, now);
+        if (ratio > 0 && (table_[best] <= ratio * level || near_[best] <= ratio * near_level)) {
             queue_.pop_front();
             queue_.push_back(r);
             continue;
@@ -104,11 +115,44 @@ void MasterWorker::serve(const Balancer& b, Out& out) {
         const double want = std::min(mean - table_[r], (table_[best] - table_[r]) / 2);
         if (want < opts_.limit_s / 2) return;  // the end of the work: not worth a move
         queue_.pop_front();
-        out.push_back({best, Msg{3, r, asked_[r], want, request_s_[r], devices_[r], level}});
+        out.push_back(
+            {best, Msg{3, r, asked_[r], want, request_s_[r], devices_[r], level, 0, near_level}});
         table_[best] -= want;  // what the donor will aim at
         table_[r] += want;
+        near_[best] = std::max(0.0, near_[best] - want), near_[r] += want;
         promised_[r] = want;
     }
+}
+
+void MasterWorker::serve_early(const Balancer& b, Out& out) {
+    // Chains keep their ranks' loads steady until they end, and the ranks with less run dry
+    // all at once, then wait for their share in rounds; a rank whose load and horizon load
+    // are under the most loaded rank's over balanced_ratio is given its share while its own
+    // work runs (chains of one length end about together: their rates tell the imbalance).
+    const double ratio = b.options().balanced_ratio;
+    if (!(ratio > 0)) return;
+    const std::int64_t now = now_ns();
+    int best = -1, low = -1;
+    for (int d = 0; d < int(table_.size()); ++d) {
+        if (std::find(queue_.begin(), queue_.end(), d) != queue_.end()) continue;
+        if (refused_until_ns_[d] <= now && (best < 0 || table_[d] > table_[best])) best = d;
+        // (A rank that never reported may have work: only those that did are compared.)
+        if (promised_[d] <= 0 && level_ns_[d] > 0 && (low < 0 || table_[d] < table_[low])) low = d;
+    }
+    if (best < 0 || low < 0 || best == low || table_[best] < table_[low] + opts_.limit_s) return;
+    const auto [level, near_level] = levels(b, low, now);
+    if (table_[best] <= ratio * std::max(level, table_[low]) ||
+        near_[best] <= ratio * std::max(near_level, near_[low]))
+        return;
+    const double mean = std::accumulate(table_.begin(), table_.end(), 0.0) / table_.size();
+    const double want = std::min(mean - table_[low], (table_[best] - table_[low]) / 2);
+    if (want < opts_.limit_s / 2) return;
+    out.push_back({best, Msg{3, low, table_[low], want, request_s_[low], devices_[low], level, 0,
+                             near_level}});
+    table_[best] -= want;
+    table_[low] += want;
+    near_[best] = std::max(0.0, near_[best] - want), near_[low] += want;
+    promised_[low] = want;
 }
 
 void MasterWorker::on_message(Balancer& b, int source, const char* data, std::size_t size) {
@@ -117,7 +161,7 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
     // Loads are finite; kind 4 counts objects in y.
     if (source < 0 || source >= b.ranks() || m.rank < 0 || m.rank >= b.ranks() ||
         !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
-        (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
+        !std::isfinite(m.h) || !std::isfinite(m.hl) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -131,14 +175,18 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                 table_.assign(b.ranks(), 0.0), refused_until_ns_.assign(b.ranks(), 0),
                     asked_.assign(b.ranks(), 0.0), promised_.assign(b.ranks(), 0.0),
                     request_s_.assign(b.ranks(), 0.0), devices_.assign(b.ranks(), -1),
-                    level_.assign(b.ranks(), 0.0), level_ns_.assign(b.ranks(), 0);
+                    level_.assign(b.ranks(), 0.0), level_ns_.assign(b.ranks(), 0),
+                    near_.assign(b.ranks(), 0.0), near_level_.assign(b.ranks(), 0.0);
             table_[source] = m.x;
+            near_[source] = m.h;
             if (m.kind != 5) request_s_[source] = m.z, devices_[source] = m.d;
-            if (m.kind != 5) level_[source] = m.l, level_ns_[source] = now_ns();
+            if (m.kind != 5)
+                level_[source] = m.l, near_level_[source] = m.hl, level_ns_[source] = now_ns();
             if (m.kind == 2) asked_[source] = m.x;
             int asker = m.kind == 2 ? source : -1;
             if (m.kind == 5) {  // what it was promised never came: it waits again if still low
                 table_[m.rank] = std::max(0.0, table_[m.rank] - promised_[m.rank]);
+                near_[m.rank] = std::max(0.0, near_[m.rank] - promised_[m.rank]);
                 if (table_[m.rank] < opts_.limit_s) asker = m.rank;
             }
             if (m.kind != 5) promised_[source] = 0;  // its own word is newer
@@ -149,13 +197,16 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             if (asker >= 0 && std::find(queue_.begin(), queue_.end(), asker) == queue_.end())
                 m.kind == 5 ? queue_.push_front(asker) : queue_.push_back(asker);
             serve(b, out);
+            if (m.kind == 1) serve_early(b, out);
             break;
         }
         case 3: {  // the master asks us to give rank m.rank some work
             const auto gift =
-                b.enabled() ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s, m.z, m.d, m.l})
-                            : detail::Gift{};
-            const double left = b.work_left();
+                b.enabled()
+                    ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s, m.z, m.d, m.l, m.hl})
+                    : detail::Gift{};
+            double near = 0, near_level = 0;
+            const double left = b.work_left(&near);
             {
                 std::lock_guard<std::mutex> g(m_);
                 reported_ = left;
@@ -163,11 +214,12 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                     again_ns_ = now_ns() + std::int64_t(b.options().hold_s * 1e9);
             }
             if (gift.work > 0) {
+                const double level = b.load_level(&near_level);
                 out.push_back({source, Msg{1, b.rank(), left, 0, b.request_seconds(), b.devices(),
-                                           b.load_level()}});
+                                           level, near, near_level}});
                 out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
-                out.push_back({source, Msg{5, m.rank, left, 0}});
+                out.push_back({source, Msg{5, m.rank, left, 0, 0, -1, 0, near}});
             }
             break;
         }

@@ -3,8 +3,10 @@
 // per-sender order, exclusivity, contents); diffusion and master-worker spread the work of
 // objects created on one rank over all ranks (measured busy times) and leave a balanced run
 // nearly alone (few migrations); pinned objects never move; balancing off means no migration;
-// switching it on while running starts it; an idle diffusion round never holds its rank, and
-// a rank takes work from an announcing rank with more than twice its own before it runs dry.
+// switching it on while running starts it; an idle diffusion round never holds its rank, a
+// rank takes work from an announcing rank with more than twice its own before it runs dry,
+// and a donor whose queues keep its worker busy at the rate an asker's chains keep its own
+// gives nothing.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -559,4 +561,75 @@ TEST(BalanceMpi, ADonorGivesNothingToARankThatHadAsMuchAMomentAgo) {
         std::size_t here = bal.local_objects().size();
         EXPECT_EQ(allreduce_sum(long(here)), 4L);  // every object in one place
     }
+}
+
+// A queue of requests and chains that keep their workers busy at the same rate are balanced:
+// rank 0 holds 4 objects with 20 requests queued on each (its one worker held by another
+// task, so the queues stay as they are), and is asked by a rank whose chains on objects of
+// the same cost made its recent peak load what these objects count over the horizon (1 +
+// horizon_handlers requests each: a chain's request and its projected steps). The queue is
+// four times that, but only because a queue's length is known and a chain's is not: the
+// donor gives nothing. Asked by a rank with half that level it gives. The loads come from the
+// objects' measured costs, read back, so the decisions do not depend on timing.
+TEST(BalanceMpi, AQueueAndChainsAtTheSameRateAreBalanced) {
+    const int n = world_size();
+    if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    Balancer bal(objs, make_policy("none"));
+    std::atomic<double> busy{0};
+    auto work = objs.make_handler<Work>(
+        [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); }, {.name = "work"});
+    constexpr int kObjects = 4, kQueued = 20;
+    std::vector<mobile_ptr<Work>> ps;
+    if (comm.rank() == 0)
+        for (int i = 0; i < kObjects; ++i) {
+            ps.push_back(objs.create<Work>());
+            work->invoke(ps.back());  // measured: a handler ran on each
+        }
+    tp.join();
+    if (comm.rank() == 0) {
+        bal.here_for(bal.local_objects());  // seen here from now on
+        std::atomic<bool> release{false};
+        tp.insert([&] {  // holds the worker: the requests below stay queued
+            while (!release.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+        for (int k = 0; k < kQueued; ++k)
+            for (auto& p : ps)
+                work->invoke(p);
+        std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
+        // The model's inputs, read back: queued work, and the same objects over the horizon.
+        const double most = 1 + bal.options().horizon_handlers;
+        double queued = 0, horizon = 0;
+        for (const auto& o : bal.local_objects()) {
+            ASSERT_GT(o.recent_s, 0.0);
+            ASSERT_EQ(o.chained, 0.0);  // requests from this thread, not from its handler
+            EXPECT_EQ(o.pending, std::size_t(kQueued));
+            queued += double(o.pending) * o.recent_s;
+            horizon += std::min(double(o.pending), most) * o.recent_s;
+        }
+        EXPECT_NEAR(bal.work_left(), queued, 1e-12);
+        EXPECT_NEAR(bal.horizon_load(), horizon, 1e-12);
+        EXPECT_GT(queued, bal.options().balanced_ratio * horizon);  // the queue looks heavier
+        // Chains of the same rates there: nothing to give.
+        const detail::Ask chains{
+            .load = 0, .min_gap = 0.001, .level = horizon, .horizon_level = horizon};
+        const auto refused = detail::donate(bal, 1, chains);
+        EXPECT_EQ(refused.objects, 0);
+        EXPECT_EQ(refused.work, 0.0);
+        // Chains at half the rate: some of the queue goes.
+        const detail::Ask fewer{
+            .load = 0, .min_gap = 0.001, .level = horizon / 2, .horizon_level = horizon / 2};
+        const auto given = detail::donate(bal, 1, fewer);
+        EXPECT_GT(given.objects, 0);
+        release = true;
+    }
+    tp.join();
+    long done = 0;
+    for (int i = 1; i <= kObjects; ++i)
+        if (Work* w = objs.local(mobile_ptr<Work>(ObjectKey{0, 0, std::uint64_t(i)})))
+            done += w->done;
+    EXPECT_EQ(allreduce_sum(done), long(kObjects) * (kQueued + 1));  // exactly once
 }

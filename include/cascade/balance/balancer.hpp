@@ -99,16 +99,28 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// when its device work ends). 0 for an object a balancing migration is taking away.
     std::vector<double> work_left(const std::vector<ObjectLoad>& objs) const;
     /// As above; `movable` (if given) gets the part of each that would move with the object
-    /// (all but its device tasks already submitted here, which finish here).
-    std::vector<double> work_left(const std::vector<ObjectLoad>& objs,
-                                  std::vector<double>* movable) const;
+    /// (all but its device tasks already submitted here, which finish here), and `horizon`
+    /// (if given) the sum of their horizon loads (see horizon_load).
+    std::vector<double> work_left(const std::vector<ObjectLoad>& objs, std::vector<double>* movable,
+                                  double* horizon = nullptr) const;
     /// The sum over the objects living here: this rank's load as the policies see it (each
-    /// call also updates load_level()).
-    double work_left() const;
+    /// call also updates load_level()); `horizon` (if given) gets its horizon load.
+    double work_left(double* horizon = nullptr) const;
+    /// This rank's horizon load: work_left() with each object's requests, queued and
+    /// projected, counted up to 1 + horizon_handlers of them (a user's load, device tasks in
+    /// flight and the rank's share of the work its handlers generate count whole). A queue of
+    /// twenty requests and a chain with twenty steps to come keep a worker busy at the same
+    /// rate, but only the queue's length is known: the shipped policies compare horizon loads
+    /// to tell whether two ranks are balanced (a donor's against the asker's horizon level,
+    /// as well as their loads: see load_level), and move work by work_left().
+    double horizon_load() const;
     /// This rank's recent peak load: the highest work_left() seen over about level_s (older
     /// values fade exponentially). A rank whose queue empties for a moment, or whose chains
     /// just ended, keeps its level for a while: a donor compares its own load with it.
-    double load_level() const;
+    /// `horizon` (if given) gets the same of horizon_load(), the horizon level: a donor gives
+    /// only while its load is more than BalanceOptions::balanced_ratio times the asker's
+    /// level and its horizon load more than that times the asker's horizon level.
+    double load_level(double* horizon = nullptr) const;
     /// The mean cost of one request here (handler time plus device time per task), over the
     /// objects that ran a handler; 0 when none did. Ranks with different devices compare it
     /// to tell how fast each runs the same work (see detail/donate.hpp).
@@ -159,9 +171,9 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     std::atomic<std::int64_t> last_step_ns_{0};
     std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0}, arrivals_{0};
     mutable std::mutex level_mutex_;
-    mutable double level_ = 0;  // load_level() as of level_ns_
+    mutable double level_ = 0, near_level_ = 0;  // load_level() as of level_ns_
     mutable std::int64_t level_ns_ = 0;
-    double level_at(std::int64_t now) const;  // locked: level_ faded to now
+    double level_at(double level, std::int64_t now) const;  // locked: `level` faded to now
     std::mutex seen_mutex_;
     std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
     std::shared_ptr<detail::DeviceWork> device_work_ = std::make_shared<detail::DeviceWork>();

@@ -41,18 +41,25 @@ class MasterWorker final : public BalancePolicy {
         // 1 load report (x), 2 ask for work (x: load), 3 give `rank` work (x: its load, y: at
         // most this much), 4 work given (x, in y objects), 5 could not give `rank` work (x:
         // load); z and d: in 1 and 2 the sender's cost of a request and its devices, in 3
-        // those of `rank`; l: in 2 the sender's recent peak load, in 3 that of `rank`
+        // those of `rank`; l and hl: in 1 and 2 the sender's recent peak load and horizon
+        // level, in 3 those of `rank`; h: in 1 and 2 the sender's horizon load
         std::uint8_t kind;
         std::int32_t rank;
         double x, y;
         double z = 0;
         std::int32_t d = -1;
         double l = 0;
+        double h = 0, hl = 0;
     };
     using Out = std::vector<std::pair<int, Msg>>;
     void step(Balancer& b, bool from_idle);
     void serve(const Balancer& b, Out& out);  // master, locked: match waiting ranks with
                                               // loaded ones
+    // Master, locked: the least loaded rank not waiting, if the most loaded one has more than
+    // balanced_ratio times its load and horizon load, is given its share before it runs dry.
+    void serve_early(const Balancer& b, Out& out);
+    // Master, locked: a rank's recent peak load and horizon level, faded to `now`.
+    std::pair<double, double> levels(const Balancer& b, int rank, std::int64_t now) const;
     static void post(Balancer& b, Out& out);
 
     MasterWorkerOptions opts_;
@@ -68,6 +75,8 @@ class MasterWorker final : public BalancePolicy {
     std::vector<double> table_;
     std::vector<double> asked_;           // a waiting rank's load when it asked
     std::vector<double> level_;           // each rank's recent peak load (Balancer::load_level)
+    std::vector<double> near_;            // each rank's horizon load (Balancer::horizon_load)
+    std::vector<double> near_level_;      // and its horizon level
     std::vector<std::int64_t> level_ns_;  // when it last told it
     std::vector<double> promised_;        // work a donor was told to give it, not yet confirmed
     std::vector<double> request_s_;  // each rank's cost of a request (Balancer::request_seconds)

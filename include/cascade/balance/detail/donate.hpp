@@ -20,8 +20,12 @@ struct Ask {
     double request_s = 0;
     int devices = -1;
     /// The asker's recent peak load (Balancer::load_level; 0: none). The donor gives only
-    /// while its own load is more than BalanceOptions::balanced_ratio times it.
+    /// while its load is more than BalanceOptions::balanced_ratio times it.
     double level = 0;
+    /// The same of the asker's horizon load (Balancer::load_level's `horizon`; 0: none). The
+    /// donor gives only while its horizon load is more than balanced_ratio times it: a queue
+    /// here and chains there that keep their workers busy at the same rate are balanced.
+    double horizon_level = 0;
 };
 
 /// What a donor gave.
@@ -31,7 +35,9 @@ struct Gift {
 };
 
 /// Migrates local objects to rank `to`, if this rank's load is more than
-/// BalanceOptions::balanced_ratio times the asker's recent peak load (ask.level): largest
+/// BalanceOptions::balanced_ratio times the asker's recent peak load (ask.level) and its
+/// horizon load (Balancer::horizon_load) more than that times the asker's horizon level
+/// (ask.horizon_level): largest
 /// first while the asker stays at or below the donor and within `ask.want`; if none fits, the one
 /// object that brings the two loads closest, if that gains at least half of `ask.min_gap`. Gives
 /// only objects whose work is measured (a handler ran on them, or the type has a load function),
