@@ -293,7 +293,10 @@ void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>
                    std::vector<std::uint64_t>& since) {
     // A recipient the tree would reach through another rank but that must be sent to directly
     // moves to the end of the list, a child of the root; the tree is made again over the ones
-    // before it (each round takes one out, and usually there is no second round).
+    // before it (each round takes one out, and usually there is no second round). The check
+    // is a snapshot: another thread may fence a rank between it and raise_fence, which then
+    // refuses (a second fence could wait for a message held behind the first); the fences
+    // raised so far are lowered again and that rank moves too.
     std::size_t tree = list.size();
     for (;;) {
         children(shape, tree, kids);
@@ -303,20 +306,42 @@ void Engine::route(Shape shape, std::vector<Recipient>& list, std::vector<Child>
                 if (LayerLink::must_send_directly(comm_, list[i].rank)) moved = i;
             if (moved != tree) break;
         }
+        if (moved != tree) {
+            std::rotate(list.begin() + static_cast<std::ptrdiff_t>(moved),
+                        list.begin() + static_cast<std::ptrdiff_t>(moved) + 1, list.end());
+            --tree;
+            continue;
+        }
+        // The tree is in order from here on: the children's fence stretches are taken before
+        // any fence of this tree is raised.
+        since.clear();
+        for (const Child& c : kids)
+            since.push_back(LayerLink::fence_stretch(comm_, list[c.at].rank));
+        for (std::size_t k = 0; k < kids.size() && moved == tree; ++k) {
+            const Child& c = kids[k];
+            for (std::size_t i = c.at + 1; i < c.at + 1 + c.count; ++i) {
+                if (LayerLink::raise_fence(comm_, list[i].rank, list[i].after)) continue;
+                moved = i;
+                for (std::size_t kk = 0; kk <= k; ++kk) {
+                    const std::size_t end =
+                        kk < k ? kids[kk].at + 1 + kids[kk].count : moved;  // those raised
+                    for (std::size_t j = kids[kk].at + 1; j < end; ++j)
+                        LayerLink::lower_fence(comm_, list[j].rank);
+                }
+                break;
+            }
+        }
         if (moved == tree) break;
         std::rotate(list.begin() + static_cast<std::ptrdiff_t>(moved),
                     list.begin() + static_cast<std::ptrdiff_t>(moved) + 1, list.end());
         --tree;
     }
-    for (std::size_t i = tree; i < list.size(); ++i)
+    for (std::size_t i = tree; i < list.size(); ++i) {
         kids.push_back(Child{i, 0});
-    since.clear();
-    for (const Child& c : kids) {
-        list[c.at].after = 0;  // a child of the root: its messages arrive in order
-        since.push_back(LayerLink::fence_stretch(comm_, list[c.at].rank));
-        for (std::size_t i = c.at + 1; i < c.at + 1 + c.count; ++i)
-            list[i].after = LayerLink::raise_fence(comm_, list[i].rank);
+        since.push_back(LayerLink::fence_stretch(comm_, list[i].rank));
     }
+    for (const Child& c : kids)
+        list[c.at].after = 0;  // a child of the root: its messages arrive in order
 }
 
 template <class... Ps>

@@ -159,14 +159,20 @@ bool Communicator::receive() {
     bool any = false;
     // Control messages first: once this epoch's SHUTDOWN is here, messages that ranks which
     // finished the epoch already sent for the next one wait for the next join().
+    // The first test looks at the oldest AM receive of this epoch too, in the same MPI call.
     CtrlMsg m;
     MPI_Status st;
-    while (slots_.test_ctrl(world_.comm, m, st)) {
-        on_ctrl(st.MPI_SOURCE, m);
+    const int parity = static_cast<int>(completion_.epoch() & 1);
+    bool am_tested = false;
+    if (slots_.test_ctrl_and_am(world_.comm, parity, m, st, am_tested)) {
+        do {
+            on_ctrl(st.MPI_SOURCE, m);
+        } while (slots_.test_ctrl(world_.comm, m, st));
         any = true;
     }
+    // Nothing more to test when that test found no AM message.
+    if (am_tested && !slots_.am_waiting(parity)) return any;
     // This epoch's messages, oldest posted receive first: it matches before any later one.
-    const int parity = static_cast<int>(completion_.epoch() & 1);
     int slot = 0;
     for (int i = 0; i < kMaxMessagesPerProgress && !completion_.shut_down() &&
                     slots_.test_am(parity, slot, st);

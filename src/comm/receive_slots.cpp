@@ -48,6 +48,38 @@ bool ReceiveSlots::test_ctrl(MPI_Comm comm, CtrlMsg& m, MPI_Status& st) {
     return true;
 }
 
+bool ReceiveSlots::test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_Status& st,
+                                    bool& am_tested) {
+    AmSlots& set = am_[parity];
+    am_tested = !(set.count == 0 || set.arrived);
+    if (!am_tested) return test_ctrl(comm, m, st);
+    const int s = set.order[set.head];
+    // Copies of the two handles, written back: MPI_Testsome sets the completed ones to
+    // MPI_REQUEST_NULL.
+    MPI_Request reqs[2] = {ctrl_req_[ctrl_head_], set.req[s]};
+    int idx[2] = {}, count = 0;
+    MPI_Status sts[2];
+    check_mpi(MPI_Testsome(2, reqs, &count, idx, sts), "MPI_Testsome");
+    if (count == MPI_UNDEFINED) count = 0;  // not reached: neither request is null
+    ctrl_req_[ctrl_head_] = reqs[0];
+    set.req[s] = reqs[1];
+    bool ctrl = false;
+    for (int k = 0; k < count; ++k) {
+        if (idx[k] == 0) {
+            const int slot = ctrl_head_;
+            m = ctrl_buf_[slot];
+            st = sts[k];
+            post_ctrl(comm, slot);
+            ctrl_head_ = (ctrl_head_ + 1) % kCtrlSlots;
+            ctrl = true;
+        } else {
+            set.arrived = true;
+            set.arrived_status = sts[k];
+        }
+    }
+    return ctrl;
+}
+
 int ReceiveSlots::cancel_all() noexcept {
     // A posted receive that got a message instead of being cancelled: counted.
     auto cancel = [](MPI_Request& q) {
@@ -60,9 +92,12 @@ int ReceiveSlots::cancel_all() noexcept {
         return cancelled ? 0 : 1;
     };
     int unrun = 0;
-    for (auto& set : am_)
+    for (auto& set : am_) {
         for (auto& q : set.req)
             unrun += cancel(q);
+        if (set.arrived) ++unrun;  // received, not yet taken by test_am
+        set.arrived = false;
+    }
     for (auto& q : ctrl_req_)
         cancel(q);
     return unrun;

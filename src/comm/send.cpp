@@ -117,15 +117,18 @@ void Communicator::send_body_now(int dest, ActiveMsgBase& am, const void* body, 
                                chunk == 0 ? kDefaultChunk : chunk, tag});
 }
 
-std::uint64_t Communicator::raise_fence(int dest) {
+bool Communicator::raise_fence(int dest, std::uint64_t& after) {
+    if (fence_hook_) [[unlikely]]
+        fence_hook_(dest);
     Outbox& o = outbox_[dest];
     std::lock_guard<Spinlock> g(o.lock);
-    if (o.fences.fetch_add(1, std::memory_order_acq_rel) == 0) {
-        o.fence_bytes = o.buf.size();
-        o.fence_larges = o.larges.size();
-        ++o.fence_stretch;
-    }
-    return o.seq;
+    if (o.fences.load(std::memory_order_relaxed) > 0) return false;
+    o.fences.store(1, std::memory_order_release);
+    o.fence_bytes = o.buf.size();
+    o.fence_larges = o.larges.size();
+    ++o.fence_stretch;
+    after = o.seq;
+    return true;
 }
 
 std::uint64_t Communicator::fence_stretch(int dest) const {

@@ -255,6 +255,45 @@ TEST(Order, BroadcastsFromTasksMeetingBackPressureReachEveryoneOnce) {
     broadcasts_meeting_back_pressure(2, 3, 300);
 }
 
+// Another thread fences a rank, and queues a message behind that fence, between the moment a
+// tree's route found the rank free and the moment it fences it (the fence hook does both
+// there). A second fence would count the held message in the rank's `after` and wait for the
+// rank's acknowledgement, which waits for that message: the rank is sent to directly instead,
+// and every rank runs rank 0's messages in the order they were queued.
+TEST(Order, ARankFencedWhileATreeIsRoutedIsSentToDirectly) {
+    if (world_size() < 4) GTEST_SKIP() << "needs 4 ranks";
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.rank();
+    std::vector<int> got;  // the k of rank 0's messages, in the order they ran here
+    auto am = comm.make_active_msg(
+        [&](int& k) {
+            if (cascade::detail::tls_frame_source == 0) got.push_back(k);
+        },
+        "numbered");
+    // Rank 3 has the lowest priority: the last slot, reached through rank 1.
+    const std::vector<int> to = {1, 2, 3};
+    const std::vector<double> prio = {3.0, 2.0, 1.0};
+    bool hooked = false;
+    if (me == 0) {
+        cascade::detail::CommTestAccess::set_fence_hook(comm, [&](int dest) {
+            if (hooked || dest != 3) return;
+            hooked = true;
+            am->send(to, prio, 1);  // fences rank 3
+            am->send_now(3, 2);     // held behind that fence
+        });
+        am->send(to, prio, 3);
+        cascade::detail::CommTestAccess::set_fence_hook(comm, nullptr);
+    }
+    tp.join();
+    if (me == 0) {
+        EXPECT_TRUE(hooked) << "the tree never fenced rank 3";
+    }
+    std::vector<int> want;
+    if (me >= 1 && me <= 3) want = me == 3 ? std::vector<int>{1, 2, 3} : std::vector<int>{1, 3};
+    EXPECT_EQ(got, want) << "rank " << me;
+}
+
 // An active message whose arguments fill a message but for its frame header: the sender
 // refuses it with a clear error (the receiver would refuse the frame as malformed).
 TEST(Order, ArgumentsTooBigForOneMessageAreRefusedWhenSent) {

@@ -113,6 +113,59 @@ TEST(ReceiveSlots, CancelCountsMessagesNobodyRan) {
     MPI_Comm_free(&comm);
 }
 
+// One call tests the oldest control receive and the oldest AM receive: a control message is
+// returned, an AM message kept for the next test_am (not received twice, not lost; counted by
+// cancel_all when nobody took it).
+TEST(ReceiveSlots, ControlAndAmTestedTogether) {
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_SELF, &comm);
+    {
+        ReceiveSlots s;
+        s.post_all(comm);
+        CtrlMsg m{};
+        MPI_Status st;
+        int slot = -1;
+        bool tested = false;
+        EXPECT_FALSE(s.test_ctrl_and_am(comm, 0, m, st, tested));
+        EXPECT_TRUE(tested);
+        EXPECT_FALSE(s.am_waiting(0));
+        // An AM message alone: no control message, the AM kept for test_am.
+        const std::uint64_t v = 41;
+        send_self(&v, sizeof v, constants::TAG_AM, comm);
+        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
+        }
+        EXPECT_TRUE(s.am_waiting(0));
+        ASSERT_TRUE(s.test_am(0, slot, st));
+        EXPECT_FALSE(s.am_waiting(0));
+        std::uint64_t got = 0;
+        std::memcpy(&got, s.am_data(0, slot), sizeof got);
+        EXPECT_EQ(got, v);
+        EXPECT_FALSE(s.test_am(0, slot, st)) << "the same message given twice";
+        s.repost_am(comm, 0, slot);
+        // Both at once: the control message returned, then the AM message.
+        const CtrlMsg out{CtrlMsg::SHUTDOWN, 3, 9, 0, 0};
+        const std::uint64_t w = 42;
+        send_self(&w, sizeof w, constants::TAG_AM, comm);
+        send_self(&out, sizeof out, constants::TAG_CTRL, comm);
+        bool ctrl = false;
+        for (int i = 0; i < 1000 && !ctrl; ++i)
+            ctrl = s.test_ctrl_and_am(comm, 0, m, st, tested);
+        ASSERT_TRUE(ctrl);
+        EXPECT_EQ(m.type, CtrlMsg::SHUTDOWN);
+        EXPECT_EQ(m.a, 9u);
+        ASSERT_TRUE(next_am(s, 0, slot, st));
+        std::memcpy(&got, s.am_data(0, slot), sizeof got);
+        EXPECT_EQ(got, w);
+        s.repost_am(comm, 0, slot);
+        // Kept and never taken: counted as a message nobody ran.
+        send_self(&v, sizeof v, constants::TAG_AM, comm);
+        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
+        }
+        EXPECT_EQ(s.cancel_all(), 1);
+    }
+    MPI_Comm_free(&comm);
+}
+
 TEST(LargeReceives, BodyInPiecesThenBigMessage) {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_SELF, &comm);

@@ -287,9 +287,13 @@ class Communicator : public JoinHook {
     /// Per-sender order across routes: a message of this rank reaches `dest` through other
     /// ranks (a broadcast's inner node), so what this rank queues for `dest` from now on waits
     /// until `dest` acknowledges that delivery (lower_fence, any thread); what was queued
-    /// before leaves as usual. Fences add up. Returns how many messages this rank queued for
-    /// `dest` before (frames_run_from() on `dest` reaches it once they all ran there).
-    std::uint64_t raise_fence(int dest);
+    /// before leaves as usual. `after`: how many messages this rank queued for `dest` before
+    /// (frames_run_from() on `dest` reaches it once they all ran there). Returns false, and
+    /// raises nothing, when `dest` is fenced already: a message queued behind that fence
+    /// would be counted in `after` and wait for this delivery's acknowledgement, which waits
+    /// for it (the message must then go to `dest` directly). Checked and raised under the
+    /// outbox's lock, so two threads routing trees at once never both fence one rank.
+    bool raise_fence(int dest, std::uint64_t& after);
     /// How many messages from `source` this rank began to run so far (communication thread).
     std::uint64_t frames_run_from(int source) const noexcept { return order_.frames_from(source); }
     /// `dest` acknowledged one delivery that raise_fence announced.
@@ -454,6 +458,7 @@ class Communicator : public JoinHook {
     int pending_large_sends_ = 0;
     int held_ = 0;  // destinations the last flush() held back (bodies in flight, back-pressure)
     std::function<void()> progress_fault_;  // CommTestAccess::set_progress_fault
+    std::function<void(int)> fence_hook_;   // CommTestAccess::set_fence_hook
     // An error of a task or handler of one rank, told to the others (poll_once).
     ActiveMsg<int, int, std::string, std::string>* error_am_ = nullptr;
     // join() runs, how the last one ended, this epoch's error told or received (job_state.hpp).

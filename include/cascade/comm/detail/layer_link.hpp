@@ -112,8 +112,11 @@ struct LayerLink {
     static constexpr bool is_body_tag(std::int64_t tag) noexcept {
         return Communicator::is_body_tag(tag);
     }
-    /// Raises a fence towards `dest` (see Communicator::raise_fence).
-    static std::uint64_t raise_fence(Communicator& c, int dest) { return c.raise_fence(dest); }
+    /// Raises a fence towards `dest` unless it is fenced already (see
+    /// Communicator::raise_fence).
+    static bool raise_fence(Communicator& c, int dest, std::uint64_t& after) {
+        return c.raise_fence(dest, after);
+    }
     /// `dest` acknowledged one delivery that raise_fence announced.
     static void lower_fence(Communicator& c, int dest) { c.lower_fence(dest); }
     /// The stretch of fences `dest` is in (0: none).

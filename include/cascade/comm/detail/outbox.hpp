@@ -43,8 +43,9 @@ struct alignas(64) Outbox {
     /// -1: it holds none. Communication thread only.
     int big_idle_epochs = -1;
     /// Fences (Communicator::raise_fence): messages routed to this rank through other ranks
-    /// and not yet acknowledged. While there are any, what was queued after the first one
-    /// waits: frames from byte fence_bytes of buf on, bodies from fence_larges of larges on.
+    /// and not yet acknowledged, at most one at a time. While there is one, what was queued
+    /// after it waits: frames from byte fence_bytes of buf on, bodies from fence_larges of
+    /// larges on.
     std::atomic<int> fences{0};
     std::size_t fence_bytes = 0;   ///< Frames before this byte of buf leave (fenced).
     std::size_t fence_larges = 0;  ///< Bodies before this index of larges leave (fenced).

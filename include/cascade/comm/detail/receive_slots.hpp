@@ -37,10 +37,15 @@ class ReceiveSlots {
         AmSlots& set = am_[parity];
         if (set.count == 0) return false;
         const int s = set.order[set.head];
-        int flag = 0;
-        if (const int rc = MPI_Test(&set.req[s], &flag, &st); rc != MPI_SUCCESS) [[unlikely]]
-            failed(rc, "MPI_Test");
-        if (!flag) return false;
+        if (set.arrived) {  // test_ctrl_and_am found it
+            set.arrived = false;
+            st = set.arrived_status;
+        } else {
+            int flag = 0;
+            if (const int rc = MPI_Test(&set.req[s], &flag, &st); rc != MPI_SUCCESS) [[unlikely]]
+                failed(rc, "MPI_Test");
+            if (!flag) return false;
+        }
         set.head = (set.head + 1) % kAmSlots;
         --set.count;
         slot = s;
@@ -53,6 +58,13 @@ class ReceiveSlots {
     /// Tests the oldest control receive. When its message arrived: true, the message in `m`,
     /// its status in `st`, and the receive is posted again.
     bool test_ctrl(MPI_Comm comm, CtrlMsg& m, MPI_Status& st);
+    /// test_ctrl and a test of the oldest AM receive of `parity` in one MPI call (one pass
+    /// of MPI's progress engine instead of two, on every poll that finds nothing). Returns
+    /// test_ctrl's answer; an AM message that arrived is kept for the next test_am
+    /// (am_waiting() says whether one is). `am_tested`: whether the AM receive was tested.
+    bool test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_Status& st, bool& am_tested);
+    /// Whether test_ctrl_and_am found an AM message of `parity` that test_am has not taken.
+    bool am_waiting(int parity) const noexcept { return am_[parity].arrived; }
     /// Cancels every posted receive; returns how many AM receives got a message instead
     /// (messages nobody will run).
     int cancel_all() noexcept;
@@ -63,6 +75,8 @@ class ReceiveSlots {
         MPI_Request req[kAmSlots];
         int order[kAmSlots] = {};  // posted slots, oldest first (a ring of `count` entries)
         int head = 0, count = 0;
+        bool arrived = false;         // the oldest receive completed in test_ctrl_and_am
+        MPI_Status arrived_status{};  // and its status
     };
     void post_ctrl(MPI_Comm comm, int slot);
     [[noreturn, gnu::cold]] static void failed(int rc, const char* what);

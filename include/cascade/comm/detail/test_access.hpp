@@ -1,6 +1,6 @@
 // CommTestAccess: what tests and fuzzers do to a Communicator that a program never does:
-// inject a fault into progress(), move where the next body tag is looked for, drop the body
-// receives a forged header announced. Not part of the Communicator's API.
+// inject a fault into progress() or work into raise_fence, move where the next body tag is looked
+// for, drop the body receives a forged header announced. Not part of the Communicator's API.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,11 @@ struct CommTestAccess {
     /// MPI call or allocation would). Null: none.
     static void set_progress_fault(Communicator& c, std::function<void()> f) {
         c.progress_fault_ = std::move(f);
+    }
+    /// `f(dest)` runs at the start of every raise_fence on this rank, before the fence is
+    /// checked and raised (what another thread may do in that moment, done here). Null: none.
+    static void set_fence_hook(Communicator& c, std::function<void(int)> f) {
+        c.fence_hook_ = std::move(f);
     }
     /// The next new_body_tag() starts looking `n` tags further on.
     static void skip_body_tags(Communicator& c, unsigned n) noexcept { c.body_tags_.skip(n); }
