@@ -575,7 +575,14 @@ TEST(BalanceMpi, AQueueAndChainsAtTheSameRateAreBalanced) {
     const int n = world_size();
     if (n < 2) GTEST_SKIP() << "needs 2 ranks";
     Communicator comm;
+    // Lets the task that holds rank 0's worker end; declared before the pool so that it
+    // outlives the task, and set on every way out of the test (a failed ASSERT too).
+    std::atomic<bool> release{false};
     Threadpool tp(1, &comm);
+    struct Release {
+        std::atomic<bool>& flag;
+        ~Release() { flag = true; }
+    } release_on_exit{release};
     Objects objs(tp, comm);
     Balancer bal(objs, make_policy("none"));
     std::atomic<double> busy{0};
@@ -591,8 +598,7 @@ TEST(BalanceMpi, AQueueAndChainsAtTheSameRateAreBalanced) {
     tp.join();
     if (comm.rank() == 0) {
         bal.here_for(bal.local_objects());  // seen here from now on
-        std::atomic<bool> release{false};
-        tp.insert([&] {  // holds the worker: the requests below stay queued
+        tp.insert([&] {                     // holds the worker: the requests below stay queued
             while (!release.load())
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
         });
