@@ -33,137 +33,134 @@ bool next_am(ReceiveSlots& s, int parity, int& slot, MPI_Status& st) {
         if (s.test_am(parity, slot, st)) return true;
     return false;
 }
+// A duplicate of MPI_COMM_SELF for one test, freed at its end, and receive slots posted on
+// it (destroyed first: members go in reverse order).
+struct PostedSlots {
+    struct SelfComm {
+        MPI_Comm comm;
+        SelfComm() { MPI_Comm_dup(MPI_COMM_SELF, &comm); }
+        ~SelfComm() { MPI_Comm_free(&comm); }
+        SelfComm(const SelfComm&) = delete;
+        SelfComm& operator=(const SelfComm&) = delete;
+    } self;
+    ReceiveSlots slots;
+    PostedSlots() { slots.post_all(self.comm); }
+};
 }  // namespace
 
 TEST(ReceiveSlots, AmMessagesInOrderOfArrivalPerParity) {
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_SELF, &comm);
-    {
-        ReceiveSlots s;
-        s.post_all(comm);
-        int slot = -1;
-        MPI_Status st;
-        EXPECT_FALSE(s.test_am(0, slot, st));
-        // More messages than slots: each slot is posted again once its message is read.
-        for (int k = 0; k < 2 * ReceiveSlots::kAmSlots; ++k) {
-            const std::uint64_t v = 100 + static_cast<std::uint64_t>(k);
-            send_self(&v, sizeof v, constants::TAG_AM, comm);
-            ASSERT_TRUE(next_am(s, 0, slot, st)) << k;
-            std::uint64_t got = 0;
-            std::memcpy(&got, s.am_data(0, slot), sizeof got);
-            EXPECT_EQ(got, v);
-            int count = 0;
-            MPI_Get_count(&st, MPI_BYTE, &count);
-            EXPECT_EQ(count, static_cast<int>(sizeof v));
-            s.repost_am(comm, 0, slot);
-        }
-        // The other parity's slots take only its tag, in the order sent.
-        const std::uint64_t a = 1, b = 2;
-        send_self(&a, sizeof a, constants::TAG_AM_ODD, comm);
-        send_self(&b, sizeof b, constants::TAG_AM_ODD, comm);
-        EXPECT_FALSE(s.test_am(0, slot, st));
+    PostedSlots posted;
+    ReceiveSlots& s = posted.slots;
+    const MPI_Comm comm = posted.self.comm;
+    int slot = -1;
+    MPI_Status st;
+    EXPECT_FALSE(s.test_am(0, slot, st));
+    // More messages than slots: each slot is posted again once its message is read.
+    for (int k = 0; k < 2 * ReceiveSlots::kAmSlots; ++k) {
+        const std::uint64_t v = 100 + static_cast<std::uint64_t>(k);
+        send_self(&v, sizeof v, constants::TAG_AM, comm);
+        ASSERT_TRUE(next_am(s, 0, slot, st)) << k;
         std::uint64_t got = 0;
-        ASSERT_TRUE(next_am(s, 1, slot, st));
-        std::memcpy(&got, s.am_data(1, slot), sizeof got);
-        EXPECT_EQ(got, a);
-        ASSERT_TRUE(next_am(s, 1, slot, st));
-        std::memcpy(&got, s.am_data(1, slot), sizeof got);
-        EXPECT_EQ(got, b);
-        // Two slots of parity 1 are not posted now; a message arrived on none of the rest.
-        EXPECT_EQ(s.cancel_all(), 0);
+        std::memcpy(&got, s.am_data(0, slot), sizeof got);
+        EXPECT_EQ(got, v);
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        EXPECT_EQ(count, static_cast<int>(sizeof v));
+        s.repost_am(comm, 0, slot);
     }
-    MPI_Comm_free(&comm);
+    // The other parity's slots take only its tag, in the order sent.
+    const std::uint64_t a = 1, b = 2;
+    send_self(&a, sizeof a, constants::TAG_AM_ODD, comm);
+    send_self(&b, sizeof b, constants::TAG_AM_ODD, comm);
+    EXPECT_FALSE(s.test_am(0, slot, st));
+    std::uint64_t got = 0;
+    ASSERT_TRUE(next_am(s, 1, slot, st));
+    std::memcpy(&got, s.am_data(1, slot), sizeof got);
+    EXPECT_EQ(got, a);
+    ASSERT_TRUE(next_am(s, 1, slot, st));
+    std::memcpy(&got, s.am_data(1, slot), sizeof got);
+    EXPECT_EQ(got, b);
+    // Two slots of parity 1 are not posted now; a message arrived on none of the rest.
+    EXPECT_EQ(s.cancel_all(), 0);
 }
 
 TEST(ReceiveSlots, ControlMessagesOldestFirstAndPostedAgain) {
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_SELF, &comm);
-    {
-        ReceiveSlots s;
-        s.post_all(comm);
-        CtrlMsg m{};
-        MPI_Status st;
-        EXPECT_FALSE(s.test_ctrl(comm, m, st));
-        for (std::uint64_t k = 0; k < 3 * ReceiveSlots::kCtrlSlots; ++k) {
-            CtrlMsg out{CtrlMsg::COUNT, 7, k, 0, 0};
-            send_self(&out, sizeof out, constants::TAG_CTRL, comm);
-            bool got = false;
-            for (int i = 0; i < 1000 && !got; ++i)
-                got = s.test_ctrl(comm, m, st);
-            ASSERT_TRUE(got) << k;
-            EXPECT_EQ(m.type, CtrlMsg::COUNT);
-            EXPECT_EQ(m.a, k);
-            EXPECT_EQ(st.MPI_SOURCE, 0);
-        }
-        EXPECT_EQ(s.cancel_all(), 0);
+    PostedSlots posted;
+    ReceiveSlots& s = posted.slots;
+    const MPI_Comm comm = posted.self.comm;
+    CtrlMsg m{};
+    MPI_Status st;
+    EXPECT_FALSE(s.test_ctrl(comm, m, st));
+    for (std::uint64_t k = 0; k < 3 * ReceiveSlots::kCtrlSlots; ++k) {
+        CtrlMsg out{CtrlMsg::COUNT, 7, k, 0, 0};
+        send_self(&out, sizeof out, constants::TAG_CTRL, comm);
+        bool got = false;
+        for (int i = 0; i < 1000 && !got; ++i)
+            got = s.test_ctrl(comm, m, st);
+        ASSERT_TRUE(got) << k;
+        EXPECT_EQ(m.type, CtrlMsg::COUNT);
+        EXPECT_EQ(m.a, k);
+        EXPECT_EQ(st.MPI_SOURCE, 0);
     }
-    MPI_Comm_free(&comm);
+    EXPECT_EQ(s.cancel_all(), 0);
 }
 
 TEST(ReceiveSlots, CancelCountsMessagesNobodyRan) {
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_SELF, &comm);
-    {
-        ReceiveSlots s;
-        s.post_all(comm);
-        const std::uint64_t v = 5;
-        send_self(&v, sizeof v, constants::TAG_AM, comm);
-        EXPECT_EQ(s.cancel_all(), 1);
-    }
-    MPI_Comm_free(&comm);
+    PostedSlots posted;
+    ReceiveSlots& s = posted.slots;
+    const MPI_Comm comm = posted.self.comm;
+    const std::uint64_t v = 5;
+    send_self(&v, sizeof v, constants::TAG_AM, comm);
+    EXPECT_EQ(s.cancel_all(), 1);
 }
 
 // One call tests the oldest control receive and the oldest AM receive: a control message is
 // returned, an AM message kept for the next test_am (not received twice, not lost; counted by
 // cancel_all when nobody took it).
 TEST(ReceiveSlots, ControlAndAmTestedTogether) {
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_SELF, &comm);
-    {
-        ReceiveSlots s;
-        s.post_all(comm);
-        CtrlMsg m{};
-        MPI_Status st;
-        int slot = -1;
-        bool tested = false;
-        EXPECT_FALSE(s.test_ctrl_and_am(comm, 0, m, st, tested));
-        EXPECT_TRUE(tested);
-        EXPECT_FALSE(s.am_waiting(0));
-        // An AM message alone: no control message, the AM kept for test_am.
-        const std::uint64_t v = 41;
-        send_self(&v, sizeof v, constants::TAG_AM, comm);
-        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
-        }
-        EXPECT_TRUE(s.am_waiting(0));
-        ASSERT_TRUE(s.test_am(0, slot, st));
-        EXPECT_FALSE(s.am_waiting(0));
-        std::uint64_t got = 0;
-        std::memcpy(&got, s.am_data(0, slot), sizeof got);
-        EXPECT_EQ(got, v);
-        EXPECT_FALSE(s.test_am(0, slot, st)) << "the same message given twice";
-        s.repost_am(comm, 0, slot);
-        // Both at once: the control message returned, then the AM message.
-        const CtrlMsg out{CtrlMsg::SHUTDOWN, 3, 9, 0, 0};
-        const std::uint64_t w = 42;
-        send_self(&w, sizeof w, constants::TAG_AM, comm);
-        send_self(&out, sizeof out, constants::TAG_CTRL, comm);
-        bool ctrl = false;
-        for (int i = 0; i < 1000 && !ctrl; ++i)
-            ctrl = s.test_ctrl_and_am(comm, 0, m, st, tested);
-        ASSERT_TRUE(ctrl);
-        EXPECT_EQ(m.type, CtrlMsg::SHUTDOWN);
-        EXPECT_EQ(m.a, 9u);
-        ASSERT_TRUE(next_am(s, 0, slot, st));
-        std::memcpy(&got, s.am_data(0, slot), sizeof got);
-        EXPECT_EQ(got, w);
-        s.repost_am(comm, 0, slot);
-        // Kept and never taken: counted as a message nobody ran.
-        send_self(&v, sizeof v, constants::TAG_AM, comm);
-        for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
-        }
-        EXPECT_EQ(s.cancel_all(), 1);
+    PostedSlots posted;
+    ReceiveSlots& s = posted.slots;
+    const MPI_Comm comm = posted.self.comm;
+    CtrlMsg m{};
+    MPI_Status st;
+    int slot = -1;
+    bool tested = false;
+    EXPECT_FALSE(s.test_ctrl_and_am(comm, 0, m, st, tested));
+    EXPECT_TRUE(tested);
+    EXPECT_FALSE(s.am_waiting(0));
+    // An AM message alone: no control message, the AM kept for test_am.
+    const std::uint64_t v = 41;
+    send_self(&v, sizeof v, constants::TAG_AM, comm);
+    for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
     }
-    MPI_Comm_free(&comm);
+    EXPECT_TRUE(s.am_waiting(0));
+    ASSERT_TRUE(s.test_am(0, slot, st));
+    EXPECT_FALSE(s.am_waiting(0));
+    std::uint64_t got = 0;
+    std::memcpy(&got, s.am_data(0, slot), sizeof got);
+    EXPECT_EQ(got, v);
+    EXPECT_FALSE(s.test_am(0, slot, st)) << "the same message given twice";
+    s.repost_am(comm, 0, slot);
+    // Both at once: the control message returned, then the AM message.
+    const CtrlMsg out{CtrlMsg::SHUTDOWN, 3, 9, 0, 0};
+    const std::uint64_t w = 42;
+    send_self(&w, sizeof w, constants::TAG_AM, comm);
+    send_self(&out, sizeof out, constants::TAG_CTRL, comm);
+    bool ctrl = false;
+    for (int i = 0; i < 1000 && !ctrl; ++i)
+        ctrl = s.test_ctrl_and_am(comm, 0, m, st, tested);
+    ASSERT_TRUE(ctrl);
+    EXPECT_EQ(m.type, CtrlMsg::SHUTDOWN);
+    EXPECT_EQ(m.a, 9u);
+    ASSERT_TRUE(next_am(s, 0, slot, st));
+    std::memcpy(&got, s.am_data(0, slot), sizeof got);
+    EXPECT_EQ(got, w);
+    s.repost_am(comm, 0, slot);
+    // Kept and never taken: counted as a message nobody ran.
+    send_self(&v, sizeof v, constants::TAG_AM, comm);
+    for (int i = 0; i < 1000 && !s.test_ctrl_and_am(comm, 0, m, st, tested); ++i) {
+    }
+    EXPECT_EQ(s.cancel_all(), 1);
 }
 
 TEST(LargeReceives, BodyInPiecesThenBigMessage) {
