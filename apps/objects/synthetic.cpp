@@ -5,8 +5,9 @@
 // "fanout" (each handler invokes another object, mostly on another rank: the work flows from
 // object to object) and "irregular" (handler times from 0.2x to 1.8x at random, even objects
 // chained and odd ones queued up front: a mixture).
-// Placements: "concentrated" (the heavy objects piled on the first quarter of the ranks, which
-// carry twice the work of the others: static max/min busy ~ 2, like the thesis's MPI run) and
+// Placements: "concentrated" (the heavy objects piled on the first quarter of the ranks, at
+// least one, which carry 1.6x the mean work: twice the others' where 4 divides the ranks, like
+// the thesis's MPI run with static max/min busy ~ 2, and four times the other's at 2 ranks) and
 // "round_robin" (every rank gets the same mix: already balanced). Work is a calibrated spin
 // (one rate for all ranks, measured on rank 0 while the others wait: the same iterations for
 // a handler wherever it runs), or with --fake-work a sleep, so that each rank stands for one core
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
     CLI::App app{"PREMA's synthetic benchmark: light and heavy mobile objects, balanced or not"};
     int per_worker = 10, handlers = 20, threads = 1;
     double heavy_fraction = 0.2, heavy_factor = 2.5, light_ms = 2.0, period_ms = 2.0;
+    double balanced_ratio = cascade::BalanceOptions{}.balanced_ratio;
     std::string placement = "concentrated", policy = "diffusion", shape = "upfront";
     bool fake = false, detail = false;
     app.add_option("--objects-per-worker", per_worker, "mobile objects per worker thread");
@@ -66,6 +68,8 @@ int main(int argc, char** argv) {
     app.add_option("--shape", shape, "upfront | chain | fanout | irregular")
         ->check(CLI::IsMember({"upfront", "chain", "fanout", "irregular"}));
     app.add_option("--period-ms", period_ms, "balancing period (ms)");
+    app.add_option("--balanced-ratio", balanced_ratio,
+                   "loads within this ratio are balanced (BalanceOptions::balanced_ratio)");
     app.add_flag("--fake-work", fake, "sleep instead of spinning (each rank stands for a core)");
     app.add_flag("--detail", detail,
                  "one more line per rank: busy time, handlers run, migrations, when its last "
@@ -76,7 +80,7 @@ int main(int argc, char** argv) {
     cascade::Threadpool tp(threads, &comm, 0, "synthetic");
     cascade::Objects objs(tp, comm);
     cascade::Balancer bal(objs, cascade::make_policy(policy == "static" ? "none" : policy),
-                          {.period_s = period_ms * 1e-3});
+                          {.period_s = period_ms * 1e-3, .balanced_ratio = balanced_ratio});
     const int me = comm.rank(), n = comm.ranks();
     const int workers = n * threads;
     const int n_objects = per_worker * workers;
@@ -99,13 +103,16 @@ int main(int argc, char** argv) {
     if (placement == "round_robin") {  // heavy ones first, dealt like cards: the same mix each
         for (int i = 0; i < n_objects; ++i)
             where[i] = i % n;
-    } else {  // greedy by weight toward targets 2 (first quarter of the ranks) : 1 (the rest)
+    } else {  // greedy by weight toward targets a (first quarter of the ranks) : 1 (the rest)
+        // a such that the first quarter carries 1.6x the mean: a = 2 where 4 divides the
+        // ranks, a = 4 at 2 ranks (a 2 : 1 split of two ranks would be only 1.33x the mean).
         const int k = std::max(1, n / 4);
+        const double a = n > k ? 1.6 * (n - k) / (n - 1.6 * k) : 1.0;
         std::vector<double> load(n, 0.0);
         for (int i = 0; i < n_objects; ++i) {
             int best = 0;
             for (int r = 1; r < n; ++r)
-                if (load[r] / (r < k ? 2.0 : 1.0) < load[best] / (best < k ? 2.0 : 1.0)) best = r;
+                if (load[r] / (r < k ? a : 1.0) < load[best] / (best < k ? a : 1.0)) best = r;
             where[i] = best;
             load[best] += weight(i);
         }
