@@ -218,19 +218,22 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // Not from a rank with little more than we had a moment ago, nor one whose horizon
             // load is (balanced: see BalanceOptions::balanced_ratio).
             const double ratio = b.options().balanced_ratio;
+            const bool balanced =
+                ratio > 0 && (best_load_ <= ratio * level || best_near_ <= ratio * near_level);
             if (best_rank_ >= 0 && best_load_ > opts_.limit_s &&
                 best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3 &&
-                !(ratio > 0 && (best_load_ <= ratio * level || best_near_ <= ratio * near_level))) {
+                !balanced) {
                 phase_ = Phase::asking;
                 out.push_back({best_rank_,
                                Msg{3, -1, my_load_, want, req, b.devices(), level, 0, near_level}});
             } else {  // nobody around has work: another neighbourhood next time
                 phase_ = Phase::quiet;
                 draw_neighbours(b);
-                // Every neighbour drains, and none heard of a rank with work to spare: the
-                // end of the work, most likely. Stop asking (a rank with work to spare still
-                // announces itself, see case 5).
-                if (std::max(max_load_, hint) < opts_.limit_s)
+                // Every neighbour drains, or the most loaded one has no more than we had a
+                // moment ago, and none heard of a rank with more: the work ends about evenly
+                // here, most likely. Stop asking (a rank with work to spare still announces
+                // itself, see case 5).
+                if (std::max(max_load_, hint) < opts_.limit_s || balanced)
                     empty_rounds_ = opts_.max_empty_rounds;
                 credit_ = ++empty_rounds_ < opts_.max_empty_rounds;
                 again(b, mine, out);  // another neighbourhood at once

@@ -563,6 +563,41 @@ TEST(BalanceMpi, ADonorGivesNothingToARankThatHadAsMuchAMomentAgo) {
     }
 }
 
+// A rank's level (its recent peak load) stands while its work may only have paused, and gives
+// way to its load of the moment once it has had no work for hold_s with its workers idle: a
+// rank whose chains ended asks as what it is, dry. Loads from a load function, read back.
+TEST(BalanceMpi, ARankDryForHoldSecondsComparesItsLoadOfTheMoment) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    Objects objs(tp, comm);
+    Balancer bal(objs, make_policy("none"));
+    std::atomic<double> each{0.05};
+    objs.set_load<Work>([&](const Work&) { return each.load(); });
+    for (int i = 0; i < 4; ++i)
+        objs.create<Work>();
+    const double hold = bal.options().hold_s;
+    ASSERT_GT(hold, 0.0);
+    EXPECT_NEAR(bal.work_left(), 0.2, 1e-12);
+    EXPECT_NEAR(bal.load_level(), 0.2, 0.01);
+    each = 0;  // the work ran out
+    EXPECT_EQ(bal.work_left(), 0.0);
+    double horizon = 0;
+    EXPECT_GT(bal.load_level(&horizon), 0.1);  // a moment ago it had 0.2 s
+    EXPECT_GT(horizon, 0.1);
+    std::this_thread::sleep_for(std::chrono::duration<double>(2 * hold));
+    EXPECT_EQ(bal.work_left(), 0.0);
+    ASSERT_TRUE(tp.idle());
+    EXPECT_EQ(bal.load_level(&horizon), 0.0);  // dry
+    EXPECT_EQ(horizon, 0.0);
+    each = 0.05;  // work again: its level is its load
+    EXPECT_NEAR(bal.work_left(), 0.2, 1e-12);
+    EXPECT_NEAR(bal.load_level(), 0.2, 0.01);
+    each = 0;  // dry again: the wait starts over
+    EXPECT_EQ(bal.work_left(), 0.0);
+    EXPECT_GT(bal.load_level(), 0.1);
+    tp.join();
+}
+
 // A queue of requests and chains that keep their workers busy at the same rate are balanced:
 // rank 0 holds 4 objects with 20 requests queued on each (its one worker held by another
 // task, so the queues stay as they are), and is asked by a rank whose chains on objects of
