@@ -482,6 +482,10 @@ int main(int argc, char** argv) {
     app.add_option("--push-halos", push_halos,
                    "Cascade version: each arriving halo is copied to the device at once (1) or "
                    "when its kernel is ready (0)");
+    bool backend_completes = true;
+    app.add_option("--backend-completes", backend_completes,
+                   "sim devices: an engine thread completes what it finished (1) or wakes the "
+                   "device runtime's thread for it (0)");
     std::string halos = "am";
     app.add_option("--halos", halos,
                    "Cascade version: halos as large active messages (am) or object requests")
@@ -528,6 +532,7 @@ int main(int argc, char** argv) {
         dopts.sim_options.latency = latency;
         dopts.sim_options.launch_latency = launch_latency;
         dopts.sim_options.run_kernels = !model;
+        dopts.complete_on_backend = backend_completes;
     } else if (device == "opencl") {
         dopts.opencl = 1;
     } else if (device == "cuda") {
