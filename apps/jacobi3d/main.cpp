@@ -655,14 +655,16 @@ int main(int argc, char** argv) {
                 faces.then([&, t, id = b.id] { send_faces(id, t); });
                 continue;
             }
-            // When it ends: read each face it wrote on the host and send it across. (A host
-            // request's task completes at release(), so the continuation waits for the
-            // grants with get(): its worker runs other pool tasks meanwhile.)
-            faces.then([&, t, bp = &b] {
-                std::vector<cascade::HostAccess<double>> hs;
-                for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0)
-                        hs.push_back(bp->out[t % 2][f].request(cascade::DataAccess::read));
+            // Each face it writes is requested on the host now, behind the kernel: the
+            // runtime copies it out as soon as the kernel ends, without waiting for a worker
+            // to ask. When the kernel ends, a continuation sends each face across once its
+            // copy is there. (A host request's task completes at release(), so the
+            // continuation waits for the grants with get(): its worker runs other pool
+            // tasks meanwhile.)
+            std::vector<cascade::HostAccess<double>> hs;
+            for (int f = 0; f < 6; ++f)
+                if (b.nb[f] >= 0) hs.push_back(b.out[t % 2][f].request(cascade::DataAccess::read));
+            faces.then([&, t, bp = &b, hs = std::move(hs)] {
                 std::size_t i = 0;
                 for (int f = 0; f < 6; ++f)
                     if (bp->nb[f] >= 0) ship(*bp, t + 1, f, hs[i++].get());
@@ -691,12 +693,14 @@ int main(int argc, char** argv) {
         {.name = "halo"});
     // Halos as large active messages: from the face's host copy straight into the halo's
     // (where_to grants the receiver's write request); then the block counts the arrival.
+    // It runs on the communication thread that received the halo (run_in_handler: it only
+    // counts and submits), not on a worker woken for it.
     auto arrived = objs.make_handler<Block>(
         [&](Block& b, int& t) {
             ++b.arrived[t % 2];
             try_launch(b);
         },
-        {.name = "arrived"});
+        {.name = "arrived", .run_in_handler = true});
     auto* halo_am = comm.make_large_active_msg(
         [&](int& to, int& t, int& f, int&) {  // on_arrival, at the receiver
             const Block& b = *block(to);

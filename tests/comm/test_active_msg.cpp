@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "cascade/comm/detail/test_access.hpp"
 #include "mpi_test_util.hpp"
 
 using cascade::Communicator;
@@ -206,6 +207,32 @@ TEST(LargeActiveMsg, SizesIncludingEmptyOddAndChunked) {
     EXPECT_EQ(arrived, 5);
     EXPECT_EQ(sent, 5);
     EXPECT_EQ(corrupt, 0);
+}
+
+// A body in flight whose receiver does not poll yet (rank 1 joins 200 ms late): rank 0's
+// join() polls hot, then yields a few times, then naps between polls instead of yielding the
+// core for the whole wait.
+TEST(LargeActiveMsg, APollWaitingForAnUnpostedBodyNaps) {
+    Communicator comm;
+    Threadpool tp(1, &comm);
+    const int me = comm.rank(), n = comm.ranks();
+    if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+    std::vector<char> in, out(std::size_t(4) << 20, 'x');
+    int arrived = 0;
+    auto am = comm.make_large_active_msg([&](int&) { ++arrived; },
+                                         [&](int&) {
+                                             in.assign(out.size(), 0);
+                                             return in.data();
+                                         });
+    const std::uint64_t before = cascade::detail::CommTestAccess::in_flight_naps();
+    if (me == 0) am->send_large(1, view<char>(out.data(), out.size()), 7);
+    if (me == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    tp.join();
+    if (me == 0) EXPECT_GT(cascade::detail::CommTestAccess::in_flight_naps(), before);
+    if (me == 1) {
+        EXPECT_EQ(arrived, 1);
+        EXPECT_EQ(in, out);
+    }
 }
 
 TEST(ActiveMsg, BadDestinationIsAUsageError) {
