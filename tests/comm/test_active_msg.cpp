@@ -223,7 +223,8 @@ TEST(LargeActiveMsg, APollWaitingForAnUnpostedBodyNaps) {
                                          [&](int&) {
                                              in.assign(out.size(), 0);
                                              return in.data();
-                                         });
+                                         },
+                                         [&](int&) {});
     const std::uint64_t before = cascade::detail::CommTestAccess::in_flight_naps();
     if (me == 0) am->send_large(1, view<char>(out.data(), out.size()), 7);
     if (me == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
