@@ -237,7 +237,9 @@ TEST(LargeActiveMsg, APollWaitingForAnUnpostedBodyNaps) {
         if (me == 0) am->send_large(1, view<char>(out.data(), out.size()), 7);
         if (me == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
         tp.join();
-        if (me == 0) EXPECT_GT(cascade::detail::CommTestAccess::in_flight_naps(), before);
+        if (me == 0) {
+            EXPECT_GT(cascade::detail::CommTestAccess::in_flight_naps(), before);
+        }
         if (me == 1) {
             EXPECT_EQ(arrived, 1);
             EXPECT_EQ(in, out);

@@ -439,9 +439,10 @@ TEST(DeviceTasks, SimEnginesCompleteWhatTheyFinish) {
         EXPECT_THROW(devs.submit(throwing_kernel(), cascade::read(x), Launch{.threads = {1}}).get(),
                      std::domain_error);
         devs.wait_all();
-        if (on)
+        if (on) {
             EXPECT_GT(devs.stats().backend_steps, 0u);
-        else
+        } else {
             EXPECT_EQ(devs.stats().backend_steps, 0u);
+        }
     }
 }
