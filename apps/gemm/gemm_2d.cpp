@@ -86,7 +86,11 @@ Gemm2D::Gemm2D(cascade::Communicator& comm, const Tiling& t, Grid2D grid, std::u
         row_blocks_ = (nrows + block_rows_ - 1) / block_rows_;
         col_blocks_ = (ncols + block_cols_ - 1) / block_cols_;
 
-        c_ = allocate(local_m_ * local_n_);
+        // A leading dimension of a multiple of 4 KiB puts the columns of a C block on the same
+        // cache sets; one cache line more breaks that (dgemm 512^3 into a 2048-row matrix: 47.7
+        // against 49.2 GFlop/s per CPU-second with 2056).
+        ldc_ = local_m_ % 512 == 0 ? local_m_ + 8 : local_m_;
+        c_ = allocate(ldc_ * local_n_);
         // Panels: A^T of the local rows and B of the local columns, for every k. The tiles
         // this rank owns (k % Q == q for A, k % P == p for B) live in them too.
         for (int k = 0; k < nt; ++k) {
@@ -136,8 +140,8 @@ GemmAlgorithm::CTile Gemm2D::c_tile(int i, int j) const {
     const int P = grid_.P(), Q = grid_.Q();
     if (!c_ || i % P != p_ || j % Q != q_) return {};
     return {c_.get() + row_off_[static_cast<std::size_t>(i / P)] +
-                col_off_[static_cast<std::size_t>(j / Q)] * local_m_,
-            static_cast<int>(local_m_)};
+                col_off_[static_cast<std::size_t>(j / Q)] * ldc_,
+            static_cast<int>(ldc_)};
 }
 
 std::string Gemm2D::describe() const {
@@ -235,8 +239,7 @@ void Gemm2D::run_gemm(const Key& key) {
     const int kk = t_.size(k);
     gemm_tn(*clock_, tp_->current_thread(), static_cast<int>(m_end - m_begin),
             static_cast<int>(n_end - n_begin), kk, a_tile(rows_[r0], k), kk, b_tile(k, cols_[c0]),
-            kk, k == 0 ? 0.0 : 1.0, c_.get() + m_begin + n_begin * local_m_,
-            static_cast<int>(local_m_));
+            kk, k == 0 ? 0.0 : 1.0, c_.get() + m_begin + n_begin * ldc_, static_cast<int>(ldc_));
     if (k + 1 < t_.nt) gemm_->fulfill_promise({rb, cb, k + 1});
 }
 

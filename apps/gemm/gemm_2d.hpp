@@ -78,7 +78,8 @@ class Gemm2D final : public GemmAlgorithm {
     std::vector<int> rows_, cols_;  // tile rows i with i % P == p, columns j with j % Q == q
     // Element offset of local row i / column j in the local C matrix (indexed by i / P, j / Q).
     std::vector<std::size_t> row_off_, col_off_;
-    std::size_t local_m_ = 0, local_n_ = 0;  // local C: local_m_ x local_n_, leading dim local_m_
+    std::size_t local_m_ = 0, local_n_ = 0;  // local C: local_m_ x local_n_
+    std::size_t ldc_ = 0;                    // its leading dimension (>= local_m_)
     int block_rows_ = 1, block_cols_ = 1;    // tiles per block
     int row_blocks_ = 0, col_blocks_ = 0;
     // Ranks of this grid row / column that own C tiles (they need our A / B tiles).
