@@ -1,9 +1,9 @@
 // 2D GEMM (SUMMA-like, TaskTorrent §III-B): A, B and C in 2D block-cyclic layout over a
 // P x Q grid. Each rank stores its C tiles as one column-major matrix (its local rows x its
-// local columns) and cuts it into blocks of R x C tiles (--block; default: all local rows x
-// a 1/threads share of the local columns). Task gemm(rb,cb,k), C_block (+)= A_(rows,k)
-// B_(k,cols), runs on the owner of the block; the tasks of one block form a chain in k
-// (gemm(rb,cb,k) fulfills gemm(rb,cb,k+1)), so no block needs a lock. Each task is one
+// local columns) and cuts it into blocks of R x C tiles (--block; default: blocks of about
+// 2048 x 2048 elements, at least one per worker where there are tiles enough). Task gemm(rb,cb,k),
+// C_block (+)= A_(rows,k) B_(k,cols), runs on the owner of the block; the tasks of one block form a
+// chain in k (gemm(rb,cb,k) fulfills gemm(rb,cb,k+1)), so no block needs a lock. Each task is one
 // dgemm on the whole block: OpenBLAS packs its operands once per call, so a large block
 // runs its kernels at the rate of a whole-matrix call, where one call per tile pays the
 // packing and the C traffic again for every tile.

@@ -213,7 +213,7 @@ int run(int argc, char** argv, int rank, int ranks) {
         ->capture_default_str();
     app.add_option("--block", opt.block,
                    "2d: C tiles per task, RxC (one dgemm call per task on the whole block), or "
-                   "auto: all local rows x a 1/threads share of the local columns")
+                   "auto: blocks of about 2048 x 2048 elements, at least one per worker")
         ->capture_default_str();
     app.add_flag("-v,--verbose", opt.verbose, "Per-rank time, BLAS time and task counts");
     try {
