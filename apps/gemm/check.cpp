@@ -15,7 +15,7 @@ double relative_error(MPI_Comm comm, const Tiling& t, std::uint64_t seed, const 
     std::map<int, std::vector<double>> a_rows, b_cols;
     for (int j = 0; j < t.nt; ++j)
         for (int i = 0; i < t.nt; ++i) {
-            if (!alg.c_tile(i, j)) continue;
+            if (!alg.c_tile(i, j).data) continue;
             if (!a_rows.count(i)) {
                 const std::size_t m = static_cast<std::size_t>(t.size(i));
                 std::vector<double>& a = a_rows[i];
@@ -42,17 +42,20 @@ double relative_error(MPI_Comm comm, const Tiling& t, std::uint64_t seed, const 
     std::vector<double> ref;
     for (int j = 0; j < t.nt; ++j)
         for (int i = 0; i < t.nt; ++i) {
-            const double* c = alg.c_tile(i, j);
+            const auto [c, ld] = alg.c_tile(i, j);
             if (!c) continue;
             const int m = t.size(i), w = t.size(j);
             ref.assign(t.elements(i, j), 0.0);
             cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, w, t.n, 1.0, a_rows[i].data(),
                         m, b_cols[j].data(), t.n, 0.0, ref.data(), m);
-            for (std::size_t e = 0; e < ref.size(); ++e) {
-                const double d = c[e] - ref[e];
-                sums[0] += d * d;
-                sums[1] += ref[e] * ref[e];
-            }
+            for (int col = 0; col < w; ++col)
+                for (int row = 0; row < m; ++row) {
+                    const std::size_t e = static_cast<std::size_t>(row) +
+                                          static_cast<std::size_t>(col) * static_cast<unsigned>(m);
+                    const double d = c[row + static_cast<std::size_t>(col) * ld] - ref[e];
+                    sums[0] += d * d;
+                    sums[1] += ref[e] * ref[e];
+                }
         }
     blas_set_threads(1);
 

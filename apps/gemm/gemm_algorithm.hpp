@@ -31,8 +31,13 @@ class GemmAlgorithm {
     virtual void end_run() = 0;
     // Tasks this rank runs in one run (compared with the pool's count after each run).
     virtual std::uint64_t local_tasks() const = 0;
-    // C tile (i,j) if this rank owns it after a run, else null.
-    virtual const double* c_tile(int i, int j) const = 0;
+    // C tile (i,j) if this rank owns it after a run (column-major, size(i) x size(j), leading
+    // dimension `ld`), else data == nullptr.
+    struct CTile {
+        const double* data = nullptr;
+        int ld = 0;
+    };
+    virtual CTile c_tile(int i, int j) const = 0;
 };
 
 }  // namespace cascade::apps::gemm

@@ -31,7 +31,7 @@ class GemmDNS final : public GemmAlgorithm {
     void start() override;
     void end_run() override;
     std::uint64_t local_tasks() const override;
-    const double* c_tile(int i, int j) const override { return c_.get(i, j); }
+    CTile c_tile(int i, int j) const override { return {c_.get(i, j), t_.size(i)}; }
 
   private:
     using GemmKey = std::array<int, 3>;                                // (i, j, k)

@@ -15,6 +15,14 @@ void gemm_tile(BlasClock& clock, int thread, int m, int n, int k, const double* 
     });
 }
 
+void gemm_tn(BlasClock& clock, int thread, int m, int n, int k, const double* at, int lda,
+             const double* b, int ldb, double beta, double* c, int ldc) {
+    clock.time(thread, [&] {
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0, at, lda, b, ldb, beta, c,
+                    ldc);
+    });
+}
+
 void add_tile(BlasClock& clock, int thread, std::size_t count, const double* x, double* c) {
     if (count > static_cast<std::size_t>(std::numeric_limits<int>::max()))
         throw std::length_error("add_tile: tile of " + std::to_string(count) +

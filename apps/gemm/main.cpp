@@ -1,10 +1,11 @@
 // gemm: distributed C = A B (n x n, double precision, tiles of nb) on Cascade, in two
-// variants of TaskTorrent §III-B: --variant 2d (2D block-cyclic, SUMMA-like chains of tile
-// products on the owner of each C tile) and --variant 3d (DNS on a P x P x P cube of ranks,
-// partial products reduced along the third dimension). A and B are random, generated tile by
-// tile on their owners; each run is timed from a barrier to the end of the task graph.
-// Prints per run the time, GFlop/s (2 n^3 flops) and runtime efficiency (time inside BLAS
-// over ranks x threads x wall time), then on rank 0 one RESULT line (JSON) with medians.
+// variants of TaskTorrent §III-B: --variant 2d (2D block-cyclic, SUMMA-like chains of block
+// products, one dgemm per block of C tiles and per k, on the owner of the block) and --variant 3d
+// (DNS on a P x P x P cube of ranks, partial products reduced along the third dimension). A and B
+// are random, generated tile by tile on their owners; each run is timed from a barrier to the end
+// of the task graph. Prints per run the time, GFlop/s (2 n^3 flops) and runtime efficiency (time
+// inside BLAS over ranks x threads x wall time), then on rank 0 one RESULT line (JSON) with
+// medians.
 //
 // Layout of the app: tiles (storage, random entries), distribution (tile -> rank, thread),
 // kernels + blas_clock (BLAS calls and their time), gemm_2d / gemm_dns (the task graphs),
@@ -55,6 +56,7 @@ struct Options {
     bool verbose = false;
     int send_window = 4;
     std::string trees = "on";
+    std::string block = "auto";
 };
 
 struct Run {
@@ -149,11 +151,24 @@ std::unique_ptr<GemmAlgorithm> make_algorithm(const Options& opt, cascade::Commu
                                           std::to_string(ranks));
             grid = *g;
         }
-        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed, opt.send_window,
-                                        opt.trees == "on");
+        BlockShape block;
+        if (opt.block != "auto") {
+            const auto b = Grid2D::parse(opt.block);
+            if (!b)
+                throw cascade::UsageError(
+                    "--block: expected auto or RxC with R, C >= 1 (C tiles per task, e.g. 2x4), "
+                    "got '" +
+                    opt.block + "'");
+            block = {b->P(), b->Q()};
+        }
+        return std::make_unique<Gemm2D>(comm, t, grid, opt.seed, opt.send_window, opt.trees == "on",
+                                        block, opt.threads);
     }
     if (!opt.grid.empty())
         throw cascade::UsageError("--grid applies to --variant 2d only (3d uses a P x P x P cube)");
+    if (opt.block != "auto")
+        throw cascade::UsageError(
+            "--block applies to --variant 2d only (3d runs one tile per task)");
     const auto cube = Cube::of(ranks);
     if (!cube)
         throw cascade::UsageError(
@@ -195,6 +210,10 @@ int run(int argc, char** argv, int rank, int ranks) {
                    "2d: each tile goes to its grid row or column as one broadcast tree (off: "
                    "once per peer)")
         ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
+    app.add_option("--block", opt.block,
+                   "2d: C tiles per task, RxC (one dgemm call per task on the whole block), or "
+                   "auto: blocks of about 2048 x 2048 elements, at least one per worker")
         ->capture_default_str();
     app.add_flag("-v,--verbose", opt.verbose, "Per-rank time, BLAS time and task counts");
     try {
