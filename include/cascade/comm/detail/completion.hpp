@@ -1,6 +1,7 @@
 // Completion: one rank's side of distributed completion detection, TaskTorrent's COUNT /
-// REQUEST / CONFIRMATION / SHUTDOWN protocol (docs/design/completion.md states it and why it
-// is correct). A state machine without MPI: the Communicator feeds it the control messages
+// REQUEST / CONFIRMATION / SHUTDOWN protocol, with two ways to end an epoch after one round of
+// COUNTs (every rank quiet; every channel balanced) (docs/design/completion.md states it and
+// why it is correct). A state machine without MPI: the Communicator feeds it the control messages
 // it receives (on_ctrl) and, at each poll of join(), whether this rank is idle with its
 // counts (step); it sends what the protocol says through the function it was given. One
 // epoch per join(): next_epoch() starts the next one.
