@@ -105,9 +105,11 @@ bool Communicator::channel_counts(std::uint64_t* sent, std::uint64_t* processed)
 
 bool Communicator::locally_idle(Threadpool& tp) const {
     // Order matters: once the pool is idle no worker can queue more, so what we read next
-    // (queues, counts) is stable until this thread runs a handler.
+    // (queues, counts) is stable until this thread runs a handler. A pool that failed is idle
+    // only once the other ranks were told (poll_once queues those messages at its next
+    // poll): a rank that looked idle must not queue messages later without running one.
     return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 && large_.empty() &&
-           pending_large_sends_ == 0;
+           pending_large_sends_ == 0 && !(tp.failed() && !job_.error_handled());
 }
 
 void Communicator::reset_epoch() {
