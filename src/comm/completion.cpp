@@ -136,14 +136,19 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
         // messages its sender had queued are those its receiver had processed: every message
         // queued anywhere was processed before its receiver's COUNT, so no rank runs one any
         // more and every rank stays idle (docs/design/completion.md, step 6). Done in one round.
-        if (n_reported_ == ranks_ && ch_changed_) {
+        // Not after a REQUEST of this epoch: the CONFIRMs it may still bring would be left
+        // unreceived when the epoch ends.
+        if (n_reported_ == ranks_ && ch_changed_ && !requested_) {
             ch_changed_ = false;
             if (n_ch_ == ranks_ && channels_balance()) {
                 shut_down_all();
                 return shutdown_;
             }
         }
-        if (n_reported_ == ranks_ && counts_changed_) {  // step 2: balanced counts -> REQUEST
+        // Step 2: balanced counts -> REQUEST; not while every rank's latest COUNT carries
+        // its channels (step 6 ends such an epoch once they balance), unless a REQUEST went
+        // out already in this epoch (then only CONFIRMs end it).
+        if (n_reported_ == ranks_ && counts_changed_ && (n_ch_ < ranks_ || requested_)) {
             std::uint64_t sq = 0, sp = 0;
             for (std::size_t r = 0; r < cnt_q_.size(); ++r) {
                 sq += cnt_q_[r];
@@ -151,6 +156,7 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
             }
             if (sq == sp) {
                 counts_changed_ = false;
+                requested_ = true;
                 ++tag_;
                 for (int r = 0; r < ranks_; ++r) {
                     const auto s = static_cast<std::size_t>(r);
@@ -199,6 +205,7 @@ std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queu
         std::fill(has_ch_.begin(), has_ch_.end(), false);
         n_ch_ = 0;
         ch_changed_ = false;
+        requested_ = false;
     }
     std::vector<std::pair<int, CtrlMsg>> early;  // take what arrived ahead of this epoch
     early.swap(early_ctrl_);

@@ -136,6 +136,8 @@ class Completion {
     std::vector<bool> has_ch_;
     int n_ch_ = 0;
     bool ch_changed_ = false;
+    // Rank 0: a REQUEST went out in this epoch (only CONFIRMs end it then).
+    bool requested_ = false;
 };
 
 }  // namespace cascade::detail
