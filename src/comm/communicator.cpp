@@ -67,7 +67,10 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions opts) : opts_(opts
         [](void* self, int dest, const CtrlMsg& m) {
             static_cast<Communicator*>(self)->send_ctrl(dest, m);
         },
-        this);
+        this,
+        [](void* self, std::uint64_t* sent, std::uint64_t* processed) {
+            return static_cast<Communicator*>(self)->channel_counts(sent, processed);
+        });
     outbox_.reset(new Outbox[world_.size]);
     order_.reset(world_.size);
     tls_comm_thread = this;
@@ -398,7 +401,7 @@ void Communicator::write_trace_of_rank() noexcept {
 // they send after writing their events.
 void Communicator::tell_peers_of_abort() noexcept {
     std::vector<CtrlMsg> msgs(static_cast<std::size_t>(world_.size),
-                              CtrlMsg{CtrlMsg::ABORT, completion_.epoch(), 0, 0, 0});
+                              CtrlMsg{CtrlMsg::ABORT, completion_.epoch(), 0, 0, 0, {}});
     std::vector<MPI_Request> reqs;
     for (int r = 0; r < world_.size; ++r) {
         if (r == world_.rank) continue;

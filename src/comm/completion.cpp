@@ -8,10 +8,19 @@
 
 namespace cascade::detail {
 
-Completion::Completion(int rank, int ranks, SendFn send, void* ctx)
-    : rank_(rank), ranks_(ranks), send_(send), ctx_(ctx) {
+Completion::Completion(int rank, int ranks, SendFn send, void* ctx, ChannelsFn channels)
+    : rank_(rank),
+      ranks_(ranks),
+      send_(send),
+      ctx_(ctx),
+      channels_(ranks <= comm::kChannelRanks ? channels : nullptr) {
     if (rank_ == 0) {
         const auto n = static_cast<std::size_t>(ranks_);
+        if (channels_) {
+            ch_sent_.assign(n * n, 0);
+            ch_processed_.assign(n * n, 0);
+            has_ch_.assign(n, false);
+        }
         cnt_q_.assign(n, 0);
         cnt_p_.assign(n, 0);
         reported_.assign(n, false);
@@ -32,19 +41,39 @@ Completion::Received Completion::on_ctrl(int source, const CtrlMsg& m) {
     }
     const auto s = static_cast<std::size_t>(source);
     switch (m.type) {
-        case CtrlMsg::COUNT:  // rank 0: latest counts of `source`; counts only grow
+        case CtrlMsg::COUNT: {  // rank 0: latest counts of `source`; counts only grow
+            // COUNTs of one rank arrive in the order it sent them (one MPI tag), so this one
+            // is its latest; the counts say so too.
+            const bool latest = m.a >= cnt_q_[s] && m.b >= cnt_p_[s];
             if (!reported_[s]) {
                 reported_[s] = true;
                 ++n_reported_;
             }
             cnt_q_[s] = std::max(cnt_q_[s], m.a);
             cnt_p_[s] = std::max(cnt_p_[s], m.b);
-            if (quiet_[s] != (m.c != 0)) {  // the latest COUNT says (counts only grow)
-                quiet_[s] = m.c != 0;
-                n_quiet_ += quiet_[s] ? 1 : -1;
+            const bool quiet = (m.c & CtrlMsg::kQuiet) != 0;
+            if (quiet_[s] != quiet) {  // the latest COUNT says (counts only grow)
+                quiet_[s] = quiet;
+                n_quiet_ += quiet ? 1 : -1;
+            }
+            if (channels_ && latest) {  // its channel counts replace the ones before
+                const bool has = (m.c & CtrlMsg::kChannels) != 0;
+                if (has) {
+                    const auto n = static_cast<std::size_t>(ranks_);
+                    std::copy(m.ch, m.ch + n,
+                              ch_sent_.begin() + static_cast<std::ptrdiff_t>(s * n));
+                    std::copy(m.ch + n, m.ch + 2 * n,
+                              ch_processed_.begin() + static_cast<std::ptrdiff_t>(s * n));
+                }
+                if (has_ch_[s] != has) {
+                    has_ch_[s] = has;
+                    n_ch_ += has ? 1 : -1;
+                }
+                ch_changed_ = true;
             }
             counts_changed_ = true;
             return Received::taken;
+        }
         case CtrlMsg::REQUEST:  // keep only the latest
             if (m.c > req_tag_) {
                 have_request_ = true;
@@ -81,12 +110,16 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
             if (!first) count_delay_ = std::min<Clock::duration>(count_delay_ * 2, kMaxCountDelay);
             last_q_ = q;
             last_p_ = p;
-            const bool quiet = q == base_q_ && p == base_p_;
-            send(0, CtrlMsg{CtrlMsg::COUNT, epoch_, q, p, quiet ? 1u : 0u});
+            CtrlMsg m{CtrlMsg::COUNT, epoch_, q, p, 0, {}};
+            if (q == base_q_ && p == base_p_) m.c |= CtrlMsg::kQuiet;
+            // The counts per channel, read at the same idle time as q and p: nothing changes
+            // on this rank until this thread runs a message.
+            if (channels_ && channels_(ctx_, m.ch, m.ch + ranks_)) m.c |= CtrlMsg::kChannels;
+            send(0, m);
         }
         if (have_request_ && q == req_q_ && p == req_p_) {  // step 3: unchanged since t-
             have_request_ = false;
-            send(0, CtrlMsg{CtrlMsg::CONFIRM, epoch_, req_tag_, 0, 0});
+            send(0, CtrlMsg{CtrlMsg::CONFIRM, epoch_, req_tag_, 0, 0, {}});
         }
     }
     if (rank_ == 0 && !shutdown_) {
@@ -96,12 +129,26 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
         // it) or after it (busy again, so after running a message queued earlier): none was
         // queued, and an idle rank stays idle without one. Done in one round.
         if (n_reported_ == ranks_ && n_quiet_ == ranks_) {
-            for (int r = 1; r < ranks_; ++r)
-                send(r, CtrlMsg{CtrlMsg::SHUTDOWN, epoch_, 0, 0, 0});
-            shutdown_ = true;
+            shut_down_all();
             return shutdown_;
         }
-        if (n_reported_ == ranks_ && counts_changed_) {  // step 2: balanced counts -> REQUEST
+        // Every rank's latest COUNT carried its channel counts, and on every channel the
+        // messages its sender had queued are those its receiver had processed: every message
+        // queued anywhere was processed before its receiver's COUNT, so no rank runs one any
+        // more and every rank stays idle (docs/design/completion.md, step 6). Done in one round.
+        // Not after a REQUEST of this epoch: the CONFIRMs it may still bring would be left
+        // unreceived when the epoch ends.
+        if (n_reported_ == ranks_ && ch_changed_ && !requested_) {
+            ch_changed_ = false;
+            if (n_ch_ == ranks_ && channels_balance()) {
+                shut_down_all();
+                return shutdown_;
+            }
+        }
+        // Step 2: balanced counts -> REQUEST; not while every rank's latest COUNT carries
+        // its channels (step 6 ends such an epoch once they balance), unless a REQUEST went
+        // out already in this epoch (then only CONFIRMs end it).
+        if (n_reported_ == ranks_ && counts_changed_ && (n_ch_ < ranks_ || requested_)) {
             std::uint64_t sq = 0, sp = 0;
             for (std::size_t r = 0; r < cnt_q_.size(); ++r) {
                 sq += cnt_q_[r];
@@ -109,22 +156,34 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
             }
             if (sq == sp) {
                 counts_changed_ = false;
+                requested_ = true;
                 ++tag_;
                 for (int r = 0; r < ranks_; ++r) {
                     const auto s = static_cast<std::size_t>(r);
-                    send(r, CtrlMsg{CtrlMsg::REQUEST, epoch_, cnt_q_[s], cnt_p_[s], tag_});
+                    send(r, CtrlMsg{CtrlMsg::REQUEST, epoch_, cnt_q_[s], cnt_p_[s], tag_, {}});
                 }
             }
         }
         if (tag_ > 0 && !counts_changed_ &&
             std::all_of(confirmed_.begin(), confirmed_.end(),
-                        [&](std::uint64_t t) { return t == tag_; })) {  // step 4: SHUTDOWN
-            for (int r = 1; r < ranks_; ++r)
-                send(r, CtrlMsg{CtrlMsg::SHUTDOWN, epoch_, 0, 0, 0});
-            shutdown_ = true;
-        }
+                        [&](std::uint64_t t) { return t == tag_; }))  // step 4: SHUTDOWN
+            shut_down_all();
     }
     return shutdown_;
+}
+
+void Completion::shut_down_all() {
+    for (int r = 1; r < ranks_; ++r)
+        send(r, CtrlMsg{CtrlMsg::SHUTDOWN, epoch_, 0, 0, 0, {}});
+    shutdown_ = true;
+}
+
+bool Completion::channels_balance() const {
+    const auto n = static_cast<std::size_t>(ranks_);
+    for (std::size_t from = 0; from < n; ++from)
+        for (std::size_t to = 0; to < n; ++to)
+            if (ch_sent_[from * n + to] != ch_processed_[to * n + from]) return false;
+    return true;
 }
 
 std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queued,
@@ -143,6 +202,10 @@ std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queu
         n_reported_ = n_quiet_ = 0;
         counts_changed_ = false;
         std::fill(confirmed_.begin(), confirmed_.end(), 0);
+        std::fill(has_ch_.begin(), has_ch_.end(), false);
+        n_ch_ = 0;
+        ch_changed_ = false;
+        requested_ = false;
     }
     std::vector<std::pair<int, CtrlMsg>> early;  // take what arrived ahead of this epoch
     early.swap(early_ctrl_);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -54,10 +55,12 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
         return;
     }
     PendingSend ps;
-    ps.buf.resize(sizeof m);
-    std::memcpy(ps.buf.data(), &m, sizeof m);
+    const std::size_t bytes = detail::ctrl_bytes(m, world_.size);
+    ps.buf.resize(bytes);
+    std::memcpy(ps.buf.data(), &m, bytes);
     MPI_Request req;
-    check_mpi(MPI_Isend(ps.buf.data(), sizeof m, MPI_BYTE, dest, TAG_CTRL, world_.comm, &req),
+    check_mpi(MPI_Isend(ps.buf.data(), static_cast<int>(bytes), MPI_BYTE, dest, TAG_CTRL,
+                        world_.comm, &req),
               "MPI_Isend");
     ps.reqs.push_back(req);
     track_send(std::move(ps));
@@ -68,7 +71,7 @@ void Communicator::on_ctrl(int source, const CtrlMsg& m) {
         trace_ctrl(source, m, true);
     if (m.type == CtrlMsg::ABORT) {  // rank `source` ends the job: leave this rank's events
         write_trace_of_rank();
-        CtrlMsg ack{CtrlMsg::ABORT_ACK, completion_.epoch(), 0, 0, 0};
+        CtrlMsg ack{CtrlMsg::ABORT_ACK, completion_.epoch(), 0, 0, 0, {}};
         MPI_Send(&ack, sizeof ack, MPI_BYTE, source, TAG_CTRL, world_.comm);
         return;
     }
@@ -95,11 +98,34 @@ void Communicator::unknown_ctrl(int source, const CtrlMsg& m) {
     std::abort();  // not reached: abort_job does not return (a virtual call, not known here)
 }
 
+// The counts per channel a COUNT carries, read at an idle time: what this rank queued for each
+// rank (Outbox::seq grows with the queued count, under the outbox's lock) and the messages
+// from each rank it began to run (SourceOrder). A message counts as processed once its
+// handlers ran (a large one once its body is in), and each one began to run first, so when
+// the totals match the queued and processed counts (they do at an idle time: no large body
+// is pending), each rank's begun count is its processed count.
+bool Communicator::channel_counts(std::uint64_t* sent, std::uint64_t* processed) const {
+    std::uint64_t sum_sent = 0, sum_processed = 0;
+    for (int r = 0; r < world_.size; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        {
+            std::lock_guard<Spinlock> g(outbox_[i].lock);
+            sent[i] = outbox_[i].seq;
+        }
+        processed[i] = order_.frames_from(r);
+        sum_sent += sent[i];
+        sum_processed += processed[i];
+    }
+    return sum_sent == queued() && sum_processed == counts_.processed();
+}
+
 bool Communicator::locally_idle(Threadpool& tp) const {
     // Order matters: once the pool is idle no worker can queue more, so what we read next
-    // (queues, counts) is stable until this thread runs a handler.
+    // (queues, counts) is stable until this thread runs a handler. A pool that failed is idle
+    // only once the other ranks were told (poll_once queues those messages at its next
+    // poll): a rank that looked idle must not queue messages later without running one.
     return tp.idle() && outbox_pending_.load(std::memory_order_seq_cst) == 0 && large_.empty() &&
-           pending_large_sends_ == 0;
+           pending_large_sends_ == 0 && !(tp.failed() && !job_.error_handled());
 }
 
 void Communicator::reset_epoch() {

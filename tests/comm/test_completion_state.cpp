@@ -22,7 +22,9 @@ struct Sent {
     CtrlMsg m;
 };
 
-// n ranks; each has its counts (queued, processed) and whether it is idle.
+// n ranks; each has its counts (queued, processed) and whether it is idle. With channels,
+// also its counts per channel (to[d]: queued for rank d, from[s]: processed from rank s),
+// which its COUNTs carry when they add up to q and p (as the Communicator's do).
 struct Job {
     struct Rank {
         Job* job = nullptr;
@@ -30,34 +32,71 @@ struct Job {
         std::unique_ptr<Completion> c;
         std::uint64_t q = 0, p = 0;
         bool idle = true;
+        std::vector<std::uint64_t> to, from;
     };
     std::vector<Rank> ranks;
     std::deque<Sent> wire;
     int sent[8] = {};  // control messages sent so far, by type
     Completion::Clock::time_point now{};
 
-    explicit Job(int n) : ranks(static_cast<std::size_t>(n)) {
+    explicit Job(int n, bool channels = false) : ranks(static_cast<std::size_t>(n)) {
         for (int r = 0; r < n; ++r) {
             Rank& x = ranks[static_cast<std::size_t>(r)];
             x.job = this;
             x.rank = r;
+            x.to.assign(static_cast<std::size_t>(n), 0);
+            x.from.assign(static_cast<std::size_t>(n), 0);
+            Completion::ChannelsFn fn = nullptr;
+            if (channels)
+                fn = [](void* ctx, std::uint64_t* to, std::uint64_t* from) {
+                    auto* self = static_cast<Rank*>(ctx);
+                    std::uint64_t sq = 0, sp = 0;
+                    for (std::size_t i = 0; i < self->to.size(); ++i) {
+                        sq += to[i] = self->to[i];
+                        sp += from[i] = self->from[i];
+                    }
+                    return sq == self->q && sp == self->p;
+                };
             x.c = std::make_unique<Completion>(
                 r, n,
                 [](void* ctx, int dest, const CtrlMsg& m) {
                     auto* from = static_cast<Rank*>(ctx);
                     from->job->wire.push_back(Sent{from->rank, dest, m});
                     ++from->job->sent[m.type & 7];
+                    if (m.type == CtrlMsg::COUNT && (m.c & CtrlMsg::kChannels))
+                        ++from->job->counts_with_channels;
                 },
-                &x);
+                &x, fn);
         }
+    }
+    int counts_with_channels = 0;
+    // Rank `from` queued a message for rank `to`; rank `to` ran one from rank `from`.
+    void queue(int from, int to) {
+        ++rank(from).q;
+        ++rank(from).to[static_cast<std::size_t>(to)];
+    }
+    void run(int from, int to) {
+        ++rank(to).p;
+        ++rank(to).from[static_cast<std::size_t>(from)];
+    }
+    void next_epoch() {
+        for (auto& x : ranks)
+            ASSERT_FALSE(x.c->next_epoch(x.q, x.p).has_value());
+        std::fill(std::begin(sent), std::end(sent), 0);
+        counts_with_channels = 0;
     }
     Completion& at(int r) { return *ranks[static_cast<std::size_t>(r)].c; }
     Rank& rank(int r) { return ranks[static_cast<std::size_t>(r)]; }
+    // Control messages delivered to a rank that had left the epoch already: on MPI they
+    // would stay unreceived (at the end of a job, pending on a freed communicator).
+    int late = 0;
+    ~Job() { EXPECT_EQ(late, 0) << "control messages reached ranks that had left the epoch"; }
     // Delivers every message in flight (and those they cause), oldest first.
     void deliver_all() {
         while (!wire.empty()) {
             const Sent s = wire.front();
             wire.pop_front();
+            if (at(s.dest).shut_down()) ++late;
             EXPECT_NE(at(s.dest).on_ctrl(s.source, s.m), Completion::Received::unknown);
         }
     }
@@ -188,13 +227,14 @@ TEST(CompletionState, MessagesOfOtherEpochs) {
     Completion& c = job.at(1);
     EXPECT_FALSE(job.at(0).next_epoch(0, 0).has_value());
     EXPECT_EQ(job.at(0).epoch(), 1u);
-    const CtrlMsg request{CtrlMsg::REQUEST, 1, 0, 0, 99};
+    const CtrlMsg request{CtrlMsg::REQUEST, 1, 0, 0, 99, {}};
     EXPECT_EQ(c.on_ctrl(0, request), Completion::Received::later_epoch);
     EXPECT_FALSE(c.next_epoch(0, 0).has_value());
     EXPECT_EQ(c.epoch(), 1u);
     EXPECT_NE(c.describe().find("REQUEST 99 not yet confirmable"), std::string::npos)
         << c.describe();
-    EXPECT_EQ(c.on_ctrl(0, CtrlMsg{CtrlMsg::SHUTDOWN, 0, 0, 0, 0}), Completion::Received::stale);
+    EXPECT_EQ(c.on_ctrl(0, CtrlMsg{CtrlMsg::SHUTDOWN, 0, 0, 0, 0, {}}),
+              Completion::Received::stale);
     EXPECT_FALSE(c.shut_down());
 }
 
@@ -269,10 +309,10 @@ TEST(CompletionState, OneRankWithMessagesTakesTwoRounds) {
 
 TEST(CompletionState, UnknownTypeIsReported) {
     Job job(2);
-    const CtrlMsg odd{77, 0, 0, 0, 0};
+    const CtrlMsg odd{77, 0, 0, 0, 0, {}};
     EXPECT_EQ(job.at(1).on_ctrl(0, odd), Completion::Received::unknown);
     // One of the next epoch is kept, and reported when that epoch starts.
-    const CtrlMsg later{77, 1, 0, 0, 0};
+    const CtrlMsg later{77, 1, 0, 0, 0, {}};
     EXPECT_EQ(job.at(1).on_ctrl(0, later), Completion::Received::later_epoch);
     const auto bad = job.at(1).next_epoch(0, 0);
     ASSERT_TRUE(bad.has_value());
@@ -289,4 +329,172 @@ TEST(CompletionState, DescribeNamesMissingRanks) {
     EXPECT_NE(d.find("rank 0 has counts from 2 of 3 ranks"), std::string::npos) << d;
     EXPECT_NE(d.find("missing: 2"), std::string::npos) << d;
     EXPECT_NE(job.at(2).describe().find("no COUNT sent yet"), std::string::npos);
+}
+
+// ---- counts per channel ---------------------------------------------------------------------
+
+// An epoch with messages whose channels all balance in the latest COUNTs ends in one round
+// like an empty one: COUNT, then SHUTDOWN, no REQUEST and no CONFIRM. A halo exchange on a
+// ring, messages to self, and an empty epoch between them.
+TEST(CompletionState, BalancedChannelsEndInOneRound) {
+    Job job(4, true);
+    for (int e = 0; e < 6; ++e) {
+        if (e % 3 != 2)
+            for (int r = 0; r < 4; ++r)
+                for (int d : {(r + 1) % 4, (r + 3) % 4, e % 3 == 1 ? r : (r + 1) % 4}) {
+                    job.queue(r, d);
+                    job.run(r, d);
+                }
+        ASSERT_EQ(job.rounds_until_done(10), 2) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 4) << "epoch " << e;
+        EXPECT_EQ(job.counts_with_channels, 4) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 0) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::CONFIRM], 0) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::SHUTDOWN], 3) << "epoch " << e;
+        job.next_epoch();
+    }
+}
+
+// The counter-example to counting totals alone: rank 1 reported while idle, then ran rank 0's
+// message and sent one to rank 2, which ran it and reported; rank 1 is still busy. The totals
+// of the three COUNTs balance (one queued by rank 0, one run by rank 2), but the message on
+// channel 0 -> 1 is not in rank 1's COUNT, nor rank 1's on channel 1 -> 2: the epoch goes on.
+TEST(CompletionState, BalancedTotalsOverUnbalancedChannelsDoNotEnd) {
+    Job job(3, true);
+    job.queue(0, 1);  // in flight to rank 1
+    job.at(0).step(true, job.rank(0).q, job.rank(0).p, job.now);
+    job.at(1).step(true, job.rank(1).q, job.rank(1).p, job.now);  // idle, nothing yet
+    job.deliver_all();
+    job.run(0, 1);  // rank 1 runs it and sends on: busy from now on
+    job.queue(1, 2);
+    job.rank(1).idle = false;
+    job.run(1, 2);
+    job.at(2).step(true, job.rank(2).q, job.rank(2).p, job.now);
+    job.deliver_all();
+    EXPECT_EQ(job.counts_with_channels, 3);
+    job.at(0).step(true, job.rank(0).q, job.rank(0).p, job.now);
+    job.deliver_all();
+    EXPECT_FALSE(job.at(0).shut_down()) << "balanced totals ended the epoch";
+    EXPECT_EQ(job.rounds_until_done(20), -1);
+    for (int r = 0; r < 3; ++r)
+        EXPECT_FALSE(job.at(r).shut_down());
+    job.rank(1).idle = true;  // its COUNT now has both channels balanced
+    EXPECT_GT(job.rounds_until_done(10), 0);
+}
+
+// Every rank idle and the totals balanced, but one channel is not (a message from rank 0 to
+// rank 1 not run, and one run by rank 1 from rank 2 that rank 2's COUNT does not count): the
+// epoch does not end, and no REQUEST goes out while every COUNT carries its channels.
+TEST(CompletionState, UnbalancedChannelNeverEnds) {
+    Job job(3, true);
+    job.queue(0, 1);
+    job.rank(1).p = 1;
+    job.rank(1).from[2] = 1;
+    EXPECT_EQ(job.rounds_until_done(20), -1);
+    EXPECT_EQ(job.counts_with_channels, 3);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 0);
+    job.run(0, 1);  // rank 1 runs the message from rank 0; rank 2's report catches up
+    job.queue(2, 1);
+    EXPECT_GT(job.rounds_until_done(10), 0);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 0);
+}
+
+// One message in flight on one channel (rank 2 -> 3), every other channel balanced (rank 3's
+// message to itself included): the epoch waits for it, and ends in one round once its
+// receiver ran it and reported.
+TEST(CompletionState, MessageInFlightHoldsTheEpoch) {
+    Job job(4, true);
+    for (int r = 0; r < 4; ++r) {
+        job.queue(r, (r + 1) % 4);
+        if (r != 2) job.run(r, (r + 1) % 4);
+    }
+    job.queue(3, 3);
+    job.run(3, 3);
+    EXPECT_EQ(job.rounds_until_done(3), -1);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 0);
+    job.run(2, 3);
+    std::fill(std::begin(job.sent), std::end(job.sent), 0);
+    EXPECT_EQ(job.rounds_until_done(10), 2);
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 1);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 0);
+    EXPECT_EQ(job.sent[CtrlMsg::CONFIRM], 0);
+}
+
+// A message a rank queued for itself and did not run yet holds the epoch too (its channel
+// from itself to itself), with every other channel balanced.
+TEST(CompletionState, MessageToSelfInFlightHoldsTheEpoch) {
+    Job job(3, true);
+    job.queue(0, 2);
+    job.run(0, 2);
+    job.queue(1, 1);
+    EXPECT_EQ(job.rounds_until_done(5), -1);
+    job.run(1, 1);
+    EXPECT_GT(job.rounds_until_done(5), 0);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 0);
+}
+
+// Rank 0 goes by each rank's latest COUNT: one that carries no channel counts (they did not
+// add up to the totals) leaves the epoch to REQUEST and CONFIRM, even after an earlier COUNT
+// of the same rank whose channels balanced.
+TEST(CompletionState, ACountWithoutChannelsFallsBack) {
+    Job job(3, true);
+    job.rank(2).idle = false;
+    job.queue(1, 0);
+    job.run(1, 0);
+    job.round();  // ranks 0 and 1 report, with channels that balance
+    EXPECT_EQ(job.counts_with_channels, 2);
+    ++job.rank(1).q;  // a message to itself, queued and run, that its channels miss
+    ++job.rank(1).p;
+    job.now += 1ms;
+    job.round();
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 3);
+    EXPECT_EQ(job.counts_with_channels, 2);
+    job.rank(2).idle = true;
+    EXPECT_GT(job.rounds_until_done(10), 0);
+    EXPECT_EQ(job.counts_with_channels, 3);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 3);
+    EXPECT_EQ(job.sent[CtrlMsg::CONFIRM], 3);
+}
+
+// A REQUEST went out (rank 2's COUNT carried no channels); then rank 2 reports again, with
+// channels that balance, and its counts changed since the REQUEST. The epoch ends through a
+// new REQUEST and its CONFIRMs, not in one round: a CONFIRM of the first REQUEST could still
+// be on its way to rank 0 (none reaches a rank that left the epoch).
+TEST(CompletionState, AfterARequestOnlyConfirmationsEnd) {
+    Job job(3, true);
+    job.queue(1, 0);
+    job.run(1, 0);
+    ++job.rank(2).q;  // a message to itself its channels miss
+    ++job.rank(2).p;
+    job.round();
+    job.now += 1ms;
+    job.round();  // rank 0: totals balance, not every COUNT has channels: REQUEST
+    ASSERT_EQ(job.sent[CtrlMsg::REQUEST], 3);
+    job.rank(2).to[2] = job.rank(2).from[2] = 2;  // two messages to itself, both counted now
+    ++job.rank(2).q;
+    ++job.rank(2).p;
+    EXPECT_GT(job.rounds_until_done(10), 0);
+    EXPECT_EQ(job.counts_with_channels, 3);
+    EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 6);
+    EXPECT_EQ(job.late, 0);
+}
+
+// Up to kChannelRanks ranks the COUNTs carry the channels; with more, the totals alone and
+// the epoch takes its two rounds.
+TEST(CompletionState, ChannelsUpToKChannelRanks) {
+    constexpr int k = cascade::detail::comm::kChannelRanks;
+    for (const int n : {k, k + 1}) {
+        Job job(n, true);
+        for (int r = 0; r < n; ++r) {
+            job.queue(r, (r + 1) % n);
+            job.run(r, (r + 1) % n);
+        }
+        EXPECT_EQ(job.rounds_until_done(10), n <= k ? 2 : 4) << n << " ranks";
+        EXPECT_EQ(job.counts_with_channels, n <= k ? n : 0) << n << " ranks";
+    }
+    CtrlMsg m{CtrlMsg::COUNT, 0, 1, 1, CtrlMsg::kChannels, {}};
+    EXPECT_EQ(cascade::detail::ctrl_bytes(m, 4), 32u + 8 * 8);
+    EXPECT_EQ(cascade::detail::ctrl_bytes(m, k + 1), 32u);
+    m.c = 0;
+    EXPECT_EQ(cascade::detail::ctrl_bytes(m, 4), 32u);
 }

@@ -92,7 +92,7 @@ TEST(ReceiveSlots, ControlMessagesOldestFirstAndPostedAgain) {
     MPI_Status st;
     EXPECT_FALSE(s.test_ctrl(comm, m, st));
     for (std::uint64_t k = 0; k < 3 * ReceiveSlots::kCtrlSlots; ++k) {
-        CtrlMsg out{CtrlMsg::COUNT, 7, k, 0, 0};
+        CtrlMsg out{CtrlMsg::COUNT, 7, k, 0, 0, {}};
         send_self(&out, sizeof out, constants::TAG_CTRL, comm);
         bool got = false;
         for (int i = 0; i < 1000 && !got; ++i)
@@ -142,7 +142,7 @@ TEST(ReceiveSlots, ControlAndAmTestedTogether) {
     EXPECT_FALSE(s.test_am(0, slot, st)) << "the same message given twice";
     s.repost_am(comm, 0, slot);
     // Both at once: the control message returned, then the AM message.
-    const CtrlMsg out{CtrlMsg::SHUTDOWN, 3, 9, 0, 0};
+    const CtrlMsg out{CtrlMsg::SHUTDOWN, 3, 9, 0, 0, {}};
     const std::uint64_t w = 42;
     send_self(&w, sizeof w, constants::TAG_AM, comm);
     send_self(&out, sizeof out, constants::TAG_CTRL, comm);

@@ -436,6 +436,7 @@ class Communicator : public JoinHook {
     void on_ctrl(int source, const CtrlMsg& m);
     [[noreturn, gnu::cold]] void unknown_ctrl(int source, const CtrlMsg& m);
     bool locally_idle(Threadpool& tp) const;
+    bool channel_counts(std::uint64_t* sent, std::uint64_t* processed) const;
     void handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
                         const char* which);
     void reset_epoch();

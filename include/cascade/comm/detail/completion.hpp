@@ -1,12 +1,14 @@
 // Completion: one rank's side of distributed completion detection, TaskTorrent's COUNT /
-// REQUEST / CONFIRMATION / SHUTDOWN protocol (docs/design/completion.md states it and why it
-// is correct). A state machine without MPI: the Communicator feeds it the control messages
+// REQUEST / CONFIRMATION / SHUTDOWN protocol, with two ways to end an epoch after one round of
+// COUNTs (every rank quiet; every channel balanced) (docs/design/completion.md states it and
+// why it is correct). A state machine without MPI: the Communicator feeds it the control messages
 // it receives (on_ctrl) and, at each poll of join(), whether this rank is idle with its
 // counts (step); it sends what the protocol says through the function it was given. One
 // epoch per join(): next_epoch() starts the next one.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,19 +19,33 @@
 
 namespace cascade::detail {
 
-/// One control message (MPI tag of its own, fixed size).
+/// One control message (MPI tag of its own; a COUNT with channel counts is longer).
 struct CtrlMsg {
-    /// COUNT(q, p, quiet): a rank's counts, to rank 0; quiet = 1 when they are still those the
-    /// rank had when the epoch began (it queued and ran no message since). REQUEST(q, p, tag):
-    /// rank 0 asks whether a
-    /// rank's counts are still (q, p). CONFIRM(tag): they are. SHUTDOWN: the epoch is over.
+    /// COUNT(q, p, flags): a rank's counts, to rank 0; flags: kQuiet when they are still those
+    /// the rank had when the epoch began (it queued and ran no message since), kChannels when
+    /// `ch` holds its counts per channel. REQUEST(q, p, tag): rank 0 asks whether a rank's
+    /// counts are still (q, p). CONFIRM(tag): they are. SHUTDOWN: the epoch is over.
     /// ABORT: the sender ends the job (a trace is recorded): write your events, then ABORT_ACK
     /// (both handled by the Communicator, outside the protocol).
     enum Type : std::uint32_t { COUNT = 1, REQUEST, CONFIRM, SHUTDOWN, ABORT, ABORT_ACK };
+    /// COUNT's flags (in c).
+    static constexpr std::uint64_t kQuiet = 1, kChannels = 2;
     std::uint32_t type;   ///< A Type.
     std::uint32_t epoch;  ///< The sender's epoch.
     std::uint64_t a, b, c;
+    /// A COUNT with kChannels, of a job of n ranks: ch[d] messages the sender queued for rank
+    /// d, ch[n + s] messages from rank s it processed (n <= kChannelRanks); only those 2n
+    /// travel.
+    std::uint64_t ch[2 * comm::kChannelRanks];
 };
+
+/// The bytes of `m` that travel, in a job of `ranks` ranks.
+inline std::size_t ctrl_bytes(const CtrlMsg& m, int ranks) noexcept {
+    const bool channels =
+        m.type == CtrlMsg::COUNT && (m.c & CtrlMsg::kChannels) != 0 && ranks <= comm::kChannelRanks;
+    return offsetof(CtrlMsg, ch) +
+           (channels ? 2 * static_cast<std::size_t>(ranks) * sizeof(std::uint64_t) : 0);
+}
 
 /// The protocol's state on one rank (rank 0 also gathers the counts of all ranks).
 class Completion {
@@ -42,10 +58,16 @@ class Completion {
     static constexpr Clock::duration kMaxCountDelay = comm::kMaxCountDelay;
     /// How the protocol sends a control message (to any rank, this one included).
     using SendFn = void (*)(void* ctx, int dest, const CtrlMsg& m);
+    /// How it reads this rank's counts per channel when it sends a COUNT (an idle time):
+    /// `sent[d]` messages queued for rank d, `processed[s]` messages from rank s processed,
+    /// for every rank; returns false when they do not add up to the totals of the COUNT
+    /// (which then carries the totals alone).
+    using ChannelsFn = bool (*)(void* ctx, std::uint64_t* sent, std::uint64_t* processed);
 
     /// The state of rank `rank` of `ranks` at the start of epoch 0; `send(ctx, dest, m)`
-    /// sends a control message.
-    Completion(int rank, int ranks, SendFn send, void* ctx);
+    /// sends a control message; `channels(ctx, ...)`, when given and ranks <=
+    /// kChannelRanks, adds this rank's counts per channel to its COUNTs.
+    Completion(int rank, int ranks, SendFn send, void* ctx, ChannelsFn channels = nullptr);
     /// A single rank that sends nothing: a placeholder until a Completion is assigned.
     Completion() noexcept = default;
 
@@ -82,10 +104,13 @@ class Completion {
 
   private:
     void send(int dest, const CtrlMsg& m) { send_(ctx_, dest, m); }
+    void shut_down_all();
+    bool channels_balance() const;
 
     int rank_ = 0, ranks_ = 1;
     SendFn send_ = nullptr;
     void* ctx_ = nullptr;
+    ChannelsFn channels_ = nullptr;  // null: COUNTs carry totals alone
     std::uint32_t epoch_ = 0;
     std::uint64_t last_q_ = ~0ull, last_p_ = ~0ull;  // counts last reported (COUNT)
     std::uint64_t base_q_ = 0, base_p_ = 0;          // counts when the epoch began
@@ -104,6 +129,15 @@ class Completion {
     bool counts_changed_ = false;
     std::uint64_t tag_ = 0;
     std::vector<std::uint64_t> confirmed_;
+    // Rank 0, with channels: the latest COUNT's channel counts of each rank (row r of
+    // ch_sent_: what r queued for each rank; row r of ch_processed_: what r processed from
+    // each rank), whose latest COUNT carried them, and whether any came since the last check.
+    std::vector<std::uint64_t> ch_sent_, ch_processed_;
+    std::vector<bool> has_ch_;
+    int n_ch_ = 0;
+    bool ch_changed_ = false;
+    // Rank 0: a REQUEST went out in this epoch (only CONFIRMs end it then).
+    bool requested_ = false;
 };
 
 }  // namespace cascade::detail

@@ -62,6 +62,10 @@ inline constexpr std::chrono::steady_clock::duration kFirstCountDelay =
     std::chrono::microseconds(2);
 inline constexpr std::chrono::steady_clock::duration kMaxCountDelay =
     std::chrono::microseconds(640);
+// Up to this many ranks, each COUNT also carries the rank's counts per channel (messages
+// queued for each rank, messages from each rank processed), and an epoch whose channels all
+// balance ends without REQUEST and CONFIRM; with more ranks, COUNTs carry the totals alone.
+inline constexpr int kChannelRanks = 32;
 // A rank that ends the job waits this long at most for the others to write their traces.
 inline constexpr auto kAbortWait = std::chrono::seconds(3);
 

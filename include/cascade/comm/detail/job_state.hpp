@@ -35,6 +35,8 @@ class JobState {
         told_ = true;
         return !from_peer_;
     }
+    /// tell_error() was called in this epoch.
+    bool error_handled() const noexcept { return told_; }
     /// Another rank told this one of its error (this epoch's join() throws it).
     void error_from_peer() noexcept { from_peer_ = true; }
     /// The epoch ended: remembers whether its join() ended with an error, and forgets it.
