@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
     int per_worker = 10, handlers = 20, threads = 1;
     double heavy_fraction = 0.2, heavy_factor = 2.5, light_ms = 2.0, period_ms = 2.0;
     double balanced_ratio = cascade::BalanceOptions{}.balanced_ratio;
+    double spin_rate = 0;
+    bool print_spin_rate = false;
     std::string placement = "concentrated", policy = "diffusion", shape = "upfront";
     bool fake = false, detail = false;
     app.add_option("--objects-per-worker", per_worker, "mobile objects per worker thread");
@@ -71,6 +73,11 @@ int main(int argc, char** argv) {
     app.add_option("--balanced-ratio", balanced_ratio,
                    "loads within this ratio are balanced (BalanceOptions::balanced_ratio)");
     app.add_flag("--fake-work", fake, "sleep instead of spinning (each rank stands for a core)");
+    app.add_option("--spin-rate", spin_rate,
+                   "spin iterations per second (default: measured on rank 0 at the start)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--print-spin-rate", print_spin_rate,
+                 "measure the spin rate, print it (\"spin_rate R\") and exit");
     app.add_flag("--detail", detail,
                  "one more line per rank: busy time, handlers run, migrations, when its last "
                  "handler ended");
@@ -120,8 +127,16 @@ int main(int argc, char** argv) {
 
     // One rate for every rank (measured on rank 0 while the others wait): each handler is
     // the same work wherever it runs.
+    // A runner comparing configurations measures it once and passes it to each (--spin-rate):
+    // then every run of a comparison does the same work.
     const double iters_per_s =
-        fake ? 0 : cascade_bench::spin_iters_per_second_shared(MPI_COMM_WORLD);
+        fake ? 0
+             : (spin_rate > 0 ? spin_rate
+                              : cascade_bench::spin_iters_per_second_shared(MPI_COMM_WORLD));
+    if (print_spin_rate) {
+        if (me == 0) std::printf("spin_rate %.6g\n", iters_per_s);
+        return 0;
+    }
     // Every object's global name (each rank numbers its objects from 1 in creation order).
     std::vector<cascade::mobile_ptr<Unit>> all(n_objects);
     {
