@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 
 namespace cascade {
 
@@ -174,11 +175,6 @@ double Balancer::work_left(double* horizon) const {
         sum += w;
     const std::int64_t now = now_ns();
     std::lock_guard<std::mutex> g(level_mutex_);
-    last_load_ = sum;
-    if (sum > 0)
-        dry_since_ns_ = 0;
-    else if (dry_since_ns_ == 0)
-        dry_since_ns_ = now;
     level_ = std::max(sum, level_at(level_, now));
     near_level_ = std::max(near, level_at(near_level_, now));
     level_ns_ = now;
@@ -200,15 +196,6 @@ double Balancer::level_at(double level, std::int64_t now) const {
 double Balancer::load_level(double* horizon) const {
     std::lock_guard<std::mutex> g(level_mutex_);
     const std::int64_t now = now_ns();
-    // A rank that has had no work left for hold_s, its workers all idle, is dry, not between
-    // two requests: its earlier peak says nothing about what comes next (its chains ended,
-    // its queue ran out), so it compares what it has now. (Sooner, it may be a rank whose
-    // work ends a little before the others': the level keeps that from moving work.)
-    if (last_load_ <= 0 && dry_since_ns_ != 0 &&
-        double(now - dry_since_ns_) * 1e-9 >= opts_.hold_s && objs_.pool().idle()) {
-        if (horizon) *horizon = 0;
-        return 0;
-    }
     if (horizon) *horizon = level_at(near_level_, now);
     return level_at(level_, now);
 }

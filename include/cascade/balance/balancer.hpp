@@ -116,9 +116,7 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     double horizon_load() const;
     /// This rank's recent peak load: the highest work_left() seen over about level_s (older
     /// values fade exponentially). A rank whose queue empties for a moment, or whose chains
-    /// just ended, keeps its level for a while: a donor compares its own load with it. Once
-    /// its work_left() has been 0 for hold_s with its workers idle, the rank is dry and its
-    /// level (and horizon level) is 0 until it has work again.
+    /// just ended, keeps its level for a while: a donor compares its own load with it.
     /// `horizon` (if given) gets the same of horizon_load(), the horizon level: a donor gives
     /// only while its load is more than BalanceOptions::balanced_ratio times the asker's
     /// level and its horizon load more than that times the asker's horizon level.
@@ -175,8 +173,6 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     mutable std::mutex level_mutex_;
     mutable double level_ = 0, near_level_ = 0;  // load_level() as of level_ns_
     mutable std::int64_t level_ns_ = 0;
-    mutable double last_load_ = 0;           // work_left() when last computed
-    mutable std::int64_t dry_since_ns_ = 0;  // since when it has been 0 (0: it is not)
     double level_at(double level, std::int64_t now) const;  // locked: `level` faded to now
     std::mutex seen_mutex_;
     std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
