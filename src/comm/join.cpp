@@ -113,7 +113,6 @@ bool Communicator::locally_idle(Threadpool& tp) const {
 }
 
 void Communicator::reset_epoch() {
-    buffers_.epoch_ended(outbox_.get());  // buffers idle for kIdleEpochs epochs go
     // Control messages of the new epoch that arrived ahead of it are taken now.
     if (const auto bad = completion_.next_epoch(queued(), counts_.processed())) [[unlikely]]
         unknown_ctrl(bad->first, bad->second);
@@ -168,6 +167,9 @@ PollResult Communicator::poll_once(Threadpool& tp) {
                 std::this_thread::yield();
             }
         }
+        // Buffers idle for kIdleEpochs epochs go; counted once the epoch's sends completed
+        // (an epoch can end while they are in flight, their buffers not yet back).
+        buffers_.epoch_ended(outbox_.get());
         return PollResult::done;
     }
     // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
