@@ -79,6 +79,12 @@ struct Job {
         ++rank(to).p;
         ++rank(to).from[static_cast<std::size_t>(from)];
     }
+    // A message rank r queued for itself and ran, counted in its totals but missed by its
+    // channel counts (so its COUNTs carry none).
+    void uncounted_self_message(int r) {
+        ++rank(r).q;
+        ++rank(r).p;
+    }
     void next_epoch() {
         for (auto& x : ranks)
             ASSERT_FALSE(x.c->next_epoch(x.q, x.p).has_value());
@@ -443,8 +449,7 @@ TEST(CompletionState, ACountWithoutChannelsFallsBack) {
     job.run(1, 0);
     job.round();  // ranks 0 and 1 report, with channels that balance
     EXPECT_EQ(job.counts_with_channels, 2);
-    ++job.rank(1).q;  // a message to itself, queued and run, that its channels miss
-    ++job.rank(1).p;
+    job.uncounted_self_message(1);
     job.now += 1ms;
     job.round();
     EXPECT_EQ(job.sent[CtrlMsg::COUNT], 3);
@@ -464,15 +469,13 @@ TEST(CompletionState, AfterARequestOnlyConfirmationsEnd) {
     Job job(3, true);
     job.queue(1, 0);
     job.run(1, 0);
-    ++job.rank(2).q;  // a message to itself its channels miss
-    ++job.rank(2).p;
+    job.uncounted_self_message(2);
     job.round();
     job.now += 1ms;
     job.round();  // rank 0: totals balance, not every COUNT has channels: REQUEST
     ASSERT_EQ(job.sent[CtrlMsg::REQUEST], 3);
     job.rank(2).to[2] = job.rank(2).from[2] = 2;  // two messages to itself, both counted now
-    ++job.rank(2).q;
-    ++job.rank(2).p;
+    job.uncounted_self_message(2);
     EXPECT_GT(job.rounds_until_done(10), 0);
     EXPECT_EQ(job.counts_with_channels, 3);
     EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 6);
