@@ -594,7 +594,9 @@ TEST(BalanceMpi, DiffusionStopsAskingWhenTheMostLoadedIsWithinTheRatio) {
     } else {
         tp.join();
     }
-    if (comm.rank() == 1) EXPECT_EQ(sent, std::uint64_t(n - 1));  // one round, no second
+    if (comm.rank() == 1) {
+        EXPECT_EQ(sent, std::uint64_t(n - 1));  // one round, no second
+    }
     EXPECT_EQ(bal.migrations(), 0u);
 }
 
