@@ -272,6 +272,12 @@ bool Communicator::wants_progress() const {
     return outbox_pending_.load(std::memory_order_seq_cst) != 0;
 }
 
+bool Communicator::hand_on_queued() {
+    if (!on_comm_thread() || order_.handler_running()) return false;
+    flush();
+    return outbox_pending_.load(std::memory_order_seq_cst) == 0;
+}
+
 void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,
                                   const char* which) {
     std::string task =
