@@ -184,13 +184,17 @@ bool Communicator::progress() {
     } depth(order_);
     if (progress_fault_) [[unlikely]]
         progress_fault_();
-    flush();
-    test_sends();
+    if (outbox_pending_.load(std::memory_order_acquire) != 0) flush();
+    // Receives first: their test drives MPI's progress engine, after which the sends just
+    // handed to MPI are often complete, and testing them needs no second pass of it.
     bool any = receive();
-    any |= test_big_recvs();
-    if (test_large_recvs()) {
-        any = true;
-        flush();  // what their handlers sent leaves now, not one poll later
+    if (sends_.live() != 0) test_sends();
+    if (!large_.empty()) {
+        any |= test_big_recvs();
+        if (test_large_recvs()) {
+            any = true;
+            flush();  // what their handlers sent leaves now, not one poll later
+        }
     }
     any |= run_after_progress();
     if (!was) tls_comm_thread = nullptr;
@@ -266,6 +270,12 @@ bool Communicator::is_done() const {
 
 bool Communicator::wants_progress() const {
     return outbox_pending_.load(std::memory_order_seq_cst) != 0;
+}
+
+bool Communicator::hand_on_queued() {
+    if (!on_comm_thread() || order_.handler_running()) return false;
+    flush();
+    return outbox_pending_.load(std::memory_order_seq_cst) == 0;
 }
 
 void Communicator::handler_failed(const ActiveMsgBase& am, int source, std::exception_ptr e,

@@ -147,8 +147,11 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         if (job_.tell_error()) tell_peers_of_error(tp.error());
     }
     const bool active = progress();
-    if (completion_.step(locally_idle(tp), queued(), counts_.processed(),
-                         std::chrono::steady_clock::now())) {
+    const bool idle = locally_idle(tp);
+    // The clock matters to the protocol only while this rank is idle.
+    const auto now =
+        idle ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (completion_.step(idle, queued(), counts_.processed(), now)) {
         // A message that ran but left work waiting for messages nobody sent was forged.
         if (std::string stranded = bcast_->stranded(); !stranded.empty())
             abort_job("rank " + std::to_string(world_.rank) + ": " + stranded);
@@ -186,7 +189,7 @@ PollResult Communicator::poll_once(Threadpool& tp) {
         quiet_in_flight_ = 0;
     }
     if (active || in_flight) return PollResult::active;
-    return locally_idle(tp) ? PollResult::waiting : PollResult::idle;
+    return idle ? PollResult::waiting : PollResult::idle;
 }
 
 }  // namespace cascade

@@ -7,6 +7,17 @@ namespace cascade::detail {
 
 void SendSlots::test() {
     if (reqs_.size() <= null_reqs_) return;
+    if (reqs_.size() == 1) {  // one request (a message of frames, typically): MPI_Test is cheaper
+        int flag = 0;
+        comm_detail::check_mpi(MPI_Test(&reqs_[0], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        if (!flag) return;
+        const std::uint32_t slot = req_slot_[0];
+        if (--sends_[slot].outstanding == 0) done_.push_back(slot);
+        reqs_.clear();
+        req_slot_.clear();
+        null_reqs_ = 0;
+        return;
+    }
     testsome_idx_.resize(reqs_.size());
     int count = 0;
     comm_detail::check_mpi(MPI_Testsome(static_cast<int>(reqs_.size()), reqs_.data(), &count,

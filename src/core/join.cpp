@@ -89,8 +89,8 @@ void Threadpool::join() {
     std::uint64_t runs_seen = 0;
     for (;;) {
         std::uint32_t word = joiner_.word.load(std::memory_order_seq_cst);
-        // A joining worker 0 runs a few of its tasks between polls (their messages leave at
-        // the next poll).
+        // A joining worker 0 runs a few of its tasks between polls (the hook hands their
+        // messages on after each, JoinHook::hand_on_queued).
         const bool worked = work_as_joiner(kJoinerBatch);
         PollResult r =
             hook_ ? hook_->poll(*this) : (locally_idle() ? PollResult::done : PollResult::idle);

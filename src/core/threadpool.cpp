@@ -377,7 +377,8 @@ bool Threadpool::work_as_joiner(int max_tasks) {
     while (ran < max_tasks && find_task(0, t)) {
         execute(t, 0);
         ++ran;
-        if (hook_ && hook_->wants_progress()) break;  // its messages go out first
+        // Its messages go out first: handed on at once, or at a poll.
+        if (hook_ && hook_->wants_progress() && !hook_->hand_on_queued()) break;
     }
     // The idle hook, as a worker calls it after a stretch of tasks (worker_loop).
     if (ran > 0 && idle_.hook.load(std::memory_order_relaxed) != nullptr) owe_hook_call(0);

@@ -117,3 +117,20 @@ TEST(SendSlots, SendsTrackedWhilePopping) {
         EXPECT_GE(next_done(s), 10u);
     EXPECT_EQ(s.live(), 0u);
 }
+
+// One request in flight is tested on its own (MPI_Test): done only once received, and its
+// entry is gone from the array once it completed.
+TEST(SendSlots, ASingleSendIsDoneOnceReceived) {
+    SendSlots s;
+    const int v = 5;
+    for (std::uint64_t k = 1; k <= 3; ++k) {
+        s.track(issend(v, 9, k));
+        s.test();
+        EXPECT_FALSE(s.any_done());  // not received yet
+        EXPECT_EQ(s.requests().size(), 1u);
+        receive(9);
+        EXPECT_EQ(next_done(s), k);
+        EXPECT_TRUE(s.requests().empty());
+        EXPECT_EQ(s.live(), 0u);
+    }
+}

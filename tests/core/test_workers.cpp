@@ -120,3 +120,60 @@ TEST(Workers, PinningStartsAtTheNodeRanksShare) {
     GTEST_SKIP() << "pinning is Linux only";
 #endif
 }
+
+// A joining worker 0 with work waiting for its hook after a task (wants_progress) lets the
+// hook hand it on (hand_on_queued) and runs its next task without a poll; a hook that does
+// not (the default) gets a poll after every such task.
+namespace {
+struct QueueingHook : cascade::JoinHook {
+    explicit QueueingHook(bool hands_on) : hands_on(hands_on) {}
+    void attach(cascade::Threadpool&) override {}
+    cascade::PollResult poll(cascade::Threadpool& tp) override {
+        ++polls;
+        queued = false;  // a poll takes what was queued
+        return tp.idle() ? cascade::PollResult::done : cascade::PollResult::active;
+    }
+    bool wants_progress() const override { return queued; }
+    bool hand_on_queued() override {
+        ++handed_on;
+        if (!hands_on) return false;
+        queued = false;
+        return true;
+    }
+    void detach(cascade::Threadpool&) noexcept override {}
+    const bool hands_on;
+    bool queued = false;  // only the joining thread runs tasks and polls here
+    int polls = 0, handed_on = 0;
+};
+
+// The polls each of `n` tasks saw when it ran; each task queues work for the hook.
+std::vector<int> polls_seen_by_tasks(QueueingHook& hook, int n) {
+    std::vector<int> seen;
+    cascade::Threadpool tp(1, &hook, cascade::ThreadpoolOptions{.joiner_works = true});
+    for (int i = 0; i < n; ++i)
+        tp.insert(
+            [&] {
+                seen.push_back(hook.polls);
+                hook.queued = true;
+            },
+            0);
+    tp.join();
+    return seen;
+}
+}  // namespace
+
+TEST(JoinerWorks, HandsOnQueuedWorkBetweenTasksWithoutAPoll) {
+    QueueingHook hook(true);
+    const std::vector<int> seen = polls_seen_by_tasks(hook, 8);
+    ASSERT_EQ(seen.size(), 8u);
+    EXPECT_EQ(seen.front(), seen.back()) << "a poll between tasks of one batch";
+    EXPECT_EQ(hook.handed_on, 8);
+}
+
+TEST(JoinerWorks, PollsAfterATaskWhenTheHookDoesNotHandOn) {
+    QueueingHook hook(false);
+    const std::vector<int> seen = polls_seen_by_tasks(hook, 8);
+    ASSERT_EQ(seen.size(), 8u);
+    for (std::size_t i = 1; i < seen.size(); ++i)
+        EXPECT_GT(seen[i], seen[i - 1]) << "task " << i << " ran without a poll before it";
+}

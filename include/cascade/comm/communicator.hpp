@@ -218,6 +218,9 @@ class Communicator : public JoinHook {
     PollResult poll(Threadpool& tp) override;
     /// True while this Communicator has work for the communication thread.
     bool wants_progress() const override;
+    /// Between the tasks a joining worker runs: what they queued goes to MPI now (flush);
+    /// true unless some of it is held back (fences, back-pressure), which a poll handles.
+    bool hand_on_queued() override;
     /// A thread waiting for the pool's workers to take its tasks: the communication thread
     /// drives progress (workers' sends may wait for it), except inside a handler, where it
     /// never waits; other threads nap.

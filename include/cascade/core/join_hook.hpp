@@ -34,6 +34,11 @@ class JoinHook {
     /// Re-checked after the joiner announced it will sleep: true if it must not (work queued
     /// for the communication thread since the last poll).
     virtual bool wants_progress() const = 0;
+    /// Called by the joining thread between the tasks it runs (ThreadpoolOptions::joiner_works)
+    /// when wants_progress() says work waits: hands it on without a whole poll. True when
+    /// nothing is left waiting (the joiner runs its next task), false to poll first (the
+    /// default).
+    virtual bool hand_on_queued() { return false; }
     /// How a thread outside the pool waits for the workers to take the tasks it queued (see
     /// Threadpool::push).
     enum class Waiting {
