@@ -151,16 +151,19 @@ CASCADE_KERNEL(jacobi_boundary,
                    }
                });
 
+// The interior points of the z layers k0 + 1 .. k0 + nk (a piece of the interior: several
+// pieces let another block's boundary kernel run between them).
 CASCADE_KERNEL(jacobi_interior,
-               (kernel_global const double* u, kernel_global double* v, int lx, int ly, int lz), {
+               (kernel_global const double* u, kernel_global double* v, int lx, int ly, int k0,
+                int nk),
+               {
                    int id = kernel_global_id_x;
                    int mx = lx - 2;
                    int my = ly - 2;
-                   int mz = lz - 2;
-                   if (id < mx * my * mz) {
+                   if (id < mx * my * nk) {
                        int i = id % mx + 1;
                        int j = (id / mx) % my + 1;
-                       int k = id / (mx * my) + 1;
+                       int k = id / (mx * my) + 1 + k0;
                        int c = i + lx * (j + ly * k);
                        double s = u[c - 1];
                        s += u[c + 1];
@@ -355,13 +358,15 @@ cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Blo
 // Submits iteration t of block b as the split update: the boundary kernel (reads field[t % 2]
 // and in[t % 2], writes the boundary of field[(t+1) % 2] and out[t % 2]), then the interior
 // kernel (reads field[t % 2], readwrite on field[(t+1) % 2]: it keeps the boundary the first
-// wrote). The access modes order them, and the next iteration's kernels after both; the faces
-// depend on the boundary kernel only. Returns {boundary, last}; a block too thin to have an
-// interior has only the first.
+// wrote), in `pieces` kernels of whole z layers (each readwrite on field[(t+1) % 2], so in
+// order; a boundary kernel of another block on the device runs between two pieces instead of
+// waiting for the whole interior). The access modes order them, and the next iteration's
+// kernels after them all; the faces depend on the boundary kernel only. Returns {boundary,
+// last}; a block too thin to have an interior has only the first.
 std::pair<cascade::DeviceTask, cascade::DeviceTask> launch_split(cascade::Devices& devs,
                                                                  const cascade::Kernel& boundary,
                                                                  const cascade::Kernel& interior,
-                                                                 Block& b, int t) {
+                                                                 Block& b, int t, int pieces) {
     const int p = t % 2, q = 1 - p;
     const int shell = 2 * (b.ly * b.lz + b.lx * b.lz + b.lx * b.ly);
     cascade::DeviceTask bt = devs.submit(
@@ -372,10 +377,15 @@ std::pair<cascade::DeviceTask, cascade::DeviceTask> launch_split(cascade::Device
         cascade::write(b.out[p][4]), cascade::write(b.out[p][5]), b.lx, b.ly, b.lz,
         cascade::Launch{.on = b.device, .threads = {shell}});
     if (b.lx < 3 || b.ly < 3 || b.lz < 3) return {bt, bt};
-    const int inner = (b.lx - 2) * (b.ly - 2) * (b.lz - 2);
-    cascade::DeviceTask it =
-        devs.submit(interior, cascade::read(b.field[p]), cascade::readwrite(b.field[q]), b.lx, b.ly,
-                    b.lz, cascade::Launch{.on = b.device, .threads = {inner}});
+    const int mz = b.lz - 2;
+    const int n = std::clamp(pieces, 1, mz);
+    cascade::DeviceTask it;
+    for (int c = 0; c < n; ++c) {
+        const int k0 = mz * c / n, nk = mz * (c + 1) / n - k0;
+        it = devs.submit(
+            interior, cascade::read(b.field[p]), cascade::readwrite(b.field[q]), b.lx, b.ly, k0, nk,
+            cascade::Launch{.on = b.device, .threads = {(b.lx - 2) * (b.ly - 2) * nk}});
+    }
     return {bt, it};
 }
 
@@ -478,10 +488,18 @@ int main(int argc, char** argv) {
                    "Cascade version: the update as a boundary and an interior kernel (split), "
                    "or as one kernel (whole)")
         ->check(CLI::IsMember({"split", "whole"}));
+    int pieces = 0;
+    app.add_option("--interior-pieces", pieces,
+                   "Cascade version, split update: the interior kernel as this many kernels of "
+                   "whole z layers (0: --od, one per block on the device)");
     bool push_halos = true;
     app.add_option("--push-halos", push_halos,
                    "Cascade version: each arriving halo is copied to the device at once (1) or "
                    "when its kernel is ready (0)");
+    bool backend_completes = true;
+    app.add_option("--backend-completes", backend_completes,
+                   "sim devices: an engine thread completes what it finished (1) or wakes the "
+                   "device runtime's thread for it (0)");
     std::string halos = "am";
     app.add_option("--halos", halos,
                    "Cascade version: halos as large active messages (am) or object requests")
@@ -507,6 +525,7 @@ int main(int argc, char** argv) {
                    "the checksum the run must give (hex, as printed): checks large domains");
     CLI11_PARSE(app, argc, argv);
     const std::array<long, 3> size{nx ? nx : n, ny ? ny : n, nz ? nz : n};
+    if (pieces <= 0) pieces = od;
     if (device != "sim") devices = 1;
     int fail_block = -1, fail_iter = -1;
     if (!fail.empty() && std::sscanf(fail.c_str(), "%d:%d", &fail_block, &fail_iter) != 2) {
@@ -528,6 +547,7 @@ int main(int argc, char** argv) {
         dopts.sim_options.latency = latency;
         dopts.sim_options.launch_latency = launch_latency;
         dopts.sim_options.run_kernels = !model;
+        dopts.complete_on_backend = backend_completes;
     } else if (device == "opencl") {
         dopts.opencl = 1;
     } else if (device == "cuda") {
@@ -625,7 +645,7 @@ int main(int argc, char** argv) {
             cascade::DeviceTask faces;
             if (kernels == "split") {
                 std::tie(faces, b.last) =
-                    launch_split(devs, fails ? failing : boundary, interior, b, t);
+                    launch_split(devs, fails ? failing : boundary, interior, b, t, pieces);
             } else {
                 b.last = faces = launch(devs, fails ? failing : update, b, t);
             }
@@ -650,14 +670,16 @@ int main(int argc, char** argv) {
                 faces.then([&, t, id = b.id] { send_faces(id, t); });
                 continue;
             }
-            // When it ends: read each face it wrote on the host and send it across. (A host
-            // request's task completes at release(), so the continuation waits for the
-            // grants with get(): its worker runs other pool tasks meanwhile.)
-            faces.then([&, t, bp = &b] {
-                std::vector<cascade::HostAccess<double>> hs;
-                for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0)
-                        hs.push_back(bp->out[t % 2][f].request(cascade::DataAccess::read));
+            // Each face it writes is requested on the host now, behind the kernel: the
+            // runtime copies it out as soon as the kernel ends, without waiting for a worker
+            // to ask. When the kernel ends, a continuation sends each face across once its
+            // copy is there. (A host request's task completes at release(), so the
+            // continuation waits for the grants with get(): its worker runs other pool
+            // tasks meanwhile.)
+            std::vector<cascade::HostAccess<double>> hs;
+            for (int f = 0; f < 6; ++f)
+                if (b.nb[f] >= 0) hs.push_back(b.out[t % 2][f].request(cascade::DataAccess::read));
+            faces.then([&, t, bp = &b, hs = std::move(hs)] {
                 std::size_t i = 0;
                 for (int f = 0; f < 6; ++f)
                     if (bp->nb[f] >= 0) ship(*bp, t + 1, f, hs[i++].get());
