@@ -33,16 +33,20 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -520,6 +524,11 @@ int main(int argc, char** argv) {
     app.add_option("--fail", fail,
                    "BLOCK:ITER: the kernel of block BLOCK at iteration ITER fails (Cascade "
                    "version; tests the error path)");
+    double late_release = 0;
+    app.add_option("--late-release", late_release,
+                   "Cascade version, halos as large active messages: each face's host copy is "
+                   "released this many seconds after its send completed (tests a sender that "
+                   "learns late that its sends completed)");
     std::string expect;
     app.add_option("--expect", expect,
                    "the checksum the run must give (hex, as printed): checks large domains");
@@ -628,6 +637,79 @@ int main(int argc, char** argv) {
         local[l] = objs.local(mine[l]);
     auto block = [&](int id) { return local[static_cast<std::size_t>(id % per_rank)]; };
 
+    // A face's host copy is requested from the kernel that writes it until its send has
+    // completed (the sender's on_sent, which may come after the neighbour's reply arrived: the
+    // neighbour got the bytes before the sender's communication thread saw the send end). A
+    // Data takes one host request at a time, so the request for iteration t + 2 is issued with
+    // its kernels only if the one of iteration t is released by then; otherwise the kernels'
+    // continuation issues it (that kernel writes the face, so it ran after the release).
+    // Per block (by id: a block's requests and releases happen on the rank it is on) and per
+    // parity and face: whether the face's host copy is requested.
+    struct FaceHolds {
+        std::mutex mu;
+        bool held[2][6] = {};
+    };
+    std::unique_ptr<FaceHolds[]> holds(new FaceHolds[static_cast<std::size_t>(g.blocks)]);
+    auto request_face = [&](Block& b, int p, int f) {
+        FaceHolds& h = holds[static_cast<std::size_t>(b.id)];
+        std::lock_guard<std::mutex> lk(h.mu);
+        h.held[p][f] = true;
+        return b.out[p][f].request(cascade::DataAccess::read);
+    };
+    auto request_face_if_free = [&](Block& b, int p,
+                                    int f) -> std::optional<cascade::HostAccess<double>> {
+        FaceHolds& h = holds[static_cast<std::size_t>(b.id)];
+        std::lock_guard<std::mutex> lk(h.mu);
+        if (h.held[p][f]) return std::nullopt;
+        h.held[p][f] = true;
+        return b.out[p][f].request(cascade::DataAccess::read);
+    };
+    auto release_face = [&](Block& b, int p, int f) {
+        FaceHolds& h = holds[static_cast<std::size_t>(b.id)];
+        std::lock_guard<std::mutex> lk(h.mu);
+        b.out[p][f].release();
+        h.held[p][f] = false;
+    };
+    // --late-release: faces whose send completed, released by this thread when due.
+    struct LateRelease {
+        Clock::time_point due;
+        Block* b;
+        int p, f;
+    };
+    std::mutex late_mu;
+    std::condition_variable late_cv;
+    std::deque<LateRelease> late;
+    bool late_stop = false;
+    std::thread late_thread;
+    if (late_release > 0)
+        late_thread = std::thread([&] {
+            std::unique_lock<std::mutex> lk(late_mu);
+            for (;;) {
+                late_cv.wait(lk, [&] { return late_stop || !late.empty(); });
+                if (late.empty()) return;
+                const LateRelease r = late.front();
+                if (Clock::now() < r.due) {
+                    late_cv.wait_until(lk, r.due);
+                    continue;
+                }
+                late.pop_front();
+                lk.unlock();
+                release_face(*r.b, r.p, r.f);
+                lk.lock();
+            }
+        });
+    struct StopLate {
+        std::function<void()> f;
+        ~StopLate() { f(); }
+    } stop_late{[&] {
+        {
+            std::lock_guard<std::mutex> lk(late_mu);
+            late_stop = true;
+        }
+        late_cv.notify_all();
+        if (late_thread.joinable()) late_thread.join();
+    }};
+
     // Sends face f of block `from`, the input of iteration t of block from.nb[f], from the
     // host copy `s` of out[(t + 1) % 2][f] (granted), and releases that copy once sent.
     std::function<void(Block & from, int t, int f, std::span<double> s)> ship;
@@ -672,17 +754,19 @@ int main(int argc, char** argv) {
             }
             // Each face it writes is requested on the host now, behind the kernel: the
             // runtime copies it out as soon as the kernel ends, without waiting for a worker
-            // to ask. When the kernel ends, a continuation sends each face across once its
-            // copy is there. (A host request's task completes at release(), so the
-            // continuation waits for the grants with get(): its worker runs other pool
-            // tasks meanwhile.)
-            std::vector<cascade::HostAccess<double>> hs;
+            // to ask; a face whose previous send has not completed yet is requested by the
+            // continuation instead (FaceHolds above). When the kernel ends, a continuation
+            // sends each face across once its copy is there. (A host request's task completes
+            // at release(), so the continuation waits for the grants with get(): its worker
+            // runs other pool tasks meanwhile.)
+            std::array<std::optional<cascade::HostAccess<double>>, 6> hs;
             for (int f = 0; f < 6; ++f)
-                if (b.nb[f] >= 0) hs.push_back(b.out[t % 2][f].request(cascade::DataAccess::read));
-            faces.then([&, t, bp = &b, hs = std::move(hs)] {
-                std::size_t i = 0;
+                if (b.nb[f] >= 0) hs[f] = request_face_if_free(b, t % 2, f);
+            faces.then([&, t, bp = &b, hs = std::move(hs)]() mutable {
                 for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0) ship(*bp, t + 1, f, hs[i++].get());
+                    if (bp->nb[f] >= 0 && !hs[f]) hs[f] = request_face(*bp, t % 2, f);
+                for (int f = 0; f < 6; ++f)
+                    if (bp->nb[f] >= 0) ship(*bp, t + 1, f, hs[f]->get());
             });
         }
     };
@@ -726,7 +810,18 @@ int main(int argc, char** argv) {
             return h.get().data();
         },
         [&](int&, int& t, int& f, int& from) {  // on_sent, at the sender
-            block(from)->out[(t + 1) % 2][f ^ 1].release();
+            Block& b = *block(from);
+            if (late_release > 0) {
+                {
+                    std::lock_guard<std::mutex> lk(late_mu);
+                    late.push_back({Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(late_release)),
+                                    &b, (t + 1) % 2, f ^ 1});
+                }
+                late_cv.notify_all();
+                return;
+            }
+            release_face(b, (t + 1) % 2, f ^ 1);
         },
         "jacobi3d halo");
     ship = [&](Block& from, int t, int f, std::span<double> s) {
@@ -736,7 +831,7 @@ int main(int argc, char** argv) {
                                 f ^ 1, from.id);
         } else {
             std::vector<double> v(s.begin(), s.end());
-            from.out[(t + 1) % 2][f].release();
+            release_face(from, (t + 1) % 2, f);
             halo->invoke(ptr(to), t, f ^ 1, std::move(v));
         }
     };
@@ -744,7 +839,7 @@ int main(int argc, char** argv) {
         [&](Block& b, int& t) {
             std::vector<cascade::HostAccess<double>> hs;
             for (int f = 0; f < 6; ++f)
-                if (b.nb[f] >= 0) hs.push_back(b.out[t % 2][f].request(cascade::DataAccess::read));
+                if (b.nb[f] >= 0) hs.push_back(request_face(b, t % 2, f));
             std::size_t i = 0;
             for (int f = 0; f < 6; ++f)
                 if (b.nb[f] >= 0) ship(b, t + 1, f, hs[i++].get());
@@ -780,8 +875,7 @@ int main(int argc, char** argv) {
         [&](Block& b) {
             // Iteration 0's halos: the initial faces (out[1]).
             for (int f = 0; f < 6; ++f)
-                if (b.nb[f] >= 0)
-                    ship(b, 0, f, b.out[1][f].request(cascade::DataAccess::read).get());
+                if (b.nb[f] >= 0) ship(b, 0, f, request_face(b, 1, f).get());
             try_launch(b);
         },
         {.name = "kick"});
