@@ -345,22 +345,33 @@ void reset(Block& b) {
     b.last = {};
 }
 
+// Where iteration t of a block writes its six faces: its own out[t % 2], or for a face whose
+// neighbour is on the same rank (Cascade version, --local-halos direct) that neighbour's
+// incoming halo of iteration t + 1 itself.
+using Faces = std::array<cascade::Data<double>, 6>;
+Faces own_faces(const Block& b, int t) {
+    Faces o;
+    for (int f = 0; f < 6; ++f)
+        o[f] = b.out[t % 2][f];
+    return o;
+}
+
 // Submits iteration t of block b (reads field[t % 2], in[t % 2], writes field[(t+1) % 2] and
-// out[t % 2]).
-cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Block& b, int t) {
+// the faces `o`).
+cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Block& b, int t,
+                           const Faces& o) {
     const int p = t % 2, q = 1 - p;
     const int n = b.lx * b.ly * b.lz;
     return devs.submit(
         k, cascade::read(b.field[p]), cascade::read(b.in[p][0]), cascade::read(b.in[p][1]),
         cascade::read(b.in[p][2]), cascade::read(b.in[p][3]), cascade::read(b.in[p][4]),
-        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(b.out[p][0]),
-        cascade::write(b.out[p][1]), cascade::write(b.out[p][2]), cascade::write(b.out[p][3]),
-        cascade::write(b.out[p][4]), cascade::write(b.out[p][5]), b.lx, b.ly, b.lz,
-        cascade::Launch{.on = b.device, .threads = {n}});
+        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(o[0]),
+        cascade::write(o[1]), cascade::write(o[2]), cascade::write(o[3]), cascade::write(o[4]),
+        cascade::write(o[5]), b.lx, b.ly, b.lz, cascade::Launch{.on = b.device, .threads = {n}});
 }
 
 // Submits iteration t of block b as the split update: the boundary kernel (reads field[t % 2]
-// and in[t % 2], writes the boundary of field[(t+1) % 2] and out[t % 2]), then the interior
+// and in[t % 2], writes the boundary of field[(t+1) % 2] and the faces `o`), then the interior
 // kernel (reads field[t % 2], readwrite on field[(t+1) % 2]: it keeps the boundary the first
 // wrote), in `pieces` kernels of whole z layers (each readwrite on field[(t+1) % 2], so in
 // order; a boundary kernel of another block on the device runs between two pieces instead of
@@ -370,15 +381,16 @@ cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Blo
 std::pair<cascade::DeviceTask, cascade::DeviceTask> launch_split(cascade::Devices& devs,
                                                                  const cascade::Kernel& boundary,
                                                                  const cascade::Kernel& interior,
-                                                                 Block& b, int t, int pieces) {
+                                                                 Block& b, int t, const Faces& o,
+                                                                 int pieces) {
     const int p = t % 2, q = 1 - p;
     const int shell = 2 * (b.ly * b.lz + b.lx * b.lz + b.lx * b.ly);
     cascade::DeviceTask bt = devs.submit(
         boundary, cascade::read(b.field[p]), cascade::read(b.in[p][0]), cascade::read(b.in[p][1]),
         cascade::read(b.in[p][2]), cascade::read(b.in[p][3]), cascade::read(b.in[p][4]),
-        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(b.out[p][0]),
-        cascade::write(b.out[p][1]), cascade::write(b.out[p][2]), cascade::write(b.out[p][3]),
-        cascade::write(b.out[p][4]), cascade::write(b.out[p][5]), b.lx, b.ly, b.lz,
+        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(o[0]),
+        cascade::write(o[1]), cascade::write(o[2]), cascade::write(o[3]), cascade::write(o[4]),
+        cascade::write(o[5]), b.lx, b.ly, b.lz,
         cascade::Launch{.on = b.device, .threads = {shell}});
     if (b.lx < 3 || b.ly < 3 || b.lz < 3) return {bt, bt};
     const int mz = b.lz - 2;
@@ -504,6 +516,12 @@ int main(int argc, char** argv) {
     app.add_option("--backend-completes", backend_completes,
                    "sim devices: an engine thread completes what it finished (1) or wakes the "
                    "device runtime's thread for it (0)");
+    std::string local_halos = "direct";
+    app.add_option("--local-halos", local_halos,
+                   "Cascade version: a face for a block on the same rank is written by the "
+                   "kernel straight into that block's halo on the device (direct), or travels "
+                   "through the host as any other (message)")
+        ->check(CLI::IsMember({"direct", "message"}));
     std::string halos = "am";
     app.add_option("--halos", halos,
                    "Cascade version: halos as large active messages (am) or object requests")
@@ -716,6 +734,13 @@ int main(int argc, char** argv) {
     // Blocks that migrate: reads the faces iteration t wrote and ships them, where the block
     // is now (an object request, `faces` below).
     std::function<void(int id, int t)> send_faces;
+    // Counts an arrival for iteration t at block `id` (the handler `arrived` below).
+    std::function<void(int id, int t)> notify_arrival;
+    // Whether face f of b is written straight into its neighbour's halo (same rank).
+    const bool direct_halos = local_halos == "direct" && !moving;
+    auto local_direct = [&](const Block& b, int f) {
+        return direct_halos && b.nb[f] >= 0 && b.nb[f] / per_rank == me;
+    };
     // Launches the iterations of b whose arrivals are complete, in order.
     auto try_launch = [&](Block& b) {
         while (b.next < iters && b.arrived[b.next % 2] == b.expected) {
@@ -724,12 +749,20 @@ int main(int argc, char** argv) {
             const bool fails = b.id == fail_block && t == fail_iter;
             // `faces`: the kernel that writes the outgoing faces (the boundary kernel when
             // split: the faces travel while the interior kernel runs).
+            // Faces for blocks of this rank go straight into their halos (direct below).
+            std::array<bool, 6> direct{};
+            Faces o = own_faces(b, t);
+            for (int f = 0; f < 6; ++f)
+                if (local_direct(b, f)) {
+                    direct[f] = true;
+                    o[f] = block(b.nb[f])->in[(t + 1) % 2][f ^ 1];
+                }
             cascade::DeviceTask faces;
             if (kernels == "split") {
                 std::tie(faces, b.last) =
-                    launch_split(devs, fails ? failing : boundary, interior, b, t, pieces);
+                    launch_split(devs, fails ? failing : boundary, interior, b, t, o, pieces);
             } else {
-                b.last = faces = launch(devs, fails ? failing : update, b, t);
+                b.last = faces = launch(devs, fails ? failing : update, b, t, o);
             }
             faces.on_done([&, id = b.id, t](std::exception_ptr e) {
                 if (!e) return;
@@ -752,6 +785,13 @@ int main(int argc, char** argv) {
                 faces.then([&, t, id = b.id] { send_faces(id, t); });
                 continue;
             }
+            // A face written into a neighbour's halo on this rank arrives there now: the
+            // neighbour's kernels of iteration t + 1, submitted after this one, read it after
+            // it (the device layer orders them by their access modes), and this kernel, which
+            // overwrites that halo, was submitted after the neighbour's kernels of iteration
+            // t - 1 that read it (their faces were among this launch's arrivals).
+            for (int f = 0; f < 6; ++f)
+                if (direct[f]) notify_arrival(b.nb[f], t + 1);
             // Each face it writes is requested on the host now, behind the kernel: the
             // runtime copies it out as soon as the kernel ends, without waiting for a worker
             // to ask; a face whose previous send has not completed yet is requested by the
@@ -760,13 +800,18 @@ int main(int argc, char** argv) {
             // at release(), so the continuation waits for the grants with get(): its worker
             // runs other pool tasks meanwhile.)
             std::array<std::optional<cascade::HostAccess<double>>, 6> hs;
+            bool any = false;
             for (int f = 0; f < 6; ++f)
-                if (b.nb[f] >= 0) hs[f] = request_face_if_free(b, t % 2, f);
-            faces.then([&, t, bp = &b, hs = std::move(hs)]() mutable {
+                if (b.nb[f] >= 0 && !direct[f]) {
+                    hs[f] = request_face_if_free(b, t % 2, f);
+                    any = true;
+                }
+            if (!any) continue;
+            faces.then([&, t, bp = &b, hs = std::move(hs), direct]() mutable {
                 for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0 && !hs[f]) hs[f] = request_face(*bp, t % 2, f);
+                    if (bp->nb[f] >= 0 && !direct[f] && !hs[f]) hs[f] = request_face(*bp, t % 2, f);
                 for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0) ship(*bp, t + 1, f, hs[f]->get());
+                    if (bp->nb[f] >= 0 && !direct[f]) ship(*bp, t + 1, f, hs[f]->get());
             });
         }
     };
@@ -798,6 +843,7 @@ int main(int argc, char** argv) {
             try_launch(b);
         },
         {.name = "arrived"});
+    notify_arrival = [&](int id, int t) { arrived->invoke(ptr(id), t); };
     auto* halo_am = comm.make_large_active_msg(
         [&](int& to, int& t, int& f, int&) {  // on_arrival, at the receiver
             const Block& b = *block(to);
@@ -927,7 +973,7 @@ int main(int argc, char** argv) {
                 d.release();
             tasks.clear();
             for (Block& b : cblocks)
-                tasks.push_back(launch(devs, update, b, t));
+                tasks.push_back(launch(devs, update, b, t, own_faces(b, t)));
             for (auto& k : tasks)
                 k.get();
         }
