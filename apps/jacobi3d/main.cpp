@@ -504,7 +504,7 @@ int main(int argc, char** argv) {
                    "Cascade version: the update as a boundary and an interior kernel (split), "
                    "or as one kernel (whole)")
         ->check(CLI::IsMember({"split", "whole"}));
-    int pieces = 0;
+    int pieces = 1;
     app.add_option("--interior-pieces", pieces,
                    "Cascade version, split update: the interior kernel as this many kernels of "
                    "whole z layers (0: --od, one per block on the device)");
