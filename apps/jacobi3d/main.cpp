@@ -33,16 +33,20 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -151,16 +155,19 @@ CASCADE_KERNEL(jacobi_boundary,
                    }
                });
 
+// The interior points of the z layers k0 + 1 .. k0 + nk (a piece of the interior: several
+// pieces let another block's boundary kernel run between them).
 CASCADE_KERNEL(jacobi_interior,
-               (kernel_global const double* u, kernel_global double* v, int lx, int ly, int lz), {
+               (kernel_global const double* u, kernel_global double* v, int lx, int ly, int k0,
+                int nk),
+               {
                    int id = kernel_global_id_x;
                    int mx = lx - 2;
                    int my = ly - 2;
-                   int mz = lz - 2;
-                   if (id < mx * my * mz) {
+                   if (id < mx * my * nk) {
                        int i = id % mx + 1;
                        int j = (id / mx) % my + 1;
-                       int k = id / (mx * my) + 1;
+                       int k = id / (mx * my) + 1 + k0;
                        int c = i + lx * (j + ly * k);
                        double s = u[c - 1];
                        s += u[c + 1];
@@ -338,44 +345,63 @@ void reset(Block& b) {
     b.last = {};
 }
 
+// Where iteration t of a block writes its six faces: its own out[t % 2], or for a face whose
+// neighbour is on the same rank (Cascade version, --local-halos direct) that neighbour's
+// incoming halo of iteration t + 1 itself.
+using Faces = std::array<cascade::Data<double>, 6>;
+Faces own_faces(const Block& b, int t) {
+    Faces o;
+    for (int f = 0; f < 6; ++f)
+        o[f] = b.out[t % 2][f];
+    return o;
+}
+
 // Submits iteration t of block b (reads field[t % 2], in[t % 2], writes field[(t+1) % 2] and
-// out[t % 2]).
-cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Block& b, int t) {
+// the faces `o`).
+cascade::DeviceTask launch(cascade::Devices& devs, const cascade::Kernel& k, Block& b, int t,
+                           const Faces& o) {
     const int p = t % 2, q = 1 - p;
     const int n = b.lx * b.ly * b.lz;
     return devs.submit(
         k, cascade::read(b.field[p]), cascade::read(b.in[p][0]), cascade::read(b.in[p][1]),
         cascade::read(b.in[p][2]), cascade::read(b.in[p][3]), cascade::read(b.in[p][4]),
-        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(b.out[p][0]),
-        cascade::write(b.out[p][1]), cascade::write(b.out[p][2]), cascade::write(b.out[p][3]),
-        cascade::write(b.out[p][4]), cascade::write(b.out[p][5]), b.lx, b.ly, b.lz,
-        cascade::Launch{.on = b.device, .threads = {n}});
+        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(o[0]),
+        cascade::write(o[1]), cascade::write(o[2]), cascade::write(o[3]), cascade::write(o[4]),
+        cascade::write(o[5]), b.lx, b.ly, b.lz, cascade::Launch{.on = b.device, .threads = {n}});
 }
 
 // Submits iteration t of block b as the split update: the boundary kernel (reads field[t % 2]
-// and in[t % 2], writes the boundary of field[(t+1) % 2] and out[t % 2]), then the interior
+// and in[t % 2], writes the boundary of field[(t+1) % 2] and the faces `o`), then the interior
 // kernel (reads field[t % 2], readwrite on field[(t+1) % 2]: it keeps the boundary the first
-// wrote). The access modes order them, and the next iteration's kernels after both; the faces
-// depend on the boundary kernel only. Returns {boundary, last}; a block too thin to have an
-// interior has only the first.
+// wrote), in `pieces` kernels of whole z layers (each readwrite on field[(t+1) % 2], so in
+// order; a boundary kernel of another block on the device runs between two pieces instead of
+// waiting for the whole interior). The access modes order them, and the next iteration's
+// kernels after them all; the faces depend on the boundary kernel only. Returns {boundary,
+// last}; a block too thin to have an interior has only the first.
 std::pair<cascade::DeviceTask, cascade::DeviceTask> launch_split(cascade::Devices& devs,
                                                                  const cascade::Kernel& boundary,
                                                                  const cascade::Kernel& interior,
-                                                                 Block& b, int t) {
+                                                                 Block& b, int t, const Faces& o,
+                                                                 int pieces) {
     const int p = t % 2, q = 1 - p;
     const int shell = 2 * (b.ly * b.lz + b.lx * b.lz + b.lx * b.ly);
     cascade::DeviceTask bt = devs.submit(
         boundary, cascade::read(b.field[p]), cascade::read(b.in[p][0]), cascade::read(b.in[p][1]),
         cascade::read(b.in[p][2]), cascade::read(b.in[p][3]), cascade::read(b.in[p][4]),
-        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(b.out[p][0]),
-        cascade::write(b.out[p][1]), cascade::write(b.out[p][2]), cascade::write(b.out[p][3]),
-        cascade::write(b.out[p][4]), cascade::write(b.out[p][5]), b.lx, b.ly, b.lz,
+        cascade::read(b.in[p][5]), cascade::write(b.field[q]), cascade::write(o[0]),
+        cascade::write(o[1]), cascade::write(o[2]), cascade::write(o[3]), cascade::write(o[4]),
+        cascade::write(o[5]), b.lx, b.ly, b.lz,
         cascade::Launch{.on = b.device, .threads = {shell}});
     if (b.lx < 3 || b.ly < 3 || b.lz < 3) return {bt, bt};
-    const int inner = (b.lx - 2) * (b.ly - 2) * (b.lz - 2);
-    cascade::DeviceTask it =
-        devs.submit(interior, cascade::read(b.field[p]), cascade::readwrite(b.field[q]), b.lx, b.ly,
-                    b.lz, cascade::Launch{.on = b.device, .threads = {inner}});
+    const int mz = b.lz - 2;
+    const int n = std::clamp(pieces, 1, mz);
+    cascade::DeviceTask it;
+    for (int c = 0; c < n; ++c) {
+        const int k0 = mz * c / n, nk = mz * (c + 1) / n - k0;
+        it = devs.submit(
+            interior, cascade::read(b.field[p]), cascade::readwrite(b.field[q]), b.lx, b.ly, k0, nk,
+            cascade::Launch{.on = b.device, .threads = {(b.lx - 2) * (b.ly - 2) * nk}});
+    }
     return {bt, it};
 }
 
@@ -478,10 +504,24 @@ int main(int argc, char** argv) {
                    "Cascade version: the update as a boundary and an interior kernel (split), "
                    "or as one kernel (whole)")
         ->check(CLI::IsMember({"split", "whole"}));
+    int pieces = 1;
+    app.add_option("--interior-pieces", pieces,
+                   "Cascade version, split update: the interior kernel as this many kernels of "
+                   "whole z layers (0: --od, one per block on the device)");
     bool push_halos = true;
     app.add_option("--push-halos", push_halos,
                    "Cascade version: each arriving halo is copied to the device at once (1) or "
                    "when its kernel is ready (0)");
+    bool backend_completes = true;
+    app.add_option("--backend-completes", backend_completes,
+                   "sim devices: an engine thread completes what it finished (1) or wakes the "
+                   "device runtime's thread for it (0)");
+    std::string local_halos = "direct";
+    app.add_option("--local-halos", local_halos,
+                   "Cascade version: a face for a block on the same rank is written by the "
+                   "kernel straight into that block's halo on the device (direct), or travels "
+                   "through the host as any other (message)")
+        ->check(CLI::IsMember({"direct", "message"}));
     std::string halos = "am";
     app.add_option("--halos", halos,
                    "Cascade version: halos as large active messages (am) or object requests")
@@ -502,11 +542,17 @@ int main(int argc, char** argv) {
     app.add_option("--fail", fail,
                    "BLOCK:ITER: the kernel of block BLOCK at iteration ITER fails (Cascade "
                    "version; tests the error path)");
+    double late_release = 0;
+    app.add_option("--late-release", late_release,
+                   "Cascade version, halos as large active messages: each face's host copy is "
+                   "released this many seconds after its send completed (tests a sender that "
+                   "learns late that its sends completed)");
     std::string expect;
     app.add_option("--expect", expect,
                    "the checksum the run must give (hex, as printed): checks large domains");
     CLI11_PARSE(app, argc, argv);
     const std::array<long, 3> size{nx ? nx : n, ny ? ny : n, nz ? nz : n};
+    if (pieces <= 0) pieces = od;
     if (device != "sim") devices = 1;
     int fail_block = -1, fail_iter = -1;
     if (!fail.empty() && std::sscanf(fail.c_str(), "%d:%d", &fail_block, &fail_iter) != 2) {
@@ -528,6 +574,7 @@ int main(int argc, char** argv) {
         dopts.sim_options.latency = latency;
         dopts.sim_options.launch_latency = launch_latency;
         dopts.sim_options.run_kernels = !model;
+        dopts.complete_on_backend = backend_completes;
     } else if (device == "opencl") {
         dopts.opencl = 1;
     } else if (device == "cuda") {
@@ -608,12 +655,92 @@ int main(int argc, char** argv) {
         local[l] = objs.local(mine[l]);
     auto block = [&](int id) { return local[static_cast<std::size_t>(id % per_rank)]; };
 
+    // A face's host copy is requested from the kernel that writes it until its send has
+    // completed (the sender's on_sent, which may come after the neighbour's reply arrived: the
+    // neighbour got the bytes before the sender's communication thread saw the send end). A
+    // Data takes one host request at a time, so the request for iteration t + 2 is issued with
+    // its kernels only if the one of iteration t is released by then; otherwise the kernels'
+    // continuation issues it (that kernel writes the face, so it ran after the release).
+    // Per block (by id: a block's requests and releases happen on the rank it is on) and per
+    // parity and face: whether the face's host copy is requested.
+    struct FaceHolds {
+        std::mutex mu;
+        bool held[2][6] = {};
+    };
+    std::unique_ptr<FaceHolds[]> holds(new FaceHolds[static_cast<std::size_t>(g.blocks)]);
+    auto request_face = [&](Block& b, int p, int f) {
+        FaceHolds& h = holds[static_cast<std::size_t>(b.id)];
+        std::lock_guard<std::mutex> lk(h.mu);
+        h.held[p][f] = true;
+        return b.out[p][f].request(cascade::DataAccess::read);
+    };
+    auto request_face_if_free = [&](Block& b, int p,
+                                    int f) -> std::optional<cascade::HostAccess<double>> {
+        FaceHolds& h = holds[static_cast<std::size_t>(b.id)];
+        std::lock_guard<std::mutex> lk(h.mu);
+        if (h.held[p][f]) return std::nullopt;
+        h.held[p][f] = true;
+        return b.out[p][f].request(cascade::DataAccess::read);
+    };
+    auto release_face = [&](Block& b, int p, int f) {
+        FaceHolds& h = holds[static_cast<std::size_t>(b.id)];
+        std::lock_guard<std::mutex> lk(h.mu);
+        b.out[p][f].release();
+        h.held[p][f] = false;
+    };
+    // --late-release: faces whose send completed, released by this thread when due.
+    struct LateRelease {
+        Clock::time_point due;
+        Block* b;
+        int p, f;
+    };
+    std::mutex late_mu;
+    std::condition_variable late_cv;
+    std::deque<LateRelease> late;
+    bool late_stop = false;
+    std::thread late_thread;
+    if (late_release > 0)
+        late_thread = std::thread([&] {
+            std::unique_lock<std::mutex> lk(late_mu);
+            for (;;) {
+                late_cv.wait(lk, [&] { return late_stop || !late.empty(); });
+                if (late.empty()) return;
+                const LateRelease r = late.front();
+                if (Clock::now() < r.due) {
+                    late_cv.wait_until(lk, r.due);
+                    continue;
+                }
+                late.pop_front();
+                lk.unlock();
+                release_face(*r.b, r.p, r.f);
+                lk.lock();
+            }
+        });
+    struct StopLate {
+        std::function<void()> f;
+        ~StopLate() { f(); }
+    } stop_late{[&] {
+        {
+            std::lock_guard<std::mutex> lk(late_mu);
+            late_stop = true;
+        }
+        late_cv.notify_all();
+        if (late_thread.joinable()) late_thread.join();
+    }};
+
     // Sends face f of block `from`, the input of iteration t of block from.nb[f], from the
     // host copy `s` of out[(t + 1) % 2][f] (granted), and releases that copy once sent.
     std::function<void(Block & from, int t, int f, std::span<double> s)> ship;
     // Blocks that migrate: reads the faces iteration t wrote and ships them, where the block
     // is now (an object request, `faces` below).
     std::function<void(int id, int t)> send_faces;
+    // Counts an arrival for iteration t at block `id` (the handler `arrived` below).
+    std::function<void(int id, int t)> notify_arrival;
+    // Whether face f of b is written straight into its neighbour's halo (same rank).
+    const bool direct_halos = local_halos == "direct" && !moving;
+    auto local_direct = [&](const Block& b, int f) {
+        return direct_halos && b.nb[f] >= 0 && b.nb[f] / per_rank == me;
+    };
     // Launches the iterations of b whose arrivals are complete, in order.
     auto try_launch = [&](Block& b) {
         while (b.next < iters && b.arrived[b.next % 2] == b.expected) {
@@ -622,12 +749,20 @@ int main(int argc, char** argv) {
             const bool fails = b.id == fail_block && t == fail_iter;
             // `faces`: the kernel that writes the outgoing faces (the boundary kernel when
             // split: the faces travel while the interior kernel runs).
+            // Faces for blocks of this rank go straight into their halos (direct below).
+            std::array<bool, 6> direct{};
+            Faces o = own_faces(b, t);
+            for (int f = 0; f < 6; ++f)
+                if (local_direct(b, f)) {
+                    direct[f] = true;
+                    o[f] = block(b.nb[f])->in[(t + 1) % 2][f ^ 1];
+                }
             cascade::DeviceTask faces;
             if (kernels == "split") {
                 std::tie(faces, b.last) =
-                    launch_split(devs, fails ? failing : boundary, interior, b, t);
+                    launch_split(devs, fails ? failing : boundary, interior, b, t, o, pieces);
             } else {
-                b.last = faces = launch(devs, fails ? failing : update, b, t);
+                b.last = faces = launch(devs, fails ? failing : update, b, t, o);
             }
             faces.on_done([&, id = b.id, t](std::exception_ptr e) {
                 if (!e) return;
@@ -650,17 +785,33 @@ int main(int argc, char** argv) {
                 faces.then([&, t, id = b.id] { send_faces(id, t); });
                 continue;
             }
-            // When it ends: read each face it wrote on the host and send it across. (A host
-            // request's task completes at release(), so the continuation waits for the
-            // grants with get(): its worker runs other pool tasks meanwhile.)
-            faces.then([&, t, bp = &b] {
-                std::vector<cascade::HostAccess<double>> hs;
+            // A face written into a neighbour's halo on this rank arrives there now: the
+            // neighbour's kernels of iteration t + 1, submitted after this one, read it after
+            // it (the device layer orders them by their access modes), and this kernel, which
+            // overwrites that halo, was submitted after the neighbour's kernels of iteration
+            // t - 1 that read it (their faces were among this launch's arrivals).
+            for (int f = 0; f < 6; ++f)
+                if (direct[f]) notify_arrival(b.nb[f], t + 1);
+            // Each face it writes is requested on the host now, behind the kernel: the
+            // runtime copies it out as soon as the kernel ends, without waiting for a worker
+            // to ask; a face whose previous send has not completed yet is requested by the
+            // continuation instead (FaceHolds above). When the kernel ends, a continuation
+            // sends each face across once its copy is there. (A host request's task completes
+            // at release(), so the continuation waits for the grants with get(): its worker
+            // runs other pool tasks meanwhile.)
+            std::array<std::optional<cascade::HostAccess<double>>, 6> hs;
+            bool any = false;
+            for (int f = 0; f < 6; ++f)
+                if (b.nb[f] >= 0 && !direct[f]) {
+                    hs[f] = request_face_if_free(b, t % 2, f);
+                    any = true;
+                }
+            if (!any) continue;
+            faces.then([&, t, bp = &b, hs = std::move(hs), direct]() mutable {
                 for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0)
-                        hs.push_back(bp->out[t % 2][f].request(cascade::DataAccess::read));
-                std::size_t i = 0;
+                    if (bp->nb[f] >= 0 && !direct[f] && !hs[f]) hs[f] = request_face(*bp, t % 2, f);
                 for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0) ship(*bp, t + 1, f, hs[i++].get());
+                    if (bp->nb[f] >= 0 && !direct[f]) ship(*bp, t + 1, f, hs[f]->get());
             });
         }
     };
@@ -692,6 +843,7 @@ int main(int argc, char** argv) {
             try_launch(b);
         },
         {.name = "arrived"});
+    notify_arrival = [&](int id, int t) { arrived->invoke(ptr(id), t); };
     auto* halo_am = comm.make_large_active_msg(
         [&](int& to, int& t, int& f, int&) {  // on_arrival, at the receiver
             const Block& b = *block(to);
@@ -704,7 +856,18 @@ int main(int argc, char** argv) {
             return h.get().data();
         },
         [&](int&, int& t, int& f, int& from) {  // on_sent, at the sender
-            block(from)->out[(t + 1) % 2][f ^ 1].release();
+            Block& b = *block(from);
+            if (late_release > 0) {
+                {
+                    std::lock_guard<std::mutex> lk(late_mu);
+                    late.push_back({Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(late_release)),
+                                    &b, (t + 1) % 2, f ^ 1});
+                }
+                late_cv.notify_all();
+                return;
+            }
+            release_face(b, (t + 1) % 2, f ^ 1);
         },
         "jacobi3d halo");
     ship = [&](Block& from, int t, int f, std::span<double> s) {
@@ -714,7 +877,7 @@ int main(int argc, char** argv) {
                                 f ^ 1, from.id);
         } else {
             std::vector<double> v(s.begin(), s.end());
-            from.out[(t + 1) % 2][f].release();
+            release_face(from, (t + 1) % 2, f);
             halo->invoke(ptr(to), t, f ^ 1, std::move(v));
         }
     };
@@ -722,7 +885,7 @@ int main(int argc, char** argv) {
         [&](Block& b, int& t) {
             std::vector<cascade::HostAccess<double>> hs;
             for (int f = 0; f < 6; ++f)
-                if (b.nb[f] >= 0) hs.push_back(b.out[t % 2][f].request(cascade::DataAccess::read));
+                if (b.nb[f] >= 0) hs.push_back(request_face(b, t % 2, f));
             std::size_t i = 0;
             for (int f = 0; f < 6; ++f)
                 if (b.nb[f] >= 0) ship(b, t + 1, f, hs[i++].get());
@@ -758,8 +921,7 @@ int main(int argc, char** argv) {
         [&](Block& b) {
             // Iteration 0's halos: the initial faces (out[1]).
             for (int f = 0; f < 6; ++f)
-                if (b.nb[f] >= 0)
-                    ship(b, 0, f, b.out[1][f].request(cascade::DataAccess::read).get());
+                if (b.nb[f] >= 0) ship(b, 0, f, request_face(b, 1, f).get());
             try_launch(b);
         },
         {.name = "kick"});
@@ -811,7 +973,7 @@ int main(int argc, char** argv) {
                 d.release();
             tasks.clear();
             for (Block& b : cblocks)
-                tasks.push_back(launch(devs, update, b, t));
+                tasks.push_back(launch(devs, update, b, t, own_faces(b, t)));
             for (auto& k : tasks)
                 k.get();
         }

@@ -4,6 +4,8 @@
 #include "cascade/comm/communicator.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -13,11 +15,25 @@
 #include "cascade/core/errors.hpp"
 #include "cascade/core/log.hpp"
 
+#include "cascade/comm/detail/test_access.hpp"
+
 #include "internal.hpp"
 
 namespace cascade {
 
 using namespace comm_detail;
+
+namespace {
+// poll_once with a transfer in flight and nothing moving: after kHotInFlightPolls hot polls
+// (while the workers are idle), kYieldInFlightPolls yielding ones, then each one naps.
+constexpr int kYieldInFlightPolls = 16;
+constexpr auto kInFlightNap = std::chrono::microseconds(20);
+std::atomic<std::uint64_t> g_in_flight_naps{0};  // CommTestAccess::in_flight_naps
+}  // namespace
+
+std::uint64_t detail::CommTestAccess::in_flight_naps() noexcept {
+    return g_in_flight_naps.load(std::memory_order_relaxed);
+}
 
 void Communicator::trace_ctrl(int peer, const CtrlMsg& m, bool received) {
     trace::Buffer* tb = trace::this_thread();
@@ -178,13 +194,24 @@ PollResult Communicator::poll_once(Threadpool& tp) {
     // Transfers in flight need progress calls to move (rendezvous protocols): keep polling.
     // While this rank's workers are idle, hot for kHotInFlightPolls quiet polls (a transfer
     // of a few KiB ends within microseconds, and a yield's system call would sit in its
-    // path), then yielding: that leaves the core to busy workers, or to ranks sharing it.
+    // path), then yielding for kYieldInFlightPolls more: that leaves the core to busy
+    // workers, or to ranks sharing it. A transfer still in flight after that waits for its
+    // peer (a receive not posted yet, a busy or descheduled rank): then each quiet poll naps
+    // kInFlightNap, off the run queue, instead of yielding again and again (a yield loop
+    // keeps this thread runnable and takes the cores from the threads of the other ranks
+    // on the same machine, the peer's included).
     const bool in_flight = !large_.empty() || pending_large_sends_ > 0;
     if (!active && in_flight) {
-        if (!tp.idle() || quiet_in_flight_ == kHotInFlightPolls)
-            std::this_thread::yield();
-        else
+        if (tp.idle() && quiet_in_flight_ < kHotInFlightPolls) {
             ++quiet_in_flight_;
+        } else if (quiet_in_flight_ < kHotInFlightPolls + kYieldInFlightPolls) {
+            quiet_in_flight_ =
+                static_cast<std::uint8_t>(std::max<int>(quiet_in_flight_, kHotInFlightPolls) + 1);
+            std::this_thread::yield();
+        } else {
+            g_in_flight_naps.fetch_add(1, std::memory_order_relaxed);
+            std::this_thread::sleep_for(kInFlightNap);
+        }
     } else {
         quiet_in_flight_ = 0;
     }

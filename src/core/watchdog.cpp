@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -58,6 +59,19 @@ void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
     if (const long ext = external_.load(); ext != 0)
         os << "; work running outside the workers (device tasks in flight): " << ext;
     os << "\n";
+    // A task that failed: join() rethrows its error once the rest ends, which it may never do
+    // when the failure left work behind (a request never released, a promise never fulfilled).
+    if (std::exception_ptr err = error_.peek()) {
+        os << "cascade: watchdog: " << who << "a task failed (join() rethrows it at its end): ";
+        try {
+            std::rethrow_exception(err);
+        } catch (const std::exception& e) {
+            os << e.what();
+        } catch (...) {
+            os << "unknown exception";
+        }
+        os << "\n";
+    }
     std::vector<std::string> names;
     const std::size_t total = taskflows_.pending(names);
     os << "cascade: watchdog: " << who << total << " task(s) waiting for promises";

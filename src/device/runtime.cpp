@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "cascade/core/detail/waits.hpp"
 #include "cascade/core/errors.hpp"
@@ -50,26 +51,73 @@ std::size_t memory_from_env() {
     return static_cast<std::size_t>(x * mult);
 }
 
+// A thread that finishes device operations and steps the runtime itself (defer_completions):
+// the runtime of the operation it finished last, still counted in its finishers.
+thread_local bool t_defers = false;
+thread_local Runtime* t_deferred = nullptr;
+// The runtime this thread is stepping in step_here() (its make_ready() need not ring).
+thread_local const Runtime* t_stepping = nullptr;
+
 // An event's finisher enters before the state changes and leaves after waking the runtime: the
-// runtime is not destroyed while one is still inside (stop() waits for them).
+// runtime is not destroyed while one is still inside (stop() waits for them). A deferring
+// thread leaves in run_deferred(), after stepping the runtime or ringing it.
 void wake_runtime(void* p, bool entering) {
     auto* rt = static_cast<Runtime*>(p);
     if (entering) {
         rt->finishers.fetch_add(1, std::memory_order_acq_rel);
-    } else {
-        rt->wake();
+        return;
+    }
+    if (t_defers) {
+        if (t_deferred && t_deferred != rt) run_deferred();  // another runtime's, first
+        if (t_deferred == rt) {  // already counted once: one step covers both
+            rt->finishers.fetch_sub(1, std::memory_order_acq_rel);
+            return;
+        }
+        t_deferred = rt;
+        return;
+    }
+    rt->wake();
+    rt->finishers.fetch_sub(1, std::memory_order_acq_rel);
+}
+}  // namespace
+
+void defer_completions() noexcept {
+    t_defers = true;
+}
+
+void run_deferred() noexcept {
+    // A finish inside the step (an operation that failed as it was issued) defers again.
+    while (Runtime* rt = std::exchange(t_deferred, nullptr)) {
+        rt->step_here();
         rt->finishers.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
-}  // namespace
+
+void Runtime::step_here() {
+    std::unique_lock<std::mutex> lk(step_mutex, std::try_to_lock);
+    if (!lk.owns_lock() || stop_.load(std::memory_order_acquire)) {
+        wake();  // the runtime thread is stepping (or stopping): it sees the finish
+        return;
+    }
+    steps_by_backends.fetch_add(1, std::memory_order_relaxed);
+    t_stepping = this;
+    // Until nothing moves (what became ready in one step is taken by the next), at most a
+    // few rounds: then the runtime thread takes over.
+    bool moved = false;
+    for (int i = 0; i < 8 && (moved = step()); ++i) {
+    }
+    t_stepping = nullptr;
+    lk.unlock();
+    if (moved || polled_events) wake();
+}
 
 Runtime::Runtime(Devices& o, Threadpool& pool, const DevicesOptions& op)
     : host(op.memory_pool), owner(o), tp(pool), opts(op), id(g_next_id.fetch_add(1)) {
     std::vector<std::unique_ptr<Device>> devs;
     if (opts.cpu) devs.push_back(make_cpu_device(tp));
     for (int i = 0; i < opts.sim; ++i)
-        devs.push_back(
-            make_sim_device(i, opts.sim_options, opts.separate_queues, opts.pinned_host));
+        devs.push_back(make_sim_device(i, opts.sim_options, opts.separate_queues, opts.pinned_host,
+                                       opts.complete_on_backend));
     // N > 0 devices asked for must be there; -1 takes whatever is found, none included.
     std::string why;
     if (opts.opencl) {
@@ -133,6 +181,8 @@ void Runtime::stop() {
 }
 
 void Runtime::wake() noexcept {
+    // Inside step_here(), which steps until nothing moves: no need to wake the runtime thread.
+    if (t_stepping == this) return;
     doorbell_.ring();
 }
 
@@ -484,6 +534,7 @@ DevicesStats Devices::stats() const {
     DevicesStats st;
     std::lock_guard<std::mutex> g(rt_->step_mutex);
     st.tasks = rt_->tasks_total.load();
+    st.backend_steps = rt_->steps_by_backends.load(std::memory_order_relaxed);
     for (const auto& s : rt_->slots) {
         st.devices.push_back(s.stats);
         st.bytes_in += s.stats.bytes_in;

@@ -96,6 +96,14 @@ class Runtime {
     // no one else does: the task is launched, and its completion seen, without waiting for
     // the runtime thread to wake up. Returns whether something moved.
     bool help();
+    // A backend thread that just finished an operation (the sim device's engines, when
+    // their thread is marked with defer_completions()) completes it itself: the finish
+    // does not ring the runtime thread; the backend calls run_deferred() once it has started
+    // its next operation (or has none), which steps the runtime here, until nothing moves,
+    // instead of waking the runtime thread (one wake-up less per device operation). When
+    // the runtime thread is stepping already, it rings as a plain finish does.
+    void step_here();
+    std::atomic<std::uint64_t> steps_by_backends{0};  // step_here() calls that stepped
     // A thread outside the pool waiting for kernel task t: when t runs on a device with native
     // events, it blocks on t's event (Device::wait_held), then runs the step that completes t.
     // False when it could not (t not launched yet, or no native event): then it polls.
@@ -164,13 +172,19 @@ class Runtime {
 };
 
 void drop(TaskState* s) noexcept;  // a reference to a task state
-void close_join(TaskState* j);     // dependencies.cpp: a readers' join is complete
+
+// The calling thread finishes device operations (a sim engine's thread): from now on its
+// finishes defer the runtime's wake-up to run_deferred().
+void defer_completions() noexcept;
+// Steps the runtime whose operation this thread finished last (if any), or rings it.
+void run_deferred() noexcept;
+void close_join(TaskState* j);  // dependencies.cpp: a readers' join is complete
 bool add_successor(TaskState* p, TaskState* s, bool propagate);
 
 // Backends (each in its own file).
 std::unique_ptr<Device> make_cpu_device(Threadpool& tp);
 std::unique_ptr<Device> make_sim_device(int number, const SimOptions& o, bool separate_queues,
-                                        bool pinned);
+                                        bool pinned, bool complete_on_engine);
 // OpenCL / CUDA devices found (up to `count`, -1: all); empty when the backend is not built
 // or finds none (then `why` says why).
 std::vector<std::unique_ptr<Device>> make_opencl_devices(int count, bool separate_queues,

@@ -4,7 +4,8 @@
 // copies out, kernels) or a single one when separate queues are off. A copy takes the
 // modelled latency + bytes / bandwidth (half the bandwidth from pageable host memory, when
 // page-locked host copies are off); a kernel runs the CPU variant (or sleeps its modelled time)
-// after the modelled launch latency.
+// after the modelled launch latency. An engine completes what it finished itself (the
+// runtime's step, on its thread, while its next operation's modelled time runs).
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
@@ -39,7 +40,8 @@ struct Op {
 
 class Engine {
   public:
-    Engine(std::string name, const SimOptions& o, bool pinned) : o_(o), pinned_(pinned) {
+    Engine(std::string name, const SimOptions& o, bool pinned, bool defer)
+        : o_(o), pinned_(pinned), defer_(defer) {
         thread_ = std::thread([this, n = std::move(name)] { run(n); });
     }
     ~Engine() {
@@ -66,10 +68,19 @@ class Engine {
         prctl(PR_SET_NAME, name.substr(0, 15).c_str());
         std::vector<unsigned char> scratch;
         std::minstd_rand jitter(static_cast<unsigned>(name.size()) * 7919u + 1u);
+        // This thread completes the operations it finishes (runtime.hpp, defer_completions):
+        // the runtime's step runs here once the next operation has started (its modelled time
+        // runs meanwhile) or when there is none, instead of on a runtime thread woken for it.
+        if (defer_) defer_completions();
         for (;;) {
             Op op;
             {
                 std::unique_lock<std::mutex> lk(m_);
+                if (count_ == 0 && !stop_) {
+                    lk.unlock();
+                    run_deferred();
+                    lk.lock();
+                }
                 cv_.wait(lk, [&] { return stop_ || count_ > 0; });
                 if (count_ == 0) return;
                 op = ring_[head_];
@@ -78,6 +89,7 @@ class Engine {
             }
             const auto start = Clock::now();
             op.e->t_start = trace::stamp();
+            run_deferred();
             try {
                 double model;
                 if (op.type == Op::kernel) {
@@ -108,9 +120,11 @@ class Engine {
                 op.e->fail(std::current_exception());
             }
         }
+        run_deferred();
     }
     SimOptions o_;
     bool pinned_;
+    bool defer_;
     std::mutex m_;
     std::condition_variable cv_;
     // A ring of operations that only grows: no allocation per operation once warm.
@@ -129,12 +143,12 @@ class Engine {
 
 class SimDevice final : public Device {
   public:
-    SimDevice(int number, const SimOptions& o, bool separate, bool pinned)
+    SimDevice(int number, const SimOptions& o, bool separate, bool pinned, bool defer)
         : name_("sim" + std::to_string(number)), o_(o) {
-        kernels_ = std::make_unique<Engine>(name_ + " kernels", o, pinned);
+        kernels_ = std::make_unique<Engine>(name_ + " kernels", o, pinned, defer);
         if (separate) {
-            in_ = std::make_unique<Engine>(name_ + " in", o, pinned);
-            out_ = std::make_unique<Engine>(name_ + " out", o, pinned);
+            in_ = std::make_unique<Engine>(name_ + " in", o, pinned, defer);
+            out_ = std::make_unique<Engine>(name_ + " out", o, pinned, defer);
         }
     }
     ~SimDevice() override {
@@ -212,8 +226,8 @@ class SimDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_sim_device(int number, const SimOptions& o, bool separate_queues,
-                                        bool pinned) {
-    return std::make_unique<SimDevice>(number, o, separate_queues, pinned);
+                                        bool pinned, bool complete_on_engine) {
+    return std::make_unique<SimDevice>(number, o, separate_queues, pinned, complete_on_engine);
 }
 
 }  // namespace cascade::device::detail

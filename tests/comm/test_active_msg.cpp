@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cascade/cascade.hpp"
+#include "cascade/comm/detail/test_access.hpp"
 #include "mpi_test_util.hpp"
 
 using cascade::Communicator;
@@ -206,6 +207,45 @@ TEST(LargeActiveMsg, SizesIncludingEmptyOddAndChunked) {
     EXPECT_EQ(arrived, 5);
     EXPECT_EQ(sent, 5);
     EXPECT_EQ(corrupt, 0);
+}
+
+// A body in flight whose receiver does not poll yet (rank 1 joins 200 ms late): rank 0's
+// join() polls hot, then yields a few times, then naps between polls instead of yielding the
+// core for the whole wait. On ranks 0 and 1 of a 2-rank job only (with 3 or 4 ranks, some
+// runs on a loaded 2-core machine saw no nap on rank 0; not explained).
+TEST(LargeActiveMsg, APollWaitingForAnUnpostedBodyNaps) {
+    int world = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) GTEST_SKIP() << "runs at 2 ranks";
+    MPI_Comm pair = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, world < 2 ? 0 : MPI_UNDEFINED, world, &pair);
+    if (pair == MPI_COMM_NULL) return;  // ranks 2 and up: not in this test
+    {
+        Communicator comm(pair);
+        Threadpool tp(1, &comm);
+        const int me = comm.rank();
+        std::vector<char> in, out(std::size_t(4) << 20, 'x');
+        int arrived = 0;
+        auto am = comm.make_large_active_msg([&](int&) { ++arrived; },
+                                             [&](int&) {
+                                                 in.assign(out.size(), 0);
+                                                 return in.data();
+                                             },
+                                             [&](int&) {});
+        const std::uint64_t before = cascade::detail::CommTestAccess::in_flight_naps();
+        if (me == 0) am->send_large(1, view<char>(out.data(), out.size()), 7);
+        if (me == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        tp.join();
+        if (me == 0) {
+            EXPECT_GT(cascade::detail::CommTestAccess::in_flight_naps(), before);
+        }
+        if (me == 1) {
+            EXPECT_EQ(arrived, 1);
+            EXPECT_EQ(in, out);
+        }
+    }
+    MPI_Comm_free(&pair);
 }
 
 TEST(ActiveMsg, BadDestinationIsAUsageError) {

@@ -411,3 +411,38 @@ TEST(DeviceTasks, ThreadsOutsideThePoolWaitOnOpenclEventsThemselves) {
         devs->wait_all();
     }
 }
+
+TEST(DeviceTasks, SimEnginesCompleteWhatTheyFinish) {
+    // With complete_on_backend a sim engine's thread completes the copies and kernels it
+    // finished (the runtime's step on its thread); off, the runtime thread does. Either way
+    // a chain of dependent kernels, host reads between them and a failing kernel give the
+    // same answers; only the first counts steps run by the engines.
+    for (const bool on : {true, false}) {
+        Threadpool tp(1);
+        Devices devs(tp,
+                     cascade::DevicesOptions{.cpu = false, .sim = 1, .complete_on_backend = on});
+        const int n = 256, rounds = 50;
+        Data<double> x(devs, iota(n), "x");
+        Data<double> y(devs, n, "y");
+        const Launch l{.threads = {std::size_t(n)}};
+        devs.submit(fill, cascade::write(y), 1.0, n, l);
+        for (int r = 0; r < rounds; ++r) {
+            devs.submit(axpy, 1.0, cascade::read(x), cascade::readwrite(y), n, l);
+            if (r % 10 == 9) {
+                auto h = y.request(DataAccess::read);
+                std::span<const double> v = h.get();
+                EXPECT_EQ(v[3], 1.0 + (r + 1) * 3.0) << "complete_on_backend = " << on;
+                y.release();
+            }
+        }
+        EXPECT_EQ(y.to_vector()[7], 1.0 + rounds * 7.0) << "complete_on_backend = " << on;
+        EXPECT_THROW(devs.submit(throwing_kernel(), cascade::read(x), Launch{.threads = {1}}).get(),
+                     std::domain_error);
+        devs.wait_all();
+        if (on) {
+            EXPECT_GT(devs.stats().backend_steps, 0u);
+        } else {
+            EXPECT_EQ(devs.stats().backend_steps, 0u);
+        }
+    }
+}

@@ -8,6 +8,9 @@
 //          throws IncompleteGraphError naming the rank and 'gather'
 //   hang   rank 0: 'gather' waits for one promise more than it gets; the task 'consumer'
 //          spins until 'gather' ran, so join() never returns (the watchdog must name it)
+//   failhang  rank 0: a task holds work outside the workers (as a device request does) and
+//          throws before it hands the hold on, so join() never returns on 2 ranks or more;
+//          the watchdog must print the task's error (join() would rethrow it at its end)
 //   futures  local and remote asyncs, then() continuations and a when_all: their tasks
 //          ("async", "future::then") are named when the trace is written, in
 //          ~Communicator, long after their jobs were freed (this crashed once)
@@ -153,6 +156,21 @@ int run_hang(Communicator& comm, bool consumer) {
     return 0;
 }
 
+int run_failhang(Communicator& comm) {
+    Threadpool tp(2, &comm);
+    Taskflow<int> tf(&tp, "f");
+    tf.set_indegree([](int) { return 1; })
+        .set_name([](int) { return std::string("thrower"); })
+        .set_task([&](int) {
+            tp.hold_external_work();  // released by what the task never got to start
+            throw std::runtime_error("thrown while holding work outside the workers");
+        });
+    if (comm.rank() == 0) tf.fulfill_promise(0);
+    tp.join();
+    std::printf("rank %d: join returned (the watchdog did not fire)\n", comm.rank());
+    return 0;
+}
+
 int run_futures(Communicator& comm) {
     const int me = comm.rank(), n = comm.ranks();
     constexpr int kCalls = 100;
@@ -240,6 +258,8 @@ int main(int argc, char** argv) {
             rc = run_load(comm);
         } else if (std::strcmp(mode, "hang") == 0) {
             rc = run_hang(comm, true);
+        } else if (std::strcmp(mode, "failhang") == 0) {
+            rc = run_failhang(comm);
         } else if (std::strcmp(mode, "incomplete") == 0) {
             rc = run_hang(comm, false);
         } else if (std::strcmp(mode, "abort") == 0) {
@@ -249,7 +269,8 @@ int main(int argc, char** argv) {
         } else if (std::strcmp(mode, "objects") == 0) {
             rc = run_objects(comm);
         } else {
-            std::fprintf(stderr, "usage: %s dag|load|pool|incomplete|hang|futures|objects|abort\n",
+            std::fprintf(stderr,
+                         "usage: %s dag|load|pool|incomplete|hang|failhang|futures|objects|abort\n",
                          argv[0]);
         }
     }

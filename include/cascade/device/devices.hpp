@@ -65,14 +65,20 @@ struct DevicesOptions {
     /// A thread outside the pool waiting for an OpenCL task blocks on its event and completes
     /// it itself (off: it polls, and the runtime thread completes it).
     bool wait_on_events = true;
+    /// A sim device's engine thread that finishes a copy or kernel runs the runtime's step
+    /// itself (completing it, launching what it released) once its next operation has
+    /// started, instead of waking the runtime thread (off: the runtime thread does it).
+    bool complete_on_backend = true;
     std::string name = "devices";  ///< in errors and trace tracks
 };
 
 /// Counters of the whole runtime.
 struct DevicesStats {
-    std::uint64_t tasks = 0;           ///< tasks submitted
-    std::uint64_t bytes_in = 0;        ///< host to devices, all devices
-    std::uint64_t bytes_out = 0;       ///< devices to host, all devices
+    std::uint64_t tasks = 0;      ///< tasks submitted
+    std::uint64_t bytes_in = 0;   ///< host to devices, all devices
+    std::uint64_t bytes_out = 0;  ///< devices to host, all devices
+    /// Steps of the runtime run by a backend's own thread (complete_on_backend).
+    std::uint64_t backend_steps = 0;
     std::vector<DeviceStats> devices;  ///< per device, in index order
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <utility>
 
@@ -12,6 +13,9 @@
 namespace cascade::detail {
 
 struct CommTestAccess {
+    /// join()'s polls in this process that napped while a large body was in flight and
+    /// nothing had moved for a while (instead of yielding the core once more).
+    static std::uint64_t in_flight_naps() noexcept;
     /// `f` runs at the start of every progress() on this rank (it may throw, as a failing
     /// MPI call or allocation would). Null: none.
     static void set_progress_fault(Communicator& c, std::function<void()> f) {
