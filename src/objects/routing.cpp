@@ -309,6 +309,7 @@ void Objects::start_all(std::vector<Pending>& out) {
                 p.inv->h.kind == OpKind::migrate || p.inv->h.kind == OpKind::rebalance;
             if (p.inv->h.kind != OpKind::handler &&
                 !(moves && p.rec->obj && p.rec->type->leave_waits(p.rec->obj))) {
+                const HereTask traced(this, p.rec, p.inv, nullptr);  // named before it moves
                 execute(p.rec, p.inv);
                 continue;
             }
