@@ -85,6 +85,7 @@ void Threadpool::join() {
     auto last_activity = std::chrono::steady_clock::now();
     bool moved = false;  // active polls since the clock was last read
     detail::Watchdog watchdog(tasks_run());
+    detail::HeldAfterFailure held(watchdog.limit_seconds());
     int busy_warnings = 0;  // consecutive "busy worker" warnings (reset when something moves)
     std::uint64_t runs_seen = 0;
     for (;;) {
@@ -120,6 +121,8 @@ void Threadpool::join() {
                 }
             }
         }
+        if (hook_ && error_.failed()) [[unlikely]]
+            check_held_after_failure(held, watchdog.enabled(), r == PollResult::active);
         if (r == PollResult::active) {
             busy_warnings = 0;
             nap_us = kFirstNapUs;
@@ -165,6 +168,30 @@ void Threadpool::join() {
         if (checked_) throw IncompleteGraphError(total, os.str());
         log::write(report_level, os.str());
     }
+}
+
+void Threadpool::check_held_after_failure(detail::HeldAfterFailure& held, bool may_end,
+                                          bool moved) {
+    // Stuck: no message moved at this poll, every worker idle and no task queued.
+    const long ext = external_.load(std::memory_order_seq_cst);
+    bool stuck =
+        !moved && static_cast<std::uint32_t>(idle_state_.load()) == static_cast<std::uint32_t>(n_);
+    for (int w = 0; stuck && w < n_; ++w)
+        stuck = queues_[w].size() == 0;
+    if (!held.check(ext, stuck)) return;
+    const std::string what = "join(): a task failed while " + std::to_string(ext) +
+                             " hold(s) of work outside the workers (device tasks, a Data request "
+                             "not released) remained, and none ended for " +
+                             std::to_string(static_cast<int>(held.limit_seconds())) +
+                             " s: the epoch cannot end (the failed task's error is above)";
+    watchdog_report(held.quiet_seconds(), held.limit_seconds(), "work held after a failure");
+    if (!may_end) {  // CASCADE_WATCHDOG=0: told once, then join() waits on
+        log::warn(rank_prefix() + what + "; CASCADE_WATCHDOG=0: waiting on");
+        held.silence();
+        return;
+    }
+    if (hook_) hook_->abort_job(rank_prefix() + what);
+    JoinHook::abort_job_default(rank_prefix() + what);
 }
 
 void JoinHook::fail(Threadpool& tp, std::exception_ptr e) noexcept {

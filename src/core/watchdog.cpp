@@ -41,12 +41,14 @@ void Threadpool::watchdog_fire(double quiet_seconds, double limit_seconds) {
 }
 
 // What this rank waits for (also printed with the warning about a long task).
-void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds) {
+void Threadpool::watchdog_report(double quiet_seconds, double limit_seconds,
+                                 const char* limit_name) {
     std::ostringstream os;
     const std::string who = rank_prefix();
     os << "cascade: watchdog: " << who << "Threadpool '" << opts_.name << "': join() saw no task "
-       << "run and no message move for " << quiet_seconds
-       << " s (CASCADE_WATCHDOG=" << limit_seconds << ")\n";
+       << "run and no message move for " << quiet_seconds << " s ("
+       << (limit_name ? limit_name : "CASCADE_WATCHDOG") << (limit_name ? ": " : "=")
+       << limit_seconds << (limit_name ? " s)\n" : ")\n");
     const std::uint64_t s = idle_state_.load();
     const int idle = static_cast<int>(static_cast<std::uint32_t>(s));
     os << "cascade: watchdog: " << who << "workers busy: " << (n_ - idle) << " of " << n_;

@@ -9,8 +9,9 @@
 //   hang   rank 0: 'gather' waits for one promise more than it gets; the task 'consumer'
 //          spins until 'gather' ran, so join() never returns (the watchdog must name it)
 //   failhang  rank 0: a task holds work outside the workers (as a device request does) and
-//          throws before it hands the hold on, so join() never returns on 2 ranks or more;
-//          the watchdog must print the task's error (join() would rethrow it at its end)
+//          throws before it hands the hold on, so join() cannot end on 2 ranks or more;
+//          the job must end (the watchdog, or after 10 s of unchanged holds) printing the
+//          task's error (join() would rethrow it at its end)
 //   futures  local and remote asyncs, then() continuations and a when_all: their tasks
 //          ("async", "future::then") are named when the trace is written, in
 //          ~Communicator, long after their jobs were freed (this crashed once)

@@ -32,6 +32,10 @@
 
 namespace cascade {
 
+namespace detail {
+class HeldAfterFailure;  // detail/watchdog.hpp
+}
+
 /// Settings of a Threadpool.
 struct ThreadpoolOptions {
     int verb = 0;             ///< > 0: warnings (e.g. tasks left waiting) go to stderr
@@ -234,7 +238,10 @@ class Threadpool {
     void execute(Task& t, int me);
     void run_guarded(Task& t, int me);
     [[noreturn]] void watchdog_fire(double quiet_seconds, double limit_seconds);
-    void watchdog_report(double quiet_seconds, double limit_seconds);
+    // `limit_name`: what set the limit (null: CASCADE_WATCHDOG).
+    void watchdog_report(double quiet_seconds, double limit_seconds,
+                         const char* limit_name = nullptr);
+    void check_held_after_failure(detail::HeldAfterFailure& held, bool may_end, bool moved);
     std::string rank_prefix() const;
 
     int n_;

@@ -66,4 +66,49 @@ class Watchdog {
     Clock::time_point next_check_{};
 };
 
+// After a task failed on a rank with a communicator, join() ends once this rank is idle, which
+// it never is when the failed task held work outside the workers that only it would have
+// released (Threadpool::hold_external_work: a device request it was to release). Nothing but
+// the watchdog would end such a join(). HeldAfterFailure says when the holds stayed the same
+// for kAbandonedSeconds (or the watchdog's limit when shorter) while every worker was idle
+// and no task queued: join() then reports and ends the job with the task's error.
+inline constexpr double kAbandonedSeconds = 10;
+
+class HeldAfterFailure {
+  public:
+    using Clock = std::chrono::steady_clock;
+
+    explicit HeldAfterFailure(double watchdog_seconds)
+        : limit_s_(watchdog_seconds > 0 && watchdog_seconds < kAbandonedSeconds
+                       ? watchdog_seconds
+                       : kAbandonedSeconds) {}
+
+    // Called on every poll of join() once a task failed: `held` the holds now, `stuck`
+    // whether no message moved, every worker is idle and no task is queued. True once the
+    // holds stayed the same and stuck for the limit.
+    bool check(long held, bool stuck) {
+        if (silent_) return false;
+        const auto now = Clock::now();
+        if (held == 0 || !stuck || held != held_) {
+            held_ = held;
+            since_ = now;
+            return false;
+        }
+        return now - since_ >= std::chrono::duration<double>(limit_s_);
+    }
+
+    double limit_seconds() const noexcept { return limit_s_; }
+    double quiet_seconds() const noexcept {
+        return std::chrono::duration<double>(Clock::now() - since_).count();
+    }
+    // Reported once, not again (the watchdog is off: join() waits on).
+    void silence() noexcept { silent_ = true; }
+
+  private:
+    bool silent_ = false;
+    double limit_s_;
+    long held_ = 0;
+    Clock::time_point since_{};
+};
+
 }  // namespace cascade::detail
