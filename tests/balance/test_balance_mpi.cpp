@@ -567,14 +567,17 @@ TEST(BalanceMpi, ADonorGivesNothingToARankThatHadAsMuchAMomentAgo) {
 // asker's recent peak load ends the asking: the work ends about evenly, and more rounds would
 // only hold the epoch. Rank 0 holds 0.2 s of work (a load function), rank 1 had 0.15 s a
 // moment ago and has none now; its round asks every other rank once, and no second round
-// follows (the messages rank 1 queued, counted).
+// follows (the messages rank 1 queued, counted). Its peak fades over level_s, 5 s here: on a
+// loaded machine the answers may take longer than the default 0.1 s allows (0.15 s faded to
+// under 0.2 / 1.5 after 12 ms), and the round would no longer find the ranks balanced.
 TEST(BalanceMpi, DiffusionStopsAskingWhenTheMostLoadedIsWithinTheRatio) {
     const int n = world_size();
     if (n < 2 || n > 5) GTEST_SKIP() << "2-5 ranks (every other rank a neighbour)";
     Communicator comm;
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
-    Balancer bal(objs, make_policy("diffusion"), {.period_s = 0.002, .enabled = false});
+    Balancer bal(objs, make_policy("diffusion"),
+                 {.period_s = 0.002, .enabled = false, .level_s = 5.0});
     std::atomic<double> each{comm.rank() == 0 ? 0.05 : comm.rank() == 1 ? 0.15 : 0.0};
     objs.set_load<Work>([&](const Work&) { return each.load(); });
     auto work = objs.make_handler<Work>([&](Work& w) { w.done++; }, {.name = "work"});
