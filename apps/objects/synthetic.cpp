@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
     int per_worker = 10, handlers = 20, threads = 1;
     double heavy_fraction = 0.2, heavy_factor = 2.5, light_ms = 2.0, period_ms = 2.0;
     double balanced_ratio = cascade::BalanceOptions{}.balanced_ratio;
+    double sustained_ratio = cascade::BalanceOptions{}.sustained_ratio;
+    double sustain_ms = cascade::BalanceOptions{}.sustain_s * 1e3;
     double spin_rate = 0;
     bool print_spin_rate = false;
     std::string placement = "concentrated", policy = "diffusion", shape = "upfront";
@@ -72,6 +74,11 @@ int main(int argc, char** argv) {
     app.add_option("--period-ms", period_ms, "balancing period (ms)");
     app.add_option("--balanced-ratio", balanced_ratio,
                    "loads within this ratio are balanced (BalanceOptions::balanced_ratio)");
+    app.add_option("--sustained-ratio", sustained_ratio,
+                   "an imbalance over this ratio that lasts is moved "
+                   "(BalanceOptions::sustained_ratio; 0: off)");
+    app.add_option("--sustain-ms", sustain_ms,
+                   "how long it must last (BalanceOptions::sustain_s, in ms)");
     app.add_flag("--fake-work", fake, "sleep instead of spinning (each rank stands for a core)");
     app.add_option("--spin-rate", spin_rate,
                    "spin iterations per second (default: measured on rank 0 at the start)")
@@ -87,7 +94,10 @@ int main(int argc, char** argv) {
     cascade::Threadpool tp(threads, &comm, 0, "synthetic");
     cascade::Objects objs(tp, comm);
     cascade::Balancer bal(objs, cascade::make_policy(policy == "static" ? "none" : policy),
-                          {.period_s = period_ms * 1e-3, .balanced_ratio = balanced_ratio});
+                          {.period_s = period_ms * 1e-3,
+                           .balanced_ratio = balanced_ratio,
+                           .sustained_ratio = sustained_ratio,
+                           .sustain_s = sustain_ms * 1e-3});
     const int me = comm.rank(), n = comm.ranks();
     const int workers = n * threads;
     const int n_objects = per_worker * workers;

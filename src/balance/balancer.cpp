@@ -178,6 +178,12 @@ double Balancer::work_left(double* horizon) const {
     level_ = std::max(sum, level_at(level_, now));
     near_level_ = std::max(near, level_at(near_level_, now));
     level_ns_ = now;
+    if (opts_.sustain_s > 0) {
+        samples_.push_back({now, sum, near});
+        const auto from = now - static_cast<std::int64_t>(opts_.sustain_s * 1e9);
+        while (samples_.size() > 1 && samples_[1].ns <= from)
+            samples_.pop_front();
+    }
     if (horizon) *horizon = near;
     return sum;
 }
@@ -198,6 +204,22 @@ double Balancer::load_level(double* horizon) const {
     const std::int64_t now = now_ns();
     if (horizon) *horizon = level_at(near_level_, now);
     return level_at(level_, now);
+}
+
+double Balancer::load_floor(double* horizon) const {
+    std::lock_guard<std::mutex> g(level_mutex_);
+    if (horizon) *horizon = 0;
+    // Only a rank that gave work a moment ago: its imbalance was found and acted on.
+    const std::int64_t now = now_ns();
+    const auto gave = gave_ns_.load(std::memory_order_relaxed);
+    if (gave == 0 || double(now - gave) * 1e-9 > opts_.level_s) return 0;
+    const auto from = now - static_cast<std::int64_t>(opts_.sustain_s * 1e9);
+    if (!(opts_.sustain_s > 0) || samples_.empty() || samples_.front().ns > from) return 0;
+    double load = samples_.front().load, near = samples_.front().near;
+    for (const auto& x : samples_)
+        load = std::min(load, x.load), near = std::min(near, x.near);
+    if (horizon) *horizon = near;
+    return load;
 }
 
 std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {
@@ -222,6 +244,7 @@ std::vector<double> Balancer::here_for(const std::vector<ObjectLoad>& objs) {
 bool Balancer::rebalance(const ObjectKey& k, int dest) {
     if (!enabled() || !objs_.rebalance(k, dest)) return false;
     migrations_.fetch_add(1, std::memory_order_relaxed);
+    gave_ns_.store(now_ns(), std::memory_order_relaxed);
     return true;
 }
 

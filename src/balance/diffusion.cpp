@@ -80,6 +80,7 @@ void Diffusion::start_round(Balancer& b, double my_load, std::vector<std::pair<i
     best_rank_ = -1;
     best_load_ = 0;
     best_near_ = 0;
+    best_floor_ = best_near_floor_ = 0;
     sum_loads_ = 0;
     max_load_ = 0;
     my_load_ = my_load;
@@ -104,8 +105,9 @@ void Diffusion::notify(Balancer&, const ObjectKey&, double) {
 
 void Diffusion::balance(Balancer& b) {
     if (b.ranks() < 2) return;
-    double near = 0;
+    double near = 0, near_floor = 0;
     const double load = b.work_left(&near);
+    const double floor = b.load_floor(&near_floor);
     std::vector<std::pair<int, Msg>> out;
     {
         std::lock_guard<std::mutex> g(m_);
@@ -118,7 +120,7 @@ void Diffusion::balance(Balancer& b) {
             told_ns_ = now_ns();
             for (int r = 0; r < int(turned_away_.size()); ++r)
                 if (turned_away_[std::size_t(r)])
-                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near}});
+                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near, 0, floor, near_floor}});
             turned_away_.assign(turned_away_.size(), 0);
             any_turned_away_ = false;
         }
@@ -126,7 +128,8 @@ void Diffusion::balance(Balancer& b) {
             std::uniform_int_distribution<int> pick(0, b.ranks() - 1);
             for (int i = 0; i < opts_.neighbours; ++i) {
                 const int r = pick(rng_);
-                if (r != b.rank()) out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near}});
+                if (r != b.rank())
+                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near, 0, floor, near_floor}});
             }
         }
     }
@@ -166,21 +169,23 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     // r names a rank (-1: none), but in kind 4, where it counts objects.
     if (source < 0 || source >= b.ranks() || m.r < -1 || (m.kind != 4 && m.r >= b.ranks()) ||
         !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
-        !std::isfinite(m.h) || !std::isfinite(m.hl))
+        !std::isfinite(m.h) || !std::isfinite(m.hl) || !std::isfinite(m.f) || !std::isfinite(m.fh))
         throw WireError("diffusion: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.r) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
     std::vector<std::pair<int, Msg>> out;
     switch (m.kind) {
         case 1: {  // a neighbour wants our load
-            double near = 0;
+            double near = 0, near_floor = 0;
             const double load = b.work_left(&near);
+            const double floor = b.load_floor(&near_floor);
             std::lock_guard<std::mutex> g(m_);
             if (load < opts_.limit_s) turn_away(b, source);  // told when we have work to spare
             const double hint = hint_load();
-            out.push_back({source, hint_rank_ != source && hint > load
-                                       ? Msg{2, hint_rank_, load, hint, 0, -1, 0, near}
-                                       : Msg{2, -1, load, 0, 0, -1, 0, near}});
+            out.push_back(
+                {source, hint_rank_ != source && hint > load
+                             ? Msg{2, hint_rank_, load, hint, 0, -1, 0, near, 0, floor, near_floor}
+                             : Msg{2, -1, load, 0, 0, -1, 0, near, 0, floor, near_floor}});
             break;
         }
         case 2: {  // a load we asked for
@@ -195,7 +200,9 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             max_load_ = std::max(max_load_, m.x);
             for (std::size_t i = 0; i < neighbours_.size(); ++i)
                 if (neighbours_[i] == source) loads_[i] = m.x;
-            if (m.x > best_load_) best_load_ = m.x, best_near_ = m.h, best_rank_ = source;
+            if (m.x > best_load_)
+                best_load_ = m.x, best_near_ = m.h, best_rank_ = source, best_floor_ = m.f,
+                best_near_floor_ = m.fh;
             learn(b, source, m.x);
             learn(b, m.r, m.y);
             if (replies_ < int(neighbours_.size())) break;
@@ -208,6 +215,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
                 // (Its horizon load is not known: its load stands for it, and it refuses if
                 // balanced.)
                 best_rank_ = hint_rank_, best_load_ = best_near_ = hint, sum += hint, n += 1;
+                best_floor_ = best_near_floor_ = 0;
                 const auto i = std::min_element(loads_.begin(), loads_.end()) - loads_.begin();
                 neighbours_[i] = hint_rank_, loads_[i] = hint;
             }
@@ -216,10 +224,11 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // random neighbours give a rough mean, and a rank that takes too much ends last).
             const double want = std::min(sum / n - my_load_, (best_load_ - my_load_) / askers(b));
             // Not from a rank with little more than we had a moment ago, nor one whose horizon
-            // load is (balanced: see BalanceOptions::balanced_ratio).
-            const double ratio = b.options().balanced_ratio;
-            const bool balanced =
-                ratio > 0 && (best_load_ <= ratio * level || best_near_ <= ratio * near_level);
+            // load is, unless that lasts (balanced: see BalanceOptions::balanced_ratio and
+            // sustained_ratio).
+            const bool balanced = detail::balanced(
+                b.options(), {best_load_, best_near_, best_floor_, best_near_floor_}, level,
+                near_level);
             if (best_rank_ >= 0 && best_load_ > opts_.limit_s &&
                 best_load_ > my_load_ + opts_.min_gap_s && want >= opts_.min_gap_s / 3 &&
                 !balanced) {
@@ -267,7 +276,8 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // it runs dry takes its share in the last stretch of the work, from donors that
             // several such ranks ask at once; one whose chains keep its worker busy at half
             // the rate of another's asks while they run (they likely end about together).
-            const bool balanced = ratio > 0 && (m.x <= ratio * level || m.h <= ratio * near_level);
+            const bool balanced =
+                detail::balanced(b.options(), {m.x, m.h, m.f, m.fh}, level, near_level);
             const bool little =
                 mine < opts_.limit_s || (ratio > 0 ? !balanced : 2 * mine + opts_.limit_s < m.x);
             if (phase_ != Phase::quiet || !little || m.x <= mine + opts_.min_gap_s || balanced ||

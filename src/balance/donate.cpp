@@ -20,6 +20,14 @@ double speed(Balancer& b, const std::vector<ObjectLoad>& objs, const Ask& ask) {
 
 }  // namespace
 
+bool balanced(const BalanceOptions& o, const DonorLoads& d, double level, double horizon_level) {
+    if (!(o.balanced_ratio > 0)) return false;
+    if (d.load > o.balanced_ratio * level && d.horizon > o.balanced_ratio * horizon_level)
+        return false;
+    const double s = o.sustained_ratio;
+    return !(s > 0 && d.floor > s * level && d.horizon_floor > s * horizon_level);
+}
+
 Gift donate(Balancer& b, int to, const Ask& ask) {
     const auto objs = b.local_objects();
     std::vector<double> movable;
@@ -35,8 +43,12 @@ Gift donate(Balancer& b, int to, const Ask& ask) {
     // Each rank's load is its own time to finish, whatever its devices. The horizon loads
     // too: a long queue here against chains there, whose steps to come are unknown, is no
     // surplus while both keep their workers busy at the same rate.
-    const double ratio = b.options().balanced_ratio;
-    if (ratio > 0 && (mine <= ratio * ask.level || near <= ratio * ask.horizon_level)) return {};
+    // An imbalance that lasts (the floors over sustain_s) is moved down to sustained_ratio.
+    double near_floor = 0;
+    const double floor = b.load_floor(&near_floor);
+    if (balanced(b.options(), {mine, near, std::min(floor, mine), std::min(near_floor, near)},
+                 ask.level, ask.horizon_level))
+        return {};
     std::vector<std::size_t> order;
     std::size_t with_work = 0;
     for (std::size_t i = 0; i < objs.size(); ++i) {

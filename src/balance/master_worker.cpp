@@ -32,6 +32,8 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
     const double load = b.work_left(&near);
     const double req = b.request_seconds();
     const double level = b.load_level(&near_level);
+    double near_floor = 0;
+    const double floor = b.load_floor(&near_floor);
     const int devices = b.devices();
     Out out;
     {
@@ -48,8 +50,8 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
         if (changed && !from_idle) {
             reported_ = load;
             again_ns_ = 0;
-            out.push_back(
-                {master, Msg{1, b.rank(), load, 0, req, devices, level, near, near_level}});
+            out.push_back({master, Msg{1, b.rank(), load, 0, req, devices, level, near, near_level,
+                                       floor, near_floor}});
         }
         if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
             !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
@@ -57,8 +59,8 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             waiting_ = true;
             reported_ = load;
             asked_load_ = load;
-            out.push_back(
-                {master, Msg{2, b.rank(), load, 0, req, devices, level, near, near_level}});
+            out.push_back({master, Msg{2, b.rank(), load, 0, req, devices, level, near, near_level,
+                                       floor, near_floor}});
         }
         // The master: a donor that refused a while ago may give now.
         if (b.rank() == master && !queue_.empty()) serve(b, out);
@@ -87,7 +89,6 @@ std::pair<double, double> MasterWorker::levels(const Balancer& b, int rank,
 
 void MasterWorker::serve(const Balancer& b, Out& out) {
     const std::int64_t now = now_ns();
-    const double ratio = b.options().balanced_ratio;
     // Each waiting rank once at most: one balanced with the most loaded rank goes to the
     // back of the queue, and the ranks behind it are served.
     for (std::size_t tries = queue_.size(); tries > 0 && !queue_.empty(); --tries) {
@@ -100,11 +101,13 @@ void MasterWorker::serve(const Balancer& b, Out& out) {
                 best = d;
         // r's recent peak load and horizon level, faded since it asked: a rank with little
         // more than r had a moment ago gives nothing (balanced, see
-        // BalanceOptions::balanced_ratio).
+        // BalanceOptions::balanced_ratio), unless that lasts (sustained_ratio).
         if (best < 0 || table_[best] < opts_.limit_s || table_[best] < table_[r] + opts_.limit_s)
             return;  // nobody has work to spare: r waits
         const auto [level, near_level] = levels(b, r, now);
-        if (ratio > 0 && (table_[best] <= ratio * level || near_[best] <= ratio * near_level)) {
+        if (detail::balanced(b.options(),
+                             {table_[best], near_[best], floor_[best], near_floor_[best]}, level,
+                             near_level)) {
             queue_.pop_front();
             queue_.push_back(r);
             continue;
@@ -120,6 +123,8 @@ void MasterWorker::serve(const Balancer& b, Out& out) {
         table_[best] -= want;  // what the donor will aim at
         table_[r] += want;
         near_[best] = std::max(0.0, near_[best] - want), near_[r] += want;
+        floor_[best] = std::min(floor_[best], table_[best]);
+        near_floor_[best] = std::min(near_floor_[best], near_[best]);
         promised_[r] = want;
     }
 }
@@ -129,8 +134,7 @@ void MasterWorker::serve_early(const Balancer& b, Out& out) {
     // all at once, then wait for their share in rounds; a rank whose load and horizon load
     // are under the most loaded rank's over balanced_ratio is given its share while its own
     // work runs (chains of one length end about together: their rates tell the imbalance).
-    const double ratio = b.options().balanced_ratio;
-    if (!(ratio > 0)) return;
+    if (!(b.options().balanced_ratio > 0)) return;
     const std::int64_t now = now_ns();
     int best = -1, low = -1;
     for (int d = 0; d < int(table_.size()); ++d) {
@@ -141,8 +145,8 @@ void MasterWorker::serve_early(const Balancer& b, Out& out) {
     }
     if (best < 0 || low < 0 || best == low || table_[best] < table_[low] + opts_.limit_s) return;
     const auto [level, near_level] = levels(b, low, now);
-    if (table_[best] <= ratio * std::max(level, table_[low]) ||
-        near_[best] <= ratio * std::max(near_level, near_[low]))
+    if (detail::balanced(b.options(), {table_[best], near_[best], floor_[best], near_floor_[best]},
+                         std::max(level, table_[low]), std::max(near_level, near_[low])))
         return;
     const double mean = std::accumulate(table_.begin(), table_.end(), 0.0) / table_.size();
     const double want = std::min(mean - table_[low], (table_[best] - table_[low]) / 2);
@@ -152,6 +156,8 @@ void MasterWorker::serve_early(const Balancer& b, Out& out) {
     table_[best] -= want;
     table_[low] += want;
     near_[best] = std::max(0.0, near_[best] - want), near_[low] += want;
+    floor_[best] = std::min(floor_[best], table_[best]);
+    near_floor_[best] = std::min(near_floor_[best], near_[best]);
     promised_[low] = want;
 }
 
@@ -161,7 +167,8 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
     // Loads are finite; kind 4 counts objects in y.
     if (source < 0 || source >= b.ranks() || m.rank < 0 || m.rank >= b.ranks() ||
         !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
-        !std::isfinite(m.h) || !std::isfinite(m.hl) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
+        !std::isfinite(m.h) || !std::isfinite(m.hl) || !std::isfinite(m.f) ||
+        !std::isfinite(m.fh) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -176,12 +183,17 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                     asked_.assign(b.ranks(), 0.0), promised_.assign(b.ranks(), 0.0),
                     request_s_.assign(b.ranks(), 0.0), devices_.assign(b.ranks(), -1),
                     level_.assign(b.ranks(), 0.0), level_ns_.assign(b.ranks(), 0),
-                    near_.assign(b.ranks(), 0.0), near_level_.assign(b.ranks(), 0.0);
+                    near_.assign(b.ranks(), 0.0), near_level_.assign(b.ranks(), 0.0),
+                    floor_.assign(b.ranks(), 0.0), near_floor_.assign(b.ranks(), 0.0);
             table_[source] = m.x;
             near_[source] = m.h;
             if (m.kind != 5) request_s_[source] = m.z, devices_[source] = m.d;
             if (m.kind != 5)
-                level_[source] = m.l, near_level_[source] = m.hl, level_ns_[source] = now_ns();
+                level_[source] = m.l, near_level_[source] = m.hl, level_ns_[source] = now_ns(),
+                floor_[source] = m.f, near_floor_[source] = m.fh;
+            else  // (its floors are no higher than its loads now)
+                floor_[source] = std::min(floor_[source], m.x),
+                near_floor_[source] = std::min(near_floor_[source], m.h);
             if (m.kind == 2) asked_[source] = m.x;
             int asker = m.kind == 2 ? source : -1;
             if (m.kind == 5) {  // what it was promised never came: it waits again if still low
@@ -215,8 +227,10 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             }
             if (gift.work > 0) {
                 const double level = b.load_level(&near_level);
+                double near_floor = 0;
+                const double floor = b.load_floor(&near_floor);
                 out.push_back({source, Msg{1, b.rank(), left, 0, b.request_seconds(), b.devices(),
-                                           level, near, near_level}});
+                                           level, near, near_level, floor, near_floor}});
                 out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
                 out.push_back({source, Msg{5, m.rank, left, 0, 0, -1, 0, near}});

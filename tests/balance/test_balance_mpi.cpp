@@ -5,8 +5,8 @@
 // nearly alone (few migrations); pinned objects never move; balancing off means no migration;
 // switching it on while running starts it; an idle diffusion round never holds its rank, a
 // rank takes work from an announcing rank with more than twice its own before it runs dry,
-// and a donor whose queues keep its worker busy at the rate an asker's chains keep its own
-// gives nothing.
+// a donor whose queues keep its worker busy at the rate an asker's chains keep its own
+// gives nothing, and a donor that gave keeps giving while the imbalance lasts.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -563,18 +563,81 @@ TEST(BalanceMpi, ADonorGivesNothingToARankThatHadAsMuchAMomentAgo) {
     }
 }
 
+// An imbalance found goes on being moved down to BalanceOptions::sustained_ratio: a donor
+// with 1.33 times the asker's recent peak load (within balanced_ratio 1.5, above
+// sustained_ratio 1.2) gives nothing while it has not given work lately, and gives once it
+// gave some (to a rank with less) and its load stayed above 1.2 times the asker's for
+// sustain_s; with sustained_ratio 0 it gives nothing. Loads from a load function (8 objects of
+// 50 ms on rank 0), so the decisions do not depend on timing; level_s is long enough that the
+// gift counts as recent on a loaded machine.
+TEST(BalanceMpi, ADonorThatGaveKeepsGivingWhileTheImbalanceLasts) {
+    const int n = world_size();
+    if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+    for (const double sustained : {1.2, 0.0}) {
+        Communicator comm;
+        Threadpool tp(1, &comm);
+        Objects objs(tp, comm);
+        Balancer bal(objs, make_policy("none"),
+                     {.level_s = 5.0, .sustained_ratio = sustained, .sustain_s = 0.05});
+        objs.set_load<Work>([](const Work&) { return 0.05; });
+        // Calls work_left() over a little more than sustain_s: the floors cover it.
+        auto sample = [&] {
+            const auto until =
+                std::chrono::steady_clock::now() + std::chrono::duration<double>(0.06);
+            while (std::chrono::steady_clock::now() < until) {
+                bal.work_left();
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+            bal.work_left();
+        };
+        if (comm.rank() == 0) {
+            for (int i = 0; i < 8; ++i)
+                objs.create<Work>();
+            bal.here_for(bal.local_objects());  // seen here from now on
+            std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
+            sample();
+            // 0.4 s here, 1.33 times the asker's 0.3 s: no gift yet, so no floor.
+            const detail::Ask close{.load = 0, .min_gap = 0.01, .level = 0.3, .horizon_level = 0.3};
+            EXPECT_EQ(bal.load_floor(), 0.0);
+            EXPECT_EQ(detail::donate(bal, 1, close).objects, 0);
+            // A rank with 0.1 s, more than 1.5 times less, that wants 0.17 s: 3 objects go.
+            const detail::Ask less{
+                .load = 0, .want = 0.17, .min_gap = 0.01, .level = 0.1, .horizon_level = 0.1};
+            EXPECT_EQ(detail::donate(bal, 1, less).objects, 3);
+            sample();  // 0.25 s here since: 1.33 times 0.1875
+            double near_floor = 0;
+            const double floor = bal.load_floor(&near_floor);
+            const detail::Ask lasting{
+                .load = 0, .min_gap = 0.01, .level = 0.1875, .horizon_level = 0.1875};
+            const auto given = detail::donate(bal, 1, lasting);
+            if (sustained > 0) {
+                EXPECT_NEAR(floor, 0.25, 1e-9);
+                EXPECT_NEAR(near_floor, 0.25, 1e-9);
+                EXPECT_EQ(given.objects, 2);  // half the gap, rounded down to whole objects
+            } else {
+                EXPECT_EQ(given.objects, 0);
+            }
+        }
+        tp.join();
+        EXPECT_EQ(allreduce_sum(long(bal.local_objects().size())), 8L);
+    }
+}
+
 // A diffusion round whose most loaded neighbour has no more than balanced_ratio times the
 // asker's recent peak load ends the asking: the work ends about evenly, and more rounds would
 // only hold the epoch. Rank 0 holds 0.2 s of work (a load function), rank 1 had 0.15 s a
 // moment ago and has none now; its round asks every other rank once, and no second round
-// follows (the messages rank 1 queued, counted).
+// follows (the messages rank 1 queued, counted). Its peak fades over level_s, 5 s here: on a
+// loaded machine the answers may take longer than the default 0.1 s allows (0.15 s faded to
+// under 0.2 / 1.5 after 12 ms), and the round would no longer find the ranks balanced.
 TEST(BalanceMpi, DiffusionStopsAskingWhenTheMostLoadedIsWithinTheRatio) {
     const int n = world_size();
     if (n < 2 || n > 5) GTEST_SKIP() << "2-5 ranks (every other rank a neighbour)";
     Communicator comm;
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
-    Balancer bal(objs, make_policy("diffusion"), {.period_s = 0.002, .enabled = false});
+    Balancer bal(objs, make_policy("diffusion"),
+                 {.period_s = 0.002, .enabled = false, .level_s = 5.0});
     std::atomic<double> each{comm.rank() == 0 ? 0.05 : comm.rank() == 1 ? 0.15 : 0.0};
     objs.set_load<Work>([&](const Work&) { return each.load(); });
     auto work = objs.make_handler<Work>([&](Work& w) { w.done++; }, {.name = "work"});

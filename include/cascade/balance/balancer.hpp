@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -49,6 +50,15 @@ struct BalanceOptions {
     /// queue that empties for a moment, chains ending a little apart are not an imbalance).
     /// 0: compare the loads of the moment only.
     double balanced_ratio = 1.5;
+    /// An imbalance found goes on being moved down to this ratio: a rank that gave work within
+    /// the last level_s, and whose load and horizon load stayed above this many times the
+    /// asker's recent peak load and horizon level for the last sustain_s (its floors:
+    /// Balancer::load_floor), gives within balanced_ratio too (chains whose rates differ by
+    /// a third keep their ranks apart for the rest of the run). A rank whose load never
+    /// passed balanced_ratio times an asker's level gives nothing. 0: balanced_ratio alone.
+    double sustained_ratio = 1.2;
+    /// How long a load must stay above sustained_ratio times the asker's level (seconds).
+    double sustain_s = 0.05;
 };
 
 /// Runs a BalancePolicy over the mobile objects of one Objects (see the top of this file):
@@ -121,6 +131,12 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// only while its load is more than BalanceOptions::balanced_ratio times the asker's
     /// level and its horizon load more than that times the asker's horizon level.
     double load_level(double* horizon = nullptr) const;
+    /// This rank's load floor: the lowest work_left() over the last
+    /// BalanceOptions::sustain_s, if this rank started a balancing migration within the last
+    /// level_s (else 0, and 0 until work_left() has been called over sustain_s); `horizon`
+    /// (if given) gets the same of horizon_load(). A donor whose floors pass sustained_ratio
+    /// times the asker's levels has an imbalance that lasts, and gives.
+    double load_floor(double* horizon = nullptr) const;
     /// The mean cost of one request here (handler time plus device time per task), over the
     /// objects that ran a handler; 0 when none did. Ranks with different devices compare it
     /// to tell how fast each runs the same work (see detail/donate.hpp).
@@ -170,10 +186,17 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     std::mutex step_mutex_;  // one step (or idle call) at a time
     std::atomic<std::int64_t> last_step_ns_{0};
     std::atomic<std::uint64_t> steps_{0}, idle_calls_{0}, migrations_{0}, arrivals_{0};
+    std::atomic<std::int64_t> gave_ns_{0};  // the last balancing migration started here
     mutable std::mutex level_mutex_;
     mutable double level_ = 0, near_level_ = 0;  // load_level() as of level_ns_
     mutable std::int64_t level_ns_ = 0;
     double level_at(double level, std::int64_t now) const;  // locked: `level` faded to now
+    struct LoadSample {
+        std::int64_t ns;
+        double load, near;
+    };
+    // work_left() over the last sustain_s, and the one before (its value at the start).
+    mutable std::deque<LoadSample> samples_;
     std::mutex seen_mutex_;
     std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
     std::shared_ptr<detail::DeviceWork> device_work_ = std::make_shared<detail::DeviceWork>();

@@ -54,7 +54,8 @@ class Diffusion final : public BalancePolicy {
         // 1 load?, 2 load (x, horizon load h) and the most loaded rank we heard of (r, its
         // load now at most y), 3 give me work (x: my load, y: at most this much; z: my cost
         // of a request, d: my devices, l: my recent peak load, hl: my horizon level), 4 given
-        // (x, in r objects), 5 I have work (x, horizon load h)
+        // (x, in r objects), 5 I have work (x, horizon load h); in 2 and 5, f and fh: the
+        // sender's load floor and horizon floor (Balancer::load_floor)
         std::uint8_t kind;
         std::int32_t r;
         double x, y;
@@ -62,6 +63,7 @@ class Diffusion final : public BalancePolicy {
         std::int32_t d = -1;
         double l = 0;
         double h = 0, hl = 0;
+        double f = 0, fh = 0;
     };
     void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
     // After a fruitless round: the next one, if this rank still has credit and little work.
@@ -83,7 +85,8 @@ class Diffusion final : public BalancePolicy {
     Phase phase_ = Phase::quiet;
     int replies_ = 0;
     double best_load_ = 0, my_load_ = 0, sum_loads_ = 0, max_load_ = 0;
-    double best_near_ = 0;  // the most loaded neighbour's horizon load
+    double best_near_ = 0;                         // the most loaded neighbour's horizon load
+    double best_floor_ = 0, best_near_floor_ = 0;  // and its floors
     // The most loaded rank heard of (announcements, replies): asked directly when it has
     // more than the neighbours, passed on in replies, so that a surplus far away is found.
     int hint_rank_ = -1;

@@ -42,7 +42,8 @@ class MasterWorker final : public BalancePolicy {
         // most this much), 4 work given (x, in y objects), 5 could not give `rank` work (x:
         // load); z and d: in 1 and 2 the sender's cost of a request and its devices, in 3
         // those of `rank`; l and hl: in 1 and 2 the sender's recent peak load and horizon
-        // level, in 3 those of `rank`; h: in 1 and 2 the sender's horizon load
+        // level, in 3 those of `rank`; h: in 1 and 2 the sender's horizon load; f and fh: in
+        // 1 and 2 the sender's load floor and horizon floor (Balancer::load_floor)
         std::uint8_t kind;
         std::int32_t rank;
         double x, y;
@@ -50,6 +51,7 @@ class MasterWorker final : public BalancePolicy {
         std::int32_t d = -1;
         double l = 0;
         double h = 0, hl = 0;
+        double f = 0, fh = 0;
     };
     using Out = std::vector<std::pair<int, Msg>>;
     void step(Balancer& b, bool from_idle);
@@ -77,6 +79,8 @@ class MasterWorker final : public BalancePolicy {
     std::vector<double> level_;           // each rank's recent peak load (Balancer::load_level)
     std::vector<double> near_;            // each rank's horizon load (Balancer::horizon_load)
     std::vector<double> near_level_;      // and its horizon level
+    std::vector<double> floor_;           // each rank's load floor (Balancer::load_floor)
+    std::vector<double> near_floor_;      // and its horizon floor
     std::vector<std::int64_t> level_ns_;  // when it last told it
     std::vector<double> promised_;        // work a donor was told to give it, not yet confirmed
     std::vector<double> request_s_;  // each rank's cost of a request (Balancer::request_seconds)

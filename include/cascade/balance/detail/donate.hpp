@@ -5,7 +5,8 @@
 
 namespace cascade {
 class Balancer;
-}
+struct BalanceOptions;
+}  // namespace cascade
 
 namespace cascade::detail {
 
@@ -28,6 +29,20 @@ struct Ask {
     double horizon_level = 0;
 };
 
+/// A donor's loads as the shipped policies compare them: its load and horizon load now, and
+/// their floors (Balancer::load_floor; 0: unknown).
+struct DonorLoads {
+    double load = 0, horizon = 0;
+    double floor = 0, horizon_floor = 0;
+};
+
+/// Whether a donor with loads `d` and an asker with recent peak load `level` and horizon level
+/// `horizon_level` count as balanced: the donor's load is at most BalanceOptions::balanced_ratio
+/// times the asker's level or its horizon load at most that times the asker's horizon level,
+/// unless its floors stayed above sustained_ratio times them (an imbalance that lasts). False
+/// with balanced_ratio 0.
+bool balanced(const BalanceOptions& o, const DonorLoads& d, double level, double horizon_level);
+
 /// What a donor gave.
 struct Gift {
     double work = 0;  ///< seconds of queued work, as the asker will run it
@@ -37,7 +52,8 @@ struct Gift {
 /// Migrates local objects to rank `to`, if this rank's load is more than
 /// BalanceOptions::balanced_ratio times the asker's recent peak load (ask.level) and its
 /// horizon load (Balancer::horizon_load) more than that times the asker's horizon level
-/// (ask.horizon_level): largest
+/// (ask.horizon_level), or its floors (Balancer::load_floor) more than sustained_ratio times
+/// them (see balanced): largest
 /// first while the asker stays at or below the donor and within `ask.want`; if none fits, the one
 /// object that brings the two loads closest, if that gains at least half of `ask.min_gap`. Gives
 /// only objects whose work is measured (a handler ran on them, or the type has a load function),
