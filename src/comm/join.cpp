@@ -54,8 +54,10 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
         on_ctrl(world_.rank, m);
         return;
     }
-    PendingSend ps;
+    const std::uint32_t slot = sends_.open();
+    PendingSend& ps = sends_.at(slot);
     const std::size_t bytes = detail::ctrl_bytes(m, world_.size);
+    buffers_.take_spare(ps.buf);  // a spare, if any, rather than a new buffer
     ps.buf.resize(bytes);
     std::memcpy(ps.buf.data(), &m, bytes);
     MPI_Request req;
@@ -63,7 +65,7 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
                         world_.comm, &req),
               "MPI_Isend");
     ps.reqs.push_back(req);
-    track_send(std::move(ps));
+    sends_.track(slot);
 }
 
 void Communicator::on_ctrl(int source, const CtrlMsg& m) {

@@ -8,33 +8,37 @@ namespace cascade::detail {
 using namespace comm_detail;
 
 void ReceiveSlots::post_all(MPI_Comm comm) {
-    for (auto& q : ctrl_req_)
-        q = MPI_REQUEST_NULL;
+    // Persistent receives (MPI_Recv_init once, MPI_Start for each message): cheaper to post
+    // again than a new MPI_Irecv.
     for (int parity = 0; parity < 2; ++parity) {
-        for (auto& q : am_[parity].req)
-            q = MPI_REQUEST_NULL;
+        AmSlots& set = am_[parity];
         for (int i = 0; i < kAmSlots; ++i) {
-            am_[parity].buf[i].reset(new std::uint64_t[kSmallMessage / 8]);
+            set.buf[i].reset(new std::uint64_t[kSmallMessage / 8]);
+            check_mpi(
+                MPI_Recv_init(set.buf[i].get(), static_cast<int>(kSmallMessage), MPI_BYTE,
+                              MPI_ANY_SOURCE, parity ? TAG_AM_ODD : TAG_AM, comm, &set.req[i]),
+                "MPI_Recv_init");
             repost_am(comm, parity, i);
         }
     }
-    for (int i = 0; i < kCtrlSlots; ++i)
+    for (int i = 0; i < kCtrlSlots; ++i) {
+        check_mpi(MPI_Recv_init(&ctrl_buf_[i], sizeof(CtrlMsg), MPI_BYTE, MPI_ANY_SOURCE, TAG_CTRL,
+                                comm, &ctrl_req_[i]),
+                  "MPI_Recv_init");
         post_ctrl(comm, i);
+    }
 }
 
-void ReceiveSlots::repost_am(MPI_Comm comm, int parity, int slot) {
+void ReceiveSlots::repost_am(MPI_Comm, int parity, int slot) {
     AmSlots& set = am_[parity];
-    check_mpi(MPI_Irecv(set.buf[slot].get(), static_cast<int>(kSmallMessage), MPI_BYTE,
-                        MPI_ANY_SOURCE, parity ? TAG_AM_ODD : TAG_AM, comm, &set.req[slot]),
-              "MPI_Irecv");
+    check_mpi(MPI_Start(&set.req[slot]), "MPI_Start");
+    set.active[slot] = true;
     set.order[(set.head + set.count) % kAmSlots] = slot;
     ++set.count;
 }
 
-void ReceiveSlots::post_ctrl(MPI_Comm comm, int slot) {
-    check_mpi(MPI_Irecv(&ctrl_buf_[slot], sizeof(CtrlMsg), MPI_BYTE, MPI_ANY_SOURCE, TAG_CTRL, comm,
-                        &ctrl_req_[slot]),
-              "MPI_Irecv");
+void ReceiveSlots::post_ctrl(MPI_Comm, int slot) {
+    check_mpi(MPI_Start(&ctrl_req_[slot]), "MPI_Start");
 }
 
 bool ReceiveSlots::test_ctrl(MPI_Comm comm, CtrlMsg& m, MPI_Status& st) {
@@ -59,10 +63,9 @@ bool ReceiveSlots::test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_S
     MPI_Request reqs[2] = {ctrl_req_[ctrl_head_], set.req[s]};
     int idx[2] = {}, count = 0;
     MPI_Status sts[2];
+    // Persistent requests: a completed one becomes inactive and keeps its handle.
     check_mpi(MPI_Testsome(2, reqs, &count, idx, sts), "MPI_Testsome");
-    if (count == MPI_UNDEFINED) count = 0;  // not reached: neither request is null
-    ctrl_req_[ctrl_head_] = reqs[0];
-    set.req[s] = reqs[1];
+    if (count == MPI_UNDEFINED) count = 0;  // not reached: neither request is inactive
     bool ctrl = false;
     for (int k = 0; k < count; ++k) {
         if (idx[k] == 0) {
@@ -75,31 +78,37 @@ bool ReceiveSlots::test_ctrl_and_am(MPI_Comm comm, int parity, CtrlMsg& m, MPI_S
         } else {
             set.arrived = true;
             set.arrived_status = sts[k];
+            set.active[s] = false;
         }
     }
     return ctrl;
 }
 
 int ReceiveSlots::cancel_all() noexcept {
-    // A posted receive that got a message instead of being cancelled: counted.
-    auto cancel = [](MPI_Request& q) {
+    // A posted receive that got a message instead of being cancelled: counted. Every
+    // persistent request is freed (active or not).
+    auto cancel = [](MPI_Request& q, bool active) {
         if (q == MPI_REQUEST_NULL) return 0;
-        MPI_Cancel(&q);
-        MPI_Status st;
-        MPI_Wait(&q, &st);
-        int cancelled = 0;
-        MPI_Test_cancelled(&st, &cancelled);
+        int cancelled = 1;
+        if (active) {
+            MPI_Cancel(&q);
+            MPI_Status st;
+            MPI_Wait(&q, &st);
+            MPI_Test_cancelled(&st, &cancelled);
+        }
+        MPI_Request_free(&q);
         return cancelled ? 0 : 1;
     };
     int unrun = 0;
     for (auto& set : am_) {
-        for (auto& q : set.req)
-            unrun += cancel(q);
+        for (int i = 0; i < kAmSlots; ++i)
+            unrun += cancel(set.req[i], set.active[i]);
         if (set.arrived) ++unrun;  // received, not yet taken by test_am
         set.arrived = false;
+        set.count = 0;
     }
     for (auto& q : ctrl_req_)
-        cancel(q);
+        cancel(q, true);
     return unrun;
 }
 

@@ -226,7 +226,8 @@ void Communicator::send_frames(int d, detail::Bytes buf) {
         buffers_.keep_spare(buf);
         return;
     }
-    PendingSend ps;
+    const std::uint32_t slot = sends_.open();
+    PendingSend& ps = sends_.at(slot);
     ps.buf = std::move(buf);
     const std::size_t limit = opts_.aggregate ? kMpiMessageLimit : 0;
     std::size_t start = 0, off = 0;
@@ -246,7 +247,7 @@ void Communicator::send_frames(int d, detail::Bytes buf) {
     ps.dest = d;
     ps.bytes = n;
     outbox_[d].frame_bytes_in_flight.fetch_add(n, std::memory_order_relaxed);
-    track_send(std::move(ps));
+    sends_.track(slot);
 }
 
 // Outbox o is fenced (under its lock): the frame written last, at frame_at, and the bodies
@@ -285,7 +286,8 @@ void Communicator::take_before_fence(Outbox& o, detail::Bytes& buf,
 }
 
 void Communicator::post_large(int d, LargeSend l) {
-    PendingSend ps;
+    const std::uint32_t slot = sends_.open();
+    PendingSend& ps = sends_.at(slot);
     const std::size_t chunk = detail::piece_bytes(l.bytes, l.chunk, kDefaultChunk);
     const int tag = l.tag < 0 ? TAG_BODY : l.tag;
     for (std::size_t off = 0; off < l.bytes; off += chunk) {
@@ -299,7 +301,7 @@ void Communicator::post_large(int d, LargeSend l) {
     ps.dest = d;
     if (trace::recording()) ps.t0 = trace::stamp();
     ++pending_large_sends_;
-    track_send(std::move(ps));
+    sends_.track(slot);
 }
 
 void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, std::size_t end) {
@@ -323,18 +325,15 @@ void Communicator::send_segment(PendingSend& ps, int dest, std::size_t begin, st
     counts_.sent_one();
 }
 
-void Communicator::track_send(PendingSend ps) {
-    sends_.track(std::move(ps));
-}
-
 // Sends whose requests completed: their buffers are kept for reuse, a large body's on_sent
 // runs (it may queue more sends, in new slots).
 void Communicator::test_sends() {
     sends_.test();
-    if (!sends_.any_done()) return;
-    PendingSend finished;
-    while (sends_.pop_done(finished))
-        finish_send(finished);
+    std::uint32_t slot = 0;
+    while (PendingSend* finished = sends_.pop_done(slot)) {
+        finish_send(*finished);
+        sends_.release(slot);
+    }
 }
 
 void Communicator::finish_send(PendingSend& finished) {

@@ -13,15 +13,22 @@ using cascade::detail::SendSlots;
 
 namespace {
 
-// A send of one int with tag `tag` to this rank; `serial` names it.
-PendingSend issend(const int& value, int tag, std::uint64_t serial) {
-    PendingSend ps;
+// Tracks a send of one int with tag `tag` to this rank; `serial` names it.
+void issend(SendSlots& s, const int& value, int tag, std::uint64_t serial) {
+    const std::uint32_t slot = s.open();
+    PendingSend& ps = s.at(slot);
     MPI_Request r;
     MPI_Issend(&value, 1, MPI_INT, 0, tag, MPI_COMM_SELF, &r);
     ps.reqs.push_back(r);
     ps.serial = serial;
     ps.dest = 0;
-    return ps;
+    s.track(slot);
+}
+// Tracks a send without requests named `serial`.
+void no_requests(SendSlots& s, std::uint64_t serial) {
+    const std::uint32_t slot = s.open();
+    s.at(slot).serial = serial;
+    s.track(slot);
 }
 void receive(int tag) {
     int v = 0;
@@ -29,10 +36,14 @@ void receive(int tag) {
 }
 // test() until a send is done; its serial.
 std::uint64_t next_done(SendSlots& s) {
-    PendingSend out;
+    std::uint32_t slot = 0;
     for (int i = 0; i < 1000000; ++i) {
         s.test();
-        if (s.pop_done(out)) return out.serial;
+        if (const PendingSend* done = s.pop_done(slot)) {
+            const std::uint64_t serial = done->serial;
+            s.release(slot);
+            return serial;
+        }
     }
     ADD_FAILURE() << "no send completed";
     return ~0ull;
@@ -44,7 +55,7 @@ TEST(SendSlots, OnlyCompletedSendsAreDone) {
     SendSlots s;
     const int v = 7;
     for (int t = 1; t <= 4; ++t)
-        s.track(issend(v, t, static_cast<std::uint64_t>(t)));
+        issend(s, v, t, static_cast<std::uint64_t>(t));
     EXPECT_EQ(s.live(), 4u);
     s.test();
     EXPECT_FALSE(s.any_done());  // nobody received yet
@@ -69,9 +80,7 @@ TEST(SendSlots, OnlyCompletedSendsAreDone) {
 
 TEST(SendSlots, SendWithoutRequestsIsDoneAtTheNextTest) {
     SendSlots s;
-    PendingSend ps;
-    ps.serial = 42;
-    s.track(std::move(ps));
+    no_requests(s, 42);
     EXPECT_EQ(s.live(), 1u);
     EXPECT_EQ(next_done(s), 42u);
     EXPECT_EQ(s.live(), 0u);
@@ -83,7 +92,7 @@ TEST(SendSlots, SlotsAndRequestsAreReused) {
     const int v = 1;
     for (int round = 0; round < 50; ++round) {
         for (int t = 0; t < 3; ++t)
-            s.track(issend(v, 100 + t, static_cast<std::uint64_t>(round * 3 + t)));
+            issend(s, v, 100 + t, static_cast<std::uint64_t>(round * 3 + t));
         for (int t = 0; t < 3; ++t)
             receive(100 + t);
         for (int t = 0; t < 3; ++t)
@@ -94,22 +103,23 @@ TEST(SendSlots, SlotsAndRequestsAreReused) {
 }
 
 // A send popped and finished may track new ones (a large body's on_sent sends): their
-// requests are tested at the next test().
+// requests are tested at the next test(), and the popped send stays where it is.
 TEST(SendSlots, SendsTrackedWhilePopping) {
     SendSlots s;
-    for (std::uint64_t i = 0; i < 3; ++i) {
-        PendingSend ps;
-        ps.serial = i;
-        s.track(std::move(ps));
-    }
+    for (std::uint64_t i = 0; i < 3; ++i)
+        no_requests(s, i);
     s.test();
-    PendingSend out;
+    std::uint32_t slot = 0;
     int popped = 0;
     const int v = 3;
-    while (s.pop_done(out)) {
+    while (PendingSend* out = s.pop_done(slot)) {
         ++popped;
-        s.track(issend(v, 200 + static_cast<int>(out.serial), 10 + out.serial));
-        receive(200 + static_cast<int>(out.serial));
+        const std::uint64_t serial = out->serial;
+        issend(s, v, 200 + static_cast<int>(serial), 10 + serial);
+        receive(200 + static_cast<int>(serial));
+        EXPECT_EQ(&s.at(slot), out);
+        EXPECT_EQ(out->serial, serial);
+        s.release(slot);
     }
     EXPECT_EQ(popped, 3);
     EXPECT_EQ(s.live(), 3u);
@@ -124,7 +134,7 @@ TEST(SendSlots, ASingleSendIsDoneOnceReceived) {
     SendSlots s;
     const int v = 5;
     for (std::uint64_t k = 1; k <= 3; ++k) {
-        s.track(issend(v, 9, k));
+        issend(s, v, 9, k);
         s.test();
         EXPECT_FALSE(s.any_done());  // not received yet
         EXPECT_EQ(s.requests().size(), 1u);
@@ -133,4 +143,25 @@ TEST(SendSlots, ASingleSendIsDoneOnceReceived) {
         EXPECT_TRUE(s.requests().empty());
         EXPECT_EQ(s.live(), 0u);
     }
+}
+
+// A popped send stays at its address however many slots open meanwhile (its buffer is in
+// use while it is finished), and a released slot is empty and used again.
+TEST(SendSlots, PoppedSendStaysWhileSlotsOpen) {
+    SendSlots s;
+    no_requests(s, 1);
+    s.test();
+    std::uint32_t slot = 0;
+    PendingSend* done = s.pop_done(slot);
+    ASSERT_NE(done, nullptr);
+    done->buf.assign(100, 'x');
+    for (std::uint64_t i = 0; i < 1000; ++i)
+        no_requests(s, 100 + i);
+    EXPECT_EQ(&s.at(slot), done);
+    EXPECT_EQ(done->buf.size(), 100u);
+    EXPECT_EQ(done->serial, 1u);
+    s.release(slot);
+    EXPECT_EQ(s.at(slot).buf.capacity(), 0u);
+    EXPECT_EQ(s.at(slot).dest, -1);
+    EXPECT_EQ(s.open(), slot);
 }

@@ -412,7 +412,6 @@ class Communicator : public JoinHook {
     void send_frames(int d, detail::Bytes buf);
     bool run_after_progress();  // the after-progress functions, outside handlers
     void test_sends();
-    void track_send(PendingSend ps);
     void finish_send(PendingSend& finished);
     void wait_for_room(int dest);
     std::ptrdiff_t room_left(int dest) const;

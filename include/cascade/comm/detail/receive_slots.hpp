@@ -29,7 +29,7 @@ class ReceiveSlots {
 
     /// Allocates the buffers and posts every receive on `comm` (both parities, control).
     void post_all(MPI_Comm comm);
-    /// Posts AM slot `slot` of `parity` again (its message ran): it becomes the newest.
+    /// Starts AM slot `slot` of `parity` again (its message ran): it becomes the newest.
     void repost_am(MPI_Comm comm, int parity, int slot);
     /// Tests the oldest posted AM receive of `parity`. When its message arrived: true, its
     /// slot and status; the slot is no longer posted (repost_am once its message ran).
@@ -45,6 +45,7 @@ class ReceiveSlots {
             if (const int rc = MPI_Test(&set.req[s], &flag, &st); rc != MPI_SUCCESS) [[unlikely]]
                 failed(rc, "MPI_Test");
             if (!flag) return false;
+            set.active[s] = false;
         }
         set.head = (set.head + 1) % kAmSlots;
         --set.count;
@@ -72,8 +73,9 @@ class ReceiveSlots {
   private:
     struct AmSlots {
         std::unique_ptr<std::uint64_t[]> buf[kAmSlots];
-        MPI_Request req[kAmSlots];
-        int order[kAmSlots] = {};  // posted slots, oldest first (a ring of `count` entries)
+        MPI_Request req[kAmSlots];   // persistent (MPI_Recv_init), started when posted
+        bool active[kAmSlots] = {};  // started and not completed
+        int order[kAmSlots] = {};    // posted slots, oldest first (a ring of `count` entries)
         int head = 0, count = 0;
         bool arrived = false;         // the oldest receive completed in test_ctrl_and_am
         MPI_Status arrived_status{};  // and its status
@@ -83,7 +85,7 @@ class ReceiveSlots {
 
     AmSlots am_[2];
     CtrlMsg ctrl_buf_[kCtrlSlots] = {};
-    MPI_Request ctrl_req_[kCtrlSlots];
+    MPI_Request ctrl_req_[kCtrlSlots];  // persistent; started again as soon as one completes
     int ctrl_head_ = 0;
 };
 

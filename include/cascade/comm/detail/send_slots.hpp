@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <vector>
@@ -58,22 +59,43 @@ struct PendingSend {
     std::size_t outstanding = 0;       ///< Its requests not yet complete.
     bool live = false;                 ///< A slot in use.
     std::int64_t t0 = 0;               ///< When a large body was posted (the trace).
+
+    /// Empty again, for the next send in its slot.
+    void reset() {
+        if (buf.capacity()) Bytes().swap(buf);
+        reqs.clear();
+        announce.clear();
+        large.reset();
+        dest = -1;
+        bytes = 0;
+        serial = 0;
+        outstanding = 0;
+        live = false;
+        t0 = 0;
+    }
 };
 
-/// The sends in flight (see the top of this file).
+/// The sends in flight (see the top of this file). A send is built in its slot (open, fill
+/// it and post its requests into PendingSend::reqs, track), and finished there (pop_done,
+/// then release): it is never moved.
 class SendSlots {
   public:
-    /// Takes `ps` and its requests (ps.reqs) in a free slot; a send without requests is done
-    /// at the next test().
-    void track(PendingSend ps) {
-        std::uint32_t slot;
+    /// A free slot for a new send, empty; fill it (at), then track it.
+    std::uint32_t open() {
         if (!free_.empty()) {
-            slot = free_.back();
+            const std::uint32_t slot = free_.back();
             free_.pop_back();
-        } else {
-            slot = static_cast<std::uint32_t>(sends_.size());
-            sends_.emplace_back();
+            return slot;
         }
+        sends_.emplace_back();
+        return static_cast<std::uint32_t>(sends_.size() - 1);
+    }
+    /// The send in slot `slot` (its address stays while slots are opened).
+    PendingSend& at(std::uint32_t slot) noexcept { return sends_[slot]; }
+    /// Takes the requests of the send in `slot` (PendingSend::reqs); a send without requests
+    /// is done at the next test().
+    void track(std::uint32_t slot) {
+        PendingSend& ps = sends_[slot];
         ps.outstanding = ps.reqs.size();
         ps.live = true;
         for (std::size_t k = 0; k < ps.reqs.size(); ++k) {
@@ -82,24 +104,28 @@ class SendSlots {
         }
         ps.reqs.clear();
         if (ps.outstanding == 0) done_.push_back(slot);
-        sends_[slot] = std::move(ps);
         ++live_;
     }
     /// Tests the requests in flight (one MPI_Testsome); the sends whose requests all
     /// completed are then taken with pop_done(). Throws when MPI fails.
     void test();
-    /// Moves a send whose requests all completed into `out` and frees its slot; false when
-    /// none is left. Of the sends tracked meanwhile (by what `out` runs), one without
-    /// requests is given too; the others' requests are tested at the next test().
-    bool pop_done(PendingSend& out) {
-        if (done_.empty()) return false;
-        const std::uint32_t slot = done_.back();
+    /// A send whose requests all completed, in its slot `slot` (null when none is left):
+    /// no longer in flight; release(slot) once it is finished with. Of the sends tracked
+    /// meanwhile (by what finishing it runs), one without requests is given too; the others'
+    /// requests are tested at the next test().
+    PendingSend* pop_done(std::uint32_t& slot) {
+        if (done_.empty()) return nullptr;
+        slot = done_.back();
         done_.pop_back();
-        out = std::move(sends_[slot]);
-        sends_[slot].live = false;
-        free_.push_back(slot);
+        PendingSend& ps = sends_[slot];
+        ps.live = false;
         --live_;
-        return true;
+        return &ps;
+    }
+    /// Frees slot `slot` (given by pop_done) for another send.
+    void release(std::uint32_t slot) {
+        sends_[slot].reset();
+        free_.push_back(slot);
     }
     /// Whether pop_done() has a send to give.
     bool any_done() const noexcept { return !done_.empty(); }
@@ -116,7 +142,7 @@ class SendSlots {
     std::vector<MPI_Request>& requests() noexcept { return reqs_; }
 
   private:
-    std::vector<PendingSend> sends_;       // slots: live ones in use, the others in free_
+    std::deque<PendingSend> sends_;        // slots (a deque: their addresses stay)
     std::vector<std::uint32_t> free_;      // free slots
     std::size_t live_ = 0;                 // slots in use
     std::vector<MPI_Request> reqs_;        // requests of every slot, tested together
