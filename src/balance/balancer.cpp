@@ -178,7 +178,7 @@ double Balancer::work_left(double* horizon) const {
     level_ = std::max(sum, level_at(level_, now));
     near_level_ = std::max(near, level_at(near_level_, now));
     level_ns_ = now;
-    if (opts_.sustain_s > 0) {
+    if (opts_.sustain_s > 0 && opts_.sustained_ratio > 0) {  // floors only when used
         samples_.push_back({now, sum, near});
         const auto from = now - static_cast<std::int64_t>(opts_.sustain_s * 1e9);
         while (samples_.size() > 1 && samples_[1].ns <= from)

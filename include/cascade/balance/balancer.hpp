@@ -135,7 +135,8 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     double load_level(double* horizon = nullptr) const;
     /// This rank's load floor: the lowest work_left() over the last
     /// BalanceOptions::sustain_s, if this rank started a balancing migration within the last
-    /// level_s (else 0, and 0 until work_left() has been called over sustain_s); `horizon`
+    /// level_s (else 0; 0 until work_left() has been called over sustain_s, and always 0 with
+    /// sustained_ratio 0, when no samples are kept); `horizon`
     /// (if given) gets the same of horizon_load(). A donor whose floors pass sustained_ratio
     /// times the asker's levels has an imbalance that lasts, and gives.
     double load_floor(double* horizon = nullptr) const;
