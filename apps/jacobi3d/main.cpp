@@ -794,24 +794,27 @@ int main(int argc, char** argv) {
                 if (direct[f]) notify_arrival(b.nb[f], t + 1);
             // Each face it writes is requested on the host now, behind the kernel: the
             // runtime copies it out as soon as the kernel ends, without waiting for a worker
-            // to ask; a face whose previous send has not completed yet is requested by the
-            // continuation instead (FaceHolds above). When the kernel ends, a continuation
-            // sends each face across once its copy is there. (A host request's task completes
-            // at release(), so the continuation waits for the grants with get(): its worker
-            // runs other pool tasks meanwhile.)
-            std::array<std::optional<cascade::HostAccess<double>>, 6> hs;
-            bool any = false;
-            for (int f = 0; f < 6; ++f)
-                if (b.nb[f] >= 0 && !direct[f]) {
-                    hs[f] = request_face_if_free(b, t % 2, f);
-                    any = true;
+            // to ask, and the face is sent as soon as its copy is granted (on_granted queues
+            // the send then; nothing waits for it meanwhile). A face whose previous send has
+            // not completed yet is requested instead by a continuation of the kernel
+            // (FaceHolds above), which waits for its grant with get().
+            std::array<bool, 6> later{};
+            bool any_later = false;
+            for (int f = 0; f < 6; ++f) {
+                if (b.nb[f] < 0 || direct[f]) continue;
+                if (auto h = request_face_if_free(b, t % 2, f)) {
+                    h->on_granted([&, t, f, bp = &b, h = *h] {
+                        if (h.task().failed()) return;  // the kernel failed: on_done reports it
+                        ship(*bp, t + 1, f, h.get());
+                    });
+                } else {
+                    later[f] = any_later = true;
                 }
-            if (!any) continue;
-            faces.then([&, t, bp = &b, hs = std::move(hs), direct]() mutable {
+            }
+            if (!any_later) continue;
+            faces.then([&, t, bp = &b, later] {
                 for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0 && !direct[f] && !hs[f]) hs[f] = request_face(*bp, t % 2, f);
-                for (int f = 0; f < 6; ++f)
-                    if (bp->nb[f] >= 0 && !direct[f]) ship(*bp, t + 1, f, hs[f]->get());
+                    if (later[f]) ship(*bp, t + 1, f, request_face(*bp, t % 2, f).get());
             });
         }
     };

@@ -97,6 +97,23 @@ bool access_fetched(DataBlock* b) noexcept {
     return f;
 }
 
+void on_granted(const DeviceTask& request, std::function<void()> f) {
+    TaskState* s = request.state();
+    if (!s || s->kind != TaskKind::host_access)
+        throw UsageError("HostAccess::on_granted() on an empty request");
+    s->succ_lock.lock();
+    const bool waiting = s->status.load(std::memory_order_acquire) == TaskState::pending;
+    if (waiting) {
+        if (s->on_grant) {
+            s->succ_lock.unlock();
+            throw UsageError("HostAccess::on_granted() twice on one request");
+        }
+        s->on_grant = std::move(f);
+    }
+    s->succ_lock.unlock();
+    if (!waiting) f();
+}
+
 DeviceTask request_host(DataBlock* b, const AccessAsk& ask) {
     const DataAccess a = ask.mode;
     if (!b) throw UsageError("Data::request() on an empty Data");

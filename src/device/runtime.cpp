@@ -379,6 +379,7 @@ bool Runtime::step() {
                         held_accesses.fetch_add(1, std::memory_order_relaxed);
                         t->status.store(TaskState::granted, std::memory_order_release);
                         t->status.notify_all();
+                        fire_on_grant(t);
                         gone = true;  // release() completes it
                     } else {
                         launch(t);

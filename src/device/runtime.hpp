@@ -74,7 +74,8 @@ class Runtime {
     void recycle(TaskState* t) noexcept;
     void make_ready(TaskState* t);                      // deps reached zero
     void complete(TaskState* t, std::exception_ptr e);  // finished (any thread)
-    void free_block(DataBlock* b) noexcept;             // last reference gone
+    void fire_on_grant(TaskState* t);        // host request granted or failed: runs its on_grant
+    void free_block(DataBlock* b) noexcept;  // last reference gone
     void wake() noexcept;
     HostPool host;  // host copies
 

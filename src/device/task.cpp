@@ -31,6 +31,7 @@ void TaskState::reset() noexcept {
     scratch_bytes = 0;
     args.clear();
     fn = nullptr;
+    on_grant = nullptr;
     error = nullptr;
     chunk = 0;
     lend = 0;
@@ -86,6 +87,7 @@ void Runtime::complete(TaskState* t, std::exception_ptr e) {
     // The final state first, so that the tasks released below see it (on_done reads it).
     t->status.store(failed ? TaskState::failed : TaskState::done, std::memory_order_release);
     t->status.notify_all();
+    if (t->kind == TaskKind::host_access) fire_on_grant(t);  // it failed before its grant
     for (TaskState* tagged : t->successors) {
         const auto bits = reinterpret_cast<std::uintptr_t>(tagged);
         TaskState* s = reinterpret_cast<TaskState*>(bits & ~std::uintptr_t(1));
@@ -103,6 +105,23 @@ void Runtime::complete(TaskState* t, std::exception_ptr e) {
     if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) outstanding.notify_all();
     drop(t);  // the runtime's reference
     completing.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void Runtime::fire_on_grant(TaskState* t) {
+    t->succ_lock.lock();
+    std::function<void()> f = std::move(t->on_grant);
+    t->on_grant = nullptr;
+    t->succ_lock.unlock();
+    if (!f) return;
+    // The epoch stays open while f runs (it may release the request, the pool's last work,
+    // before it sends or fails), and f may send messages as a task would.
+    Threadpool::ExternalScope scope(tp);
+    try {
+        f();
+    } catch (...) {
+        // Not on a pool task: the pool reports it as a failed task (join() throws).
+        tp.insert([e = std::current_exception()] { std::rethrow_exception(e); });
+    }
 }
 
 void Runtime::make_ready(TaskState* t) {

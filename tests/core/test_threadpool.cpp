@@ -179,6 +179,37 @@ TEST(Threadpool, JoinWaitsForWorkHeldOutsideTheWorkers) {
     tp.join();  // nothing held: returns at once
 }
 
+// An ExternalScope holds the pool's epoch open on the thread that runs it and marks that
+// thread (only that one, only for that pool) as running the pool's work.
+TEST(Threadpool, ExternalScopeHoldsTheEpochAndMarksItsThread) {
+    Threadpool tp(2);
+    Threadpool other(1);
+    EXPECT_FALSE(tp.in_external_scope());
+    std::atomic<bool> inside{false};
+    std::atomic<bool> done{false};
+    std::atomic<bool> marked{false};
+    std::atomic<bool> other_marked{true};
+    std::thread outside([&] {
+        Threadpool::ExternalScope scope(tp);
+        inside = true;
+        marked = tp.in_external_scope();
+        other_marked = other.in_external_scope();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        done = true;
+    });
+    while (!inside.load())
+        std::this_thread::yield();
+    EXPECT_FALSE(tp.idle());
+    EXPECT_FALSE(tp.in_external_scope());  // not this thread
+    tp.join();
+    EXPECT_TRUE(done.load());
+    outside.join();
+    EXPECT_TRUE(marked.load());
+    EXPECT_FALSE(other_marked.load());
+    EXPECT_TRUE(tp.idle());
+    other.join();
+}
+
 // The idle hook: called once per idle stretch after a task (and once per worker when
 // installed), never by a worker that merely woke from its 1 s sleep; a call owed keeps the
 // pool busy, so join() returns only after it (a hook that sends a message must do so inside

@@ -2,15 +2,20 @@
 // fetched from a device even when every chunk landed before the caller looked; a read that
 // may be lent a device copy gets the copy itself (no bytes moved) only from a device whose
 // memory the host addresses and only when the host copy is stale; a write asked on a device
-// makes that device's copy the valid one, and a kernel there reads it with no copy in.
+// makes that device's copy the valid one, and a kernel there reads it with no copy in; code
+// given to on_granted runs as soon as a copy is granted, or its request failed.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "cascade/core/errors.hpp"
 #include "cascade/device/devices.hpp"
+#include "kernels.hpp"
 #include "sim_fixture.hpp"
 
 using cascade::Data;
@@ -125,4 +130,98 @@ TEST(DeviceAccess, WriteOnADeviceMakesItsCopyTheValidOne) {
     x.release();
     EXPECT_THROW(x.request_on(99), cascade::UsageError);
     tp.join();
+}
+
+// on_granted runs the code that uses a host copy as soon as the copy is granted, on the thread
+// that grants it (not a pool worker: no worker waits for the copy), and only once.
+TEST(DeviceAccess, OnGrantedRunsOnceTheCopyLandsWithNoWorkerWaiting) {
+    Threadpool tp(2);
+    Devices devs(tp, device_test::slow_sim(2e-3));
+    const int sim = devs.find(DeviceKind::sim);
+    const std::size_t n = 4096;
+    Data<double> x(devs, n, "x");
+    devs.submit(fill_from, cascade::write(x), 2.0, int(n), Launch{.on = sim, .threads = {n}});
+    auto h = x.request(DataAccess::read);
+    std::atomic<int> ran{0};
+    std::atomic<int> on_worker{0};
+    std::atomic<double> last{0};
+    h.on_granted([&] {
+        const auto s = h.get();  // granted: returns at once
+        last = s[n - 1];
+        if (tp.current_thread() >= 0) ++on_worker;
+        ++ran;
+        x.release();
+    });
+    tp.join();  // the request holds the pool's epoch open until release()
+    EXPECT_EQ(ran.load(), 1);
+    EXPECT_EQ(on_worker.load(), 0);
+    EXPECT_EQ(last.load(), 2.0 + double(n - 1));
+}
+
+// Registered after the grant, the code runs at once on the caller's thread.
+TEST(DeviceAccess, OnGrantedAfterTheGrantRunsAtOnce) {
+    Threadpool tp(2);
+    Devices devs(tp, quick_sim());
+    Data<double> x(devs, 16, "x");
+    devs.submit(fill_from, cascade::write(x), 5.0, 16,
+                Launch{.on = devs.find(DeviceKind::sim), .threads = {16}});
+    auto h = x.request(DataAccess::read);
+    h.get();
+    int ran = 0;
+    h.on_granted([&] {
+        EXPECT_EQ(h.get()[15], 20.0);
+        ++ran;
+    });
+    EXPECT_EQ(ran, 1);
+    x.release();
+    tp.join();
+}
+
+// A request that fails (it reads what a failed kernel wrote) runs the code too, and get()
+// rethrows the kernel's error there; nothing is held, so join() ends.
+TEST(DeviceAccess, OnGrantedRunsWhenTheRequestFails) {
+    Threadpool tp(2);
+    Devices devs(tp, quick_sim());
+    Data<double> x(devs, 8, "x");
+    devs.submit(device_test::throwing_kernel(), cascade::readwrite(x), Launch{.on = 1});
+    auto h = x.request(DataAccess::read);
+    std::atomic<int> threw{0};
+    h.on_granted([&] {
+        try {
+            h.get();
+        } catch (const std::domain_error&) {
+            ++threw;
+        }
+    });
+    tp.join();
+    EXPECT_EQ(threw.load(), 1);
+}
+
+// One callback per request; one that throws fails the pool as a task would.
+TEST(DeviceAccess, OnGrantedMisuseAndErrors) {
+    {
+        Threadpool tp(2);
+        Devices devs(tp, quick_sim());
+        Data<double> x(devs, 8, "x");
+        // Held back until submit(): the request after it stays pending meanwhile.
+        auto w = devs.prepare(fill_from, cascade::write(x), 1.0, 8);
+        auto h = x.request(DataAccess::read);
+        h.on_granted([&] { x.release(); });
+        EXPECT_THROW(h.on_granted([] {}), cascade::UsageError);
+        w.submit();
+        tp.join();
+    }
+    {
+        Threadpool tp(2);
+        Devices devs(tp, quick_sim());
+        Data<double> x(devs, 8, "x");
+        auto w = devs.prepare(fill_from, cascade::write(x), 1.0, 8);
+        auto h = x.request(DataAccess::read);
+        h.on_granted([&] {
+            x.release();  // the last work of the epoch, before the error
+            throw std::runtime_error("bad face");
+        });
+        w.submit();
+        EXPECT_THROW(tp.join(), cascade::TaskError);
+    }
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cascade/core/detail/closure.hpp"
@@ -187,6 +188,29 @@ class Threadpool {
     void release_external_work() noexcept {
         if (external_.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_joiner();
     }
+    /// Work of this pool run on the calling thread outside its workers (a device runtime's
+    /// callback): holds the pool's epoch open (hold_external_work) for the scope's life, and
+    /// lets this thread send active messages while join() runs, as a task may (they are
+    /// counted before the hold ends).
+    class ExternalScope {
+      public:
+        explicit ExternalScope(Threadpool& tp) noexcept
+            : tp_(tp), prev_(std::exchange(detail::tls_external_scope, &tp)) {
+            tp_.hold_external_work();
+        }
+        ~ExternalScope() {
+            detail::tls_external_scope = prev_;
+            tp_.release_external_work();
+        }
+        ExternalScope(const ExternalScope&) = delete;
+        ExternalScope& operator=(const ExternalScope&) = delete;
+
+      private:
+        Threadpool& tp_;
+        const Threadpool* prev_;
+    };
+    /// Whether the calling thread is inside an ExternalScope of this pool.
+    bool in_external_scope() const noexcept { return detail::tls_external_scope == this; }
     /// Calls `hook` when a worker finds nothing to do (null: nobody); see idle_hook.hpp.
     /// Setting null returns once no worker is inside the previous hook.
     void set_idle_hook(IdleHook* hook) noexcept;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -38,6 +39,7 @@ struct AccessAsk {
     std::uint64_t link = 0;  // trace link of the copies it makes (0: none)
 };
 DeviceTask request_host(DataBlock* b, const AccessAsk& ask);
+void on_granted(const DeviceTask& request, std::function<void()> f);
 std::size_t host_ready(DataBlock* b) noexcept;
 Threadpool& pool_of(DataBlock* b) noexcept;
 bool push_range(DataBlock* b, int device, std::size_t off, std::size_t bytes,
@@ -68,6 +70,16 @@ class HostAccess {
     bool ready() const noexcept { return t_.ready(); }
     /// Waits for the host copy (a pool worker runs other tasks meanwhile).
     void wait() const { t_.wait(); }
+    /// Runs `f()` as soon as the host copy is granted or the request failed, on the thread
+    /// that grants it (the device runtime's, or a device engine's): `f` calls get(), which
+    /// then returns the copy without waiting or rethrows the error. No worker waits meanwhile
+    /// (get() in a continuation holds one until the grant). `f` must be short and must not
+    /// wait (for a device task, a host request, a future): it runs inside the device
+    /// runtime's step. It may send messages, insert pool tasks and call release(); the
+    /// pool's epoch stays open while it runs, and an exception it throws fails the pool as a
+    /// task would. If the request is granted already, `f` runs at once on the caller's
+    /// thread (its exception reaches the caller). One `f` per request, before release().
+    void on_granted(std::function<void()> f) const { device::detail::on_granted(t_, std::move(f)); }
     /// The host copy, valid until Data::release(); rethrows the error of a task this request
     /// waited for.
     std::span<T> get() const {

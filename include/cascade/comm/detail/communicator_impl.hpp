@@ -70,7 +70,8 @@ void Communicator::enqueue(int dest, const ActiveMsgBase& am, std::size_t max_by
     if (max_bytes > detail::kMaxArgumentBytes) [[unlikely]]
         too_many_argument_bytes(am, max_bytes);
     if (job_.joining()) [[unlikely]]
-        if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0)
+        if (tp_ && tp_->checked() && !on_comm_thread() && tp_->current_thread() < 0 &&
+            !tp_->in_external_scope())
             sent_from_outside(am);
     Outbox& o = outbox_[dest];
     trace::Buffer* tb = trace::recording() ? trace::this_thread() : nullptr;

@@ -17,4 +17,7 @@ struct WorkerContext {
 
 inline thread_local WorkerContext tls_worker;
 
+// The pool whose Threadpool::ExternalScope the calling thread is in (null: none).
+inline thread_local const Threadpool* tls_external_scope = nullptr;
+
 }  // namespace cascade::detail

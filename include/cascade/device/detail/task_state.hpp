@@ -52,6 +52,9 @@ struct TaskState {
     std::size_t scratch_bytes = 0;
     std::vector<ArgSlot> args;
     std::function<void()> fn;  // host_fn
+    // host_access: run by the thread that grants the request or fails it
+    // (HostAccess::on_granted); taken under succ_lock.
+    std::function<void()> on_grant;
     std::exception_ptr error;
     std::size_t chunk = 0;   // host_access read: fetch in chunks of this many bytes, grant early
     unsigned lend = 0;       // host_access read: kinds (1 << DeviceKind) whose copy may be lent
