@@ -100,6 +100,12 @@ std::vector<DeviceView> device_view(detail::DeviceWork& dw, const std::vector<Ob
 
 std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
                                         std::vector<double>* movable, double* horizon) const {
+    return work_left(objs, movable, horizon, nullptr);
+}
+
+std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
+                                        std::vector<double>* movable, double* horizon,
+                                        ChainLoads* chains) const {
     double sum = 0;
     int n = 0;
     for (const auto& o : objs)
@@ -110,7 +116,7 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
     std::vector<double> w;
     w.reserve(objs.size());
     if (movable) movable->assign(objs.size(), 0.0);
-    double projected = 0, rank_rate = 0, near = 0;
+    double projected = 0, rank_rate = 0, near = 0, chain_load = 0, chain_near = 0;
     const double most = 1 + std::max(opts_.horizon_handlers, 0.0);  // requests in the horizon
     std::size_t queued = 0;
     for (std::size_t i = 0; i < objs.size(); ++i) {
@@ -119,6 +125,7 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
             w.push_back(o.leaving ? 0.0 : o.load);
             if (movable) (*movable)[i] = w.back();
             near += w.back();
+            chain_load += w.back(), chain_near += w.back();  // work left, as its type says
             continue;
         }
         // A chain projects its next steps; requests from elsewhere are counted as they
@@ -135,7 +142,14 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
         w.push_back(double(o.pending) * cost + ahead + in_flight);
         if (movable) (*movable)[i] = w.back() - in_flight;
         // Within the horizon: a long queue counts as many requests as a chain projects.
-        near += std::min(double(o.pending) * cost + ahead, most * cost) + in_flight;
+        const double within = std::min(double(o.pending) * cost + ahead, most * cost) + in_flight;
+        near += within;
+        // The chains' part: an object whose requests its own handler issues (or with device
+        // work) keeps its rank busy at a steady rate; requests from elsewhere (a fan-out's)
+        // come and go with the other ranks' pace.
+        const double own = std::clamp(std::max(o.chained, device_s > 0 ? 1.0 : 0.0), 0.0, 1.0);
+        chain_load += own * w.back();
+        chain_near += own * within;
         projected += ahead;
         rank_rate += o.busy_rate * o.issuing;
         queued += o.pending;
@@ -153,6 +167,7 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
                 if (movable) (*movable)[i] += add;
             }
     if (horizon) *horizon = near;
+    if (chains) *chains = {chain_load, chain_near};
     return w;
 }
 
@@ -171,7 +186,8 @@ double Balancer::request_seconds(const std::vector<ObjectLoad>& objs) const {
 
 double Balancer::work_left(double* horizon) const {
     double sum = 0, near = 0;
-    for (double w : work_left(local_objects(), nullptr, &near))
+    ChainLoads chains;
+    for (double w : work_left(local_objects(), nullptr, &near, &chains))
         sum += w;
     const std::int64_t now = now_ns();
     std::lock_guard<std::mutex> g(level_mutex_);
@@ -179,7 +195,7 @@ double Balancer::work_left(double* horizon) const {
     near_level_ = std::max(near, level_at(near_level_, now));
     level_ns_ = now;
     if (opts_.sustain_s > 0 && opts_.sustained_ratio > 0) {  // floors only when used
-        samples_.push_back({now, sum, near});
+        samples_.push_back({now, chains.load, chains.near});
         const auto from = now - static_cast<std::int64_t>(opts_.sustain_s * 1e9);
         while (samples_.size() > 1 && samples_[1].ns <= from)
             samples_.pop_front();

@@ -623,6 +623,88 @@ TEST(BalanceMpi, ADonorThatGaveKeepsGivingWhileTheImbalanceLasts) {
     }
 }
 
+// Only chains count in the floors: a donor whose load is requests queued from elsewhere (a
+// fan-out's queues, filled at the other ranks' pace) has no floors, and after giving work it
+// still gives nothing within balanced_ratio, whatever sustained_ratio says. Rank 0 holds 8
+// objects with 20 requests each queued from this thread (chained 0) behind a task that holds
+// its worker; it gives to a rank with far less (so it gave lately), then keeps its floors at
+// 0 and refuses an asker within balanced_ratio but above sustained_ratio. With loads from a
+// load function (chains' work, as far as the floors go), the same steps give (see
+// ADonorThatGaveKeepsGivingWhileTheImbalanceLasts).
+TEST(BalanceMpi, AQueueFilledFromElsewhereKeepsNoFloors) {
+    const int n = world_size();
+    if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+    Communicator comm;
+    std::atomic<bool> release{false};
+    Threadpool tp(1, &comm);
+    struct Release {
+        std::atomic<bool>& flag;
+        ~Release() { flag = true; }
+    } release_on_exit{release};
+    Objects objs(tp, comm);
+    Balancer bal(objs, make_policy("none"),
+                 {.level_s = 5.0, .sustained_ratio = 1.1, .sustain_s = 0.05});
+    std::atomic<double> busy{0};
+    auto work = objs.make_handler<Work>(
+        [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); }, {.name = "work"});
+    constexpr int kObjects = 8, kQueued = 20;
+    std::vector<mobile_ptr<Work>> ps;
+    if (comm.rank() == 0)
+        for (int i = 0; i < kObjects; ++i) {
+            ps.push_back(objs.create<Work>());
+            work->invoke(ps.back());  // measured: a handler ran on each
+        }
+    tp.join();
+    if (comm.rank() == 0) {
+        bal.here_for(bal.local_objects());  // seen here from now on
+        tp.insert([&] {                     // holds the worker: the requests below stay queued
+            while (!release.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+        for (int k = 0; k < kQueued; ++k)
+            for (auto& p : ps)
+                work->invoke(p);
+        std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
+        for (const auto& o : bal.local_objects())
+            ASSERT_EQ(o.chained, 0.0);  // requests from this thread, not from its handler
+        auto sample = [&] {
+            const auto until =
+                std::chrono::steady_clock::now() + std::chrono::duration<double>(0.06);
+            while (std::chrono::steady_clock::now() < until) {
+                bal.work_left();
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+            bal.work_left();
+        };
+        sample();
+        double near = 0;
+        const double load = bal.work_left(&near);
+        ASSERT_GT(load, 0.0);
+        // A rank with nothing, that wants 0.3 of this load: some objects go (handler times
+        // differ a little between objects on a loaded machine), five at least stay.
+        const detail::Ask empty{.load = 0, .want = 0.3 * load, .min_gap = 0.001};
+        ASSERT_GT(detail::donate(bal, 1, empty).objects, 0);
+        sample();  // the other objects' queues since, for over sustain_s
+        double near_floor = -1;
+        EXPECT_EQ(bal.load_floor(&near_floor), 0.0);  // no chains here
+        EXPECT_EQ(near_floor, 0.0);
+        // An asker with loads 1/1.3 of ours: within balanced_ratio, above sustained_ratio.
+        const double left = bal.work_left(&near);
+        const detail::Ask close{
+            .load = 0, .min_gap = 0.001, .level = left / 1.3, .horizon_level = near / 1.3};
+        const auto refused = detail::donate(bal, 1, close);
+        EXPECT_EQ(refused.objects, 0);
+        EXPECT_EQ(refused.work, 0.0);
+        release = true;
+    }
+    tp.join();
+    long done = 0;
+    for (int i = 1; i <= kObjects; ++i)
+        if (Work* w = objs.local(mobile_ptr<Work>(ObjectKey{0, 0, std::uint64_t(i)})))
+            done += w->done;
+    EXPECT_EQ(allreduce_sum(done), long(kObjects) * (kQueued + 1));  // exactly once
+}
+
 // A diffusion round whose most loaded neighbour has no more than balanced_ratio times the
 // asker's recent peak load ends the asking: the work ends about evenly, and more rounds would
 // only hold the epoch. Rank 0 holds 0.2 s of work (a load function), rank 1 had 0.15 s a

@@ -51,14 +51,16 @@ struct BalanceOptions {
     /// 0: compare the loads of the moment only.
     double balanced_ratio = 1.5;
     /// An imbalance found goes on being moved down to this ratio: a rank that gave work within
-    /// the last level_s, and whose load and horizon load stayed above this many times the
-    /// asker's recent peak load and horizon level for the last sustain_s (its floors:
+    /// the last level_s, and whose chains' load and horizon load stayed above this many times
+    /// the asker's recent peak load and horizon level for the last sustain_s (its floors:
     /// Balancer::load_floor), gives within balanced_ratio too (chains whose rates differ by
-    /// a third keep their ranks apart for the rest of the run). A rank whose load never
-    /// passed balanced_ratio times an asker's level gives nothing. 0 (the default):
-    /// balanced_ratio alone. At 1.2, concentrated chains end closer to the even spread, but
-    /// round-robin fan-outs move objects and end behind static placement (docs/balance.md).
-    double sustained_ratio = 0;
+    /// a third keep their ranks apart for the rest of the run). Only the work of chains counts
+    /// in the floors (objects whose requests their own handler issues, device work, loads from
+    /// a load function): queues filled from elsewhere, a fan-out's, come and go with the
+    /// other ranks' pace, and a rank made of them gives within balanced_ratio to nobody. A
+    /// rank whose load never passed balanced_ratio times an asker's level gives nothing.
+    /// 0: balanced_ratio alone.
+    double sustained_ratio = 1.1;
     /// How long a load must stay above sustained_ratio times the asker's level (seconds).
     double sustain_s = 0.05;
 };
@@ -133,12 +135,14 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// only while its load is more than BalanceOptions::balanced_ratio times the asker's
     /// level and its horizon load more than that times the asker's horizon level.
     double load_level(double* horizon = nullptr) const;
-    /// This rank's load floor: the lowest work_left() over the last
-    /// BalanceOptions::sustain_s, if this rank started a balancing migration within the last
-    /// level_s (else 0; 0 until work_left() has been called over sustain_s, and always 0 with
-    /// sustained_ratio 0, when no samples are kept); `horizon`
-    /// (if given) gets the same of horizon_load(). A donor whose floors pass sustained_ratio
-    /// times the asker's levels has an imbalance that lasts, and gives.
+    /// This rank's load floor: the lowest chains' part of work_left() over the last
+    /// BalanceOptions::sustain_s (the work of objects whose requests their own handler issues,
+    /// weighed by ObjectLoad::chained, of objects with device work and of a load function's),
+    /// if this rank started a balancing migration within the last level_s (else 0; 0 until
+    /// work_left() has been called over sustain_s, and always 0 with sustained_ratio 0, when
+    /// no samples are kept); `horizon` (if given) gets the same of horizon_load(). A donor
+    /// whose floors pass sustained_ratio times the asker's levels has an imbalance that
+    /// lasts, and gives.
     double load_floor(double* horizon = nullptr) const;
     /// The mean cost of one request here (handler time plus device time per task), over the
     /// objects that ran a handler; 0 when none did. Ranks with different devices compare it
@@ -194,11 +198,17 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     mutable double level_ = 0, near_level_ = 0;  // load_level() as of level_ns_
     mutable std::int64_t level_ns_ = 0;
     double level_at(double level, std::int64_t now) const;  // locked: `level` faded to now
+    struct ChainLoads {
+        double load = 0, near = 0;  // the chains' part of work_left() and horizon_load()
+    };
+    std::vector<double> work_left(const std::vector<ObjectLoad>& objs, std::vector<double>* movable,
+                                  double* horizon, ChainLoads* chains) const;
     struct LoadSample {
         std::int64_t ns;
         double load, near;
     };
-    // work_left() over the last sustain_s, and the one before (its value at the start).
+    // The chains' part of work_left() over the last sustain_s, and the one before (its value
+    // at the start).
     mutable std::deque<LoadSample> samples_;
     std::mutex seen_mutex_;
     std::unordered_map<ObjectKey, std::int64_t> seen_ns_;  // local object -> first seen here
