@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <thread>
@@ -187,4 +188,39 @@ TEST(Completion, BackToBackEpochsNeverHang) {
         tp.join();
     }
     SUCCEED();
+}
+
+// An iterative code: each step every rank sends a halo to both neighbours of a ring, then
+// joins. Every epoch ends only after each rank ran its two halos, and a rank that ran two
+// messages in the last two epochs holds its first COUNT back until they ran (before, its
+// first COUNT went as its task ended and a second once the halos ran): at most 4 ranks,
+// about one COUNT per rank and epoch. Loose bound: a rank descheduled past kExpectWait on a
+// loaded machine makes its neighbours send an early COUNT.
+TEST(Completion, HaloStepsTakeAboutOneCountPerRank) {
+    Communicator comm;
+    const int me = comm.rank(), n = comm.ranks();
+    if (n < 2 || n > 4) GTEST_SKIP() << "2 to 4 ranks";
+    const int left = (me + n - 1) % n, right = (me + 1) % n;
+    Threadpool tp(1, &comm);
+    long received = 0;
+    auto* halo = comm.make_active_msg([&](int&) { ++received; });
+    Taskflow<int> step(&tp, "step");
+    step.set_task([&](int k) {
+        halo->send(left, k);
+        if (right != left) halo->send(right, k);
+    });
+    constexpr int kSteps = 300, kWarmup = 5;
+    std::uint64_t ctrl0 = 0;
+    for (int s = 0; s < kSteps + kWarmup; ++s) {
+        if (s == kWarmup) ctrl0 = comm.stats().control_messages_sent;
+        step.fulfill_promise(s);
+        tp.join();
+        ASSERT_EQ(received, (s + 1) * (left == right ? 1 : 2));
+    }
+    // Ranks other than 0 send only COUNTs here (no REQUEST at most 32 ranks, so no CONFIRM).
+    const long counts =
+        allreduce_sum(me == 0 ? 0L : static_cast<long>(comm.stats().control_messages_sent - ctrl0));
+    const double per_rank = static_cast<double>(counts) / (n - 1) / kSteps;
+    if (me == 0) std::printf("COUNTs per rank and epoch: %.2f\n", per_rank);
+    EXPECT_LT(per_rank, 1.6);
 }
