@@ -109,7 +109,7 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
         bool due = false;
         if (first) {
             due = p - base_p_ >= expect_p_;
-            if (!due && now - *first_idle_ >= kExpectWait) due = expect_missed_ = true;
+            if (!due && now - *first_idle_ >= expect_wait_) due = expect_missed_ = true;
         } else {
             due = now - *idle_since_ >= count_delay_;
         }
@@ -198,14 +198,18 @@ bool Completion::channels_balance() const {
 std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queued,
                                                               std::uint64_t processed) {
     ++epoch_;
-    // What to expect in the new epoch: as many messages as each of the last two ran, unless
-    // a recent epoch's did not come in time (then none for a while, longer after each miss).
+    // What to expect in the new epoch: as many messages as each of the last two ran. When
+    // the wait ran out and the expected messages came later, wait longer; when fewer came,
+    // expect none for a while (longer after each such epoch) and wait the least again.
     const std::uint64_t ran = processed - base_p_;
-    if (expect_missed_) {
+    if (expect_p_ > 0 && ran < expect_p_) {
         skip_left_ = skip_next_;
         skip_next_ = std::min(2 * skip_next_, kMaxExpectSkip);
+        expect_wait_ = kExpectWait;
     } else if (expect_p_ > 0) {
         skip_next_ = 1;
+        if (expect_missed_)
+            expect_wait_ = std::min<Clock::duration>(2 * expect_wait_, kMaxExpectWait);
     }
     if (skip_left_ > 0) {
         --skip_left_;
@@ -244,9 +248,10 @@ std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queu
 std::string Completion::describe() const {
     std::ostringstream os;
     os << "epoch " << epoch_;
-    if (last_q_ == ~0ull)
+    if (last_q_ == ~0ull) {
         os << ", no COUNT sent yet";
-    else
+        if (expect_p_ > 0) os << " (expects " << expect_p_ << " message(s) first)";
+    } else
         os << ", last COUNT sent (" << last_q_ << " queued, " << last_p_ << " processed)";
     if (have_request_) os << ", REQUEST " << req_tag_ << " not yet confirmable";
     if (rank_ == 0) {

@@ -583,3 +583,44 @@ TEST(CompletionState, ExpectingNeverEndsAnUnbalancedEpoch) {
     job.run(0, 1);
     EXPECT_GT(job.rounds_until_done(10), 0);
 }
+
+// Expected messages that come, but later than the wait: the rank reports early, then again
+// once they ran, and waits twice as long in the next epoch (up to kMaxExpectWait); waiting
+// for messages that come costs nothing, the epoch cannot end before they ran.
+TEST(CompletionState, LateExpectedMessagesLengthenTheWait) {
+    Job job(2, true);
+    for (int e = 0; e < 2; ++e) {
+        job.queue(0, 1);
+        job.queue(1, 0);
+        job.run(0, 1);
+        job.run(1, 0);
+        ASSERT_GT(job.rounds_until_done(10), 0);
+        job.next_epoch();
+    }
+    Completion::Clock::duration wait = Completion::kExpectWait;
+    for (int e = 2; e < 10; ++e) {
+        ASSERT_EQ(job.at(1).expected(), 1u) << "epoch " << e;
+        ASSERT_EQ(job.at(1).expect_wait(), wait) << "epoch " << e;
+        job.queue(0, 1);
+        job.queue(1, 0);
+        job.round();
+        job.now += wait - 1ns;
+        job.round();
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 0) << "epoch " << e;
+        job.now += 1ns;
+        job.round();  // the wait ran out: early COUNTs
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 2) << "epoch " << e;
+        job.run(0, 1);
+        job.run(1, 0);
+        ASSERT_GT(job.rounds_until_done(10), 0) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 4) << "epoch " << e;
+        job.next_epoch();
+        wait = std::min<Completion::Clock::duration>(2 * wait, Completion::kMaxExpectWait);
+    }
+    EXPECT_EQ(job.at(1).expect_wait(), Completion::kMaxExpectWait);
+    // An epoch with fewer messages than expected: the wait is the shortest again.
+    ASSERT_GT(job.rounds_until_done(10), 0);
+    job.next_epoch();
+    EXPECT_EQ(job.at(1).expected(), 0u);
+    EXPECT_EQ(job.at(1).expect_wait(), Completion::kExpectWait);
+}
