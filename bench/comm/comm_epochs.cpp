@@ -10,6 +10,11 @@
 // --joiner-works 1: the thread in join() is the pool's worker 0 (no worker thread beside it
 // with --threads 1).
 //
+// cpu_us_per_step: the CPU time of all ranks' processes (every thread, user and system) per
+// step, median over rounds: what the step costs when the ranks share cores, less sensitive
+// than the wall time to other load on the machine. ctrl_msgs_per_step: the completion
+// protocol's messages between ranks per step (CommStats::control_messages_sent, all ranks).
+//
 // The systems alternate over --repeats rounds of --steps steps; per round the slowest rank's
 // time is kept; us_per_step is the median over rounds.
 #include <algorithm>
@@ -78,6 +83,9 @@ int main(int argc, char** argv) {
             if (v != "halo" && v != "empty") throw std::runtime_error("unknown variant " + v);
             const bool send = v == "halo";
             std::vector<std::vector<double>> per_system(systems.size());
+            std::vector<std::vector<double>> cpu_system(systems.size());  // all ranks' CPU time
+            std::uint64_t ctrl = 0;  // completion messages all ranks sent in Cascade's steps
+            long cascade_steps = 0;
             for (int r = 0; r < repeats; ++r) {
                 for (std::size_t si = 0; si < systems.size(); ++si) {
                     const std::string& sys = systems[(si + static_cast<std::size_t>(r)) %
@@ -85,15 +93,19 @@ int main(int argc, char** argv) {
                     const std::size_t slot = static_cast<std::size_t>(
                         std::find(systems.begin(), systems.end(), sys) - systems.begin());
                     MPI_Barrier(MPI_COMM_WORLD);
-                    const double t0 = now_s();
-                    if (sys == "cascade")
+                    const double t0 = now_s(), c0 = process_cpu_s();
+                    const std::uint64_t ctrl0 = comm.stats().control_messages_sent;
+                    if (sys == "cascade") {
                         run_cascade(send);
-                    else if (sys == "mpi")
+                        ctrl += comm.stats().control_messages_sent - ctrl0;
+                        cascade_steps += steps;
+                    } else if (sys == "mpi")
                         run_mpi(send);
                     else
                         throw std::runtime_error("unknown system " + sys);
                     const double t = now_s() - t0;
                     per_system[slot].push_back(allreduce(t, MPI_MAX));
+                    cpu_system[slot].push_back(allreduce(process_cpu_s() - c0, MPI_SUM));
                 }
             }
             if (send && received != static_cast<long>(repeats) * steps * (left == right ? 1 : 2) *
@@ -101,10 +113,16 @@ int main(int argc, char** argv) {
                                             std::count(systems.begin(), systems.end(), "cascade")))
                 throw std::runtime_error("halo messages lost: " + std::to_string(received));
             received = 0;
+            const double ctrl_per_step = cascade_steps > 0
+                                             ? allreduce(static_cast<double>(ctrl), MPI_SUM) /
+                                                   static_cast<double>(cascade_steps)
+                                             : 0.0;
             for (std::size_t si = 0; si < systems.size(); ++si) {
-                std::vector<double> us;
+                std::vector<double> us, cpu_us;
                 for (double t : per_system[si])
                     us.push_back(t / steps * 1e6);
+                for (double t : cpu_system[si])
+                    cpu_us.push_back(t / steps * 1e6);
                 if (me == 0)
                     Record()
                         .add("bench", "epochs")
@@ -117,7 +135,9 @@ int main(int argc, char** argv) {
                         .add("us_per_step", median(us))
                         .add("us_per_step_min", vmin(us))
                         .add("us_per_step_max", vmax(us))
+                        .add("cpu_us_per_step", median(cpu_us))
                         .add("repeats", static_cast<long>(repeats))
+                        .add("ctrl_msgs_per_step", systems[si] == "cascade" ? ctrl_per_step : 0.0)
                         .add("stat", "median over repeats of the slowest rank's steps")
                         .print();
             }

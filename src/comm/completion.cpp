@@ -98,13 +98,22 @@ bool Completion::step(bool idle, std::uint64_t q, std::uint64_t p, Clock::time_p
         idle_since_.reset();
     } else if (!idle_since_) {
         idle_since_ = now;
+        if (!first_idle_) first_idle_ = now;
     }
     if (idle) {
-        // Step 1: report changed counts to rank 0: the first time in this epoch at once (an
-        // epoch with little work ends a round trip sooner), later ones once the rank has
-        // stayed idle a moment, so that short gaps between tasks do not flood rank 0.
+        // Step 1: report changed counts to rank 0: the first time in this epoch once the
+        // messages the rank expects ran (at once when it expects none: an epoch with little
+        // work ends a round trip sooner), later ones once the rank has stayed idle a moment,
+        // so that short gaps between tasks do not flood rank 0.
         const bool first = last_q_ == ~0ull;
-        if ((q != last_q_ || p != last_p_) && (first || now - *idle_since_ >= count_delay_)) {
+        bool due = false;
+        if (first) {
+            due = p - base_p_ >= expect_p_;
+            if (!due && now - *first_idle_ >= expect_wait_) due = expect_missed_ = true;
+        } else {
+            due = now - *idle_since_ >= count_delay_;
+        }
+        if ((q != last_q_ || p != last_p_) && due) {
             // Each further COUNT in this epoch means the last one was premature: wait
             // longer next time (a busy application idles briefly and often).
             if (!first) count_delay_ = std::min<Clock::duration>(count_delay_ * 2, kMaxCountDelay);
@@ -189,6 +198,28 @@ bool Completion::channels_balance() const {
 std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queued,
                                                               std::uint64_t processed) {
     ++epoch_;
+    // What to expect in the new epoch: as many messages as each of the last two ran. When
+    // the wait ran out and the expected messages came later, wait longer; when fewer came,
+    // expect none for a while (longer after each such epoch) and wait the least again.
+    const std::uint64_t ran = processed - base_p_;
+    if (expect_p_ > 0 && ran < expect_p_) {
+        skip_left_ = skip_next_;
+        skip_next_ = std::min(2 * skip_next_, kMaxExpectSkip);
+        expect_wait_ = kExpectWait;
+    } else if (expect_p_ > 0) {
+        skip_next_ = 1;
+        if (expect_missed_)
+            expect_wait_ = std::min<Clock::duration>(2 * expect_wait_, kMaxExpectWait);
+    }
+    if (skip_left_ > 0) {
+        --skip_left_;
+        expect_p_ = 0;
+    } else {
+        expect_p_ = std::min(ran, last_epoch_p_);
+    }
+    last_epoch_p_ = ran;
+    expect_missed_ = false;
+    first_idle_.reset();
     base_q_ = queued;
     base_p_ = processed;
     idle_since_.reset();
@@ -217,9 +248,10 @@ std::optional<std::pair<int, CtrlMsg>> Completion::next_epoch(std::uint64_t queu
 std::string Completion::describe() const {
     std::ostringstream os;
     os << "epoch " << epoch_;
-    if (last_q_ == ~0ull)
+    if (last_q_ == ~0ull) {
         os << ", no COUNT sent yet";
-    else
+        if (expect_p_ > 0) os << " (expects " << expect_p_ << " message(s) first)";
+    } else
         os << ", last COUNT sent (" << last_q_ << " queued, " << last_p_ << " processed)";
     if (have_request_) os << ", REQUEST " << req_tag_ << " not yet confirmable";
     if (rank_ == 0) {

@@ -54,6 +54,7 @@ void Communicator::send_ctrl(int dest, CtrlMsg m) {
         on_ctrl(world_.rank, m);
         return;
     }
+    ++ctrl_sent_;
     const std::uint32_t slot = sends_.open();
     PendingSend& ps = sends_.at(slot);
     const std::size_t bytes = detail::ctrl_bytes(m, world_.size);

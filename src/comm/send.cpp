@@ -411,6 +411,7 @@ CommStats Communicator::stats() const {
     return CommStats{.queued = queued(),
                      .processed = counts_.processed(),
                      .mpi_messages_sent = counts_.mpi_sends(),
+                     .control_messages_sent = ctrl_sent_,
                      .kept_buffer_bytes = kept_buffer_bytes()};
 }
 

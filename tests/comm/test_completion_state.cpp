@@ -351,7 +351,10 @@ TEST(CompletionState, BalancedChannelsEndInOneRound) {
                     job.queue(r, d);
                     job.run(r, d);
                 }
-        ASSERT_EQ(job.rounds_until_done(10), 2) << "epoch " << e;
+        // Epochs 2 and 5 have no messages after two epochs with 3 per rank: each rank waits
+        // for the 3 it expects until kExpectWait ran out (a round of this test is longer),
+        // then reports.
+        ASSERT_EQ(job.rounds_until_done(10), e % 3 == 2 ? 3 : 2) << "epoch " << e;
         EXPECT_EQ(job.sent[CtrlMsg::COUNT], 4) << "epoch " << e;
         EXPECT_EQ(job.counts_with_channels, 4) << "epoch " << e;
         EXPECT_EQ(job.sent[CtrlMsg::REQUEST], 0) << "epoch " << e;
@@ -500,4 +503,124 @@ TEST(CompletionState, ChannelsUpToKChannelRanks) {
     EXPECT_EQ(cascade::detail::ctrl_bytes(m, k + 1), 32u);
     m.c = 0;
     EXPECT_EQ(cascade::detail::ctrl_bytes(m, 4), 32u);
+}
+
+// A rank that ran messages in each of the last two epochs holds its first COUNT of the next
+// one back until it ran as many (the fewer of the two): a halo exchange whose neighbours'
+// messages arrive after the rank's own task ended then takes one COUNT per rank and epoch,
+// not an early one and a second. The wait ends kExpectWait after the rank was first idle
+// in the epoch; after such a miss the rank expects nothing in the next epoch.
+TEST(CompletionState, ExpectedMessagesHoldTheFirstCount) {
+    Job job(2, true);
+    auto exchange = [&] {  // each rank sends one message to the other
+        job.queue(0, 1);
+        job.queue(1, 0);
+    };
+    auto arrive = [&] {
+        job.run(0, 1);
+        job.run(1, 0);
+    };
+    for (int e = 0; e < 2; ++e) {  // nothing expected yet: the first COUNTs go at once
+        EXPECT_EQ(job.at(0).expected(), 0u) << "epoch " << e;
+        exchange();
+        job.round();  // early COUNTs, before the messages ran
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 2) << "epoch " << e;
+        arrive();
+        ASSERT_GT(job.rounds_until_done(10), 0) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 4) << "epoch " << e;
+        job.next_epoch();
+    }
+    for (int e = 2; e < 5; ++e) {
+        EXPECT_EQ(job.at(0).expected(), 1u) << "epoch " << e;
+        EXPECT_EQ(job.at(1).expected(), 1u) << "epoch " << e;
+        exchange();
+        job.round();
+        job.now += Completion::kExpectWait - 1ns;
+        job.round();
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 0) << "epoch " << e << ": a COUNT before the "
+                                               << "expected message ran";
+        arrive();
+        EXPECT_EQ(job.round(), 0) << "epoch " << e;  // one COUNT per rank, balanced
+        EXPECT_EQ(job.round(), 2) << "epoch " << e;  // rank 0 sees them: SHUTDOWN
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 2) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::SHUTDOWN], 1) << "epoch " << e;
+        EXPECT_TRUE(job.at(0).shut_down() && job.at(1).shut_down()) << "epoch " << e;
+        job.next_epoch();
+    }
+    // The expected messages do not come: the COUNT goes once kExpectWait ran out.
+    job.round();
+    job.now += Completion::kExpectWait - 1ns;
+    job.round();
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 0);
+    job.now += 1ns;
+    ASSERT_EQ(job.round(), 0);
+    ASSERT_EQ(job.round(), 2);
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 2);
+    job.next_epoch();
+    // After that miss, the next epoch expects nothing: its COUNTs go at once.
+    EXPECT_EQ(job.at(0).expected(), 0u);
+    EXPECT_EQ(job.at(1).expected(), 0u);
+    ASSERT_EQ(job.round(), 0);
+    EXPECT_EQ(job.sent[CtrlMsg::COUNT], 2);
+    ASSERT_EQ(job.round(), 2);
+}
+
+// An expected message held back by a busy neighbour: the rank may wait for it, but never
+// past kExpectWait, and an unbalanced epoch never ends (the wait changes only when COUNTs go).
+TEST(CompletionState, ExpectingNeverEndsAnUnbalancedEpoch) {
+    Job job(2, true);
+    for (int e = 0; e < 2; ++e) {
+        job.queue(0, 1);
+        job.run(0, 1);
+        ASSERT_GT(job.rounds_until_done(10), 0);
+        job.next_epoch();
+    }
+    EXPECT_EQ(job.at(1).expected(), 1u);
+    job.queue(0, 1);  // in flight: rank 1 has not run it
+    EXPECT_EQ(job.rounds_until_done(20), -1);
+    EXPECT_EQ(job.sent[CtrlMsg::SHUTDOWN], 0);
+    EXPECT_GE(job.sent[CtrlMsg::COUNT], 2);  // rank 1 reported once its wait ran out
+    job.run(0, 1);
+    EXPECT_GT(job.rounds_until_done(10), 0);
+}
+
+// Expected messages that come, but later than the wait: the rank reports early, then again
+// once they ran, and waits twice as long in the next epoch (up to kMaxExpectWait); waiting
+// for messages that come costs nothing, the epoch cannot end before they ran.
+TEST(CompletionState, LateExpectedMessagesLengthenTheWait) {
+    Job job(2, true);
+    for (int e = 0; e < 2; ++e) {
+        job.queue(0, 1);
+        job.queue(1, 0);
+        job.run(0, 1);
+        job.run(1, 0);
+        ASSERT_GT(job.rounds_until_done(10), 0);
+        job.next_epoch();
+    }
+    Completion::Clock::duration wait = Completion::kExpectWait;
+    for (int e = 2; e < 10; ++e) {
+        ASSERT_EQ(job.at(1).expected(), 1u) << "epoch " << e;
+        ASSERT_EQ(job.at(1).expect_wait(), wait) << "epoch " << e;
+        job.queue(0, 1);
+        job.queue(1, 0);
+        job.round();
+        job.now += wait - 1ns;
+        job.round();
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 0) << "epoch " << e;
+        job.now += 1ns;
+        job.round();  // the wait ran out: early COUNTs
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 2) << "epoch " << e;
+        job.run(0, 1);
+        job.run(1, 0);
+        ASSERT_GT(job.rounds_until_done(10), 0) << "epoch " << e;
+        EXPECT_EQ(job.sent[CtrlMsg::COUNT], 4) << "epoch " << e;
+        job.next_epoch();
+        wait = std::min<Completion::Clock::duration>(2 * wait, Completion::kMaxExpectWait);
+    }
+    EXPECT_EQ(job.at(1).expect_wait(), Completion::kMaxExpectWait);
+    // An epoch with fewer messages than expected: the wait is the shortest again.
+    ASSERT_GT(job.rounds_until_done(10), 0);
+    job.next_epoch();
+    EXPECT_EQ(job.at(1).expected(), 0u);
+    EXPECT_EQ(job.at(1).expect_wait(), Completion::kExpectWait);
 }

@@ -78,6 +78,11 @@ struct CommStats {
     std::uint64_t processed = 0;
     /// MPI messages this rank sent (several active messages may share one).
     std::uint64_t mpi_messages_sent = 0;
+    /// Messages of the completion protocol this rank sent to other ranks (its COUNTs and
+    /// CONFIRMs; on rank 0 also REQUESTs and SHUTDOWNs): at most 32 ranks, an iterative code
+    /// whose ranks run the same messages every epoch takes one COUNT per rank and epoch
+    /// (docs/design/completion.md).
+    std::uint64_t control_messages_sent = 0;
     /// Bytes of the buffers kept for reuse while nothing is in them: spare send buffers, the
     /// buffer of the biggest recent burst of frames, the receive buffer of big messages, and
     /// the outboxes' empty buffers. Bursts bigger than the spares' limits keep their buffers
@@ -475,6 +480,7 @@ class Communicator : public JoinHook {
     // Completion detection (docs/design/completion.md): its epoch, the counts reported, rank
     // 0's view of every rank's; driven by poll() (join.cpp).
     detail::Completion completion_;
+    std::uint64_t ctrl_sent_ = 0;  // control messages sent to other ranks (stats())
 };
 
 }  // namespace cascade

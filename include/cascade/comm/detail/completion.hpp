@@ -56,6 +56,16 @@ class Completion {
     static constexpr Clock::duration kFirstCountDelay = comm::kFirstCountDelay;
     /// The longest delay before a further COUNT.
     static constexpr Clock::duration kMaxCountDelay = comm::kMaxCountDelay;
+    /// How long a rank first holds its first COUNT of an epoch back while it waits for the
+    /// messages it expects (as many as it ran in each of the last two epochs), counted from
+    /// the first time it was idle in the epoch.
+    static constexpr Clock::duration kExpectWait = comm::kExpectWait;
+    /// The wait doubles after an epoch whose expected messages came later than it, up to this.
+    static constexpr Clock::duration kMaxExpectWait = comm::kMaxExpectWait;
+    /// After an epoch that ran fewer messages than expected, a rank expects none for 1 epoch,
+    /// after the next such epoch for 2, and so on up to this many, and its wait is
+    /// kExpectWait again.
+    static constexpr int kMaxExpectSkip = 64;
     /// How the protocol sends a control message (to any rank, this one included).
     using SendFn = void (*)(void* ctx, int dest, const CtrlMsg& m);
     /// How it reads this rank's counts per channel when it sends a COUNT (an idle time):
@@ -98,6 +108,11 @@ class Completion {
     std::optional<std::pair<int, CtrlMsg>> next_epoch(std::uint64_t queued,
                                                       std::uint64_t processed);
 
+    /// Messages this rank expects to run before its first COUNT of the current epoch.
+    std::uint64_t expected() const noexcept { return expect_p_; }
+    /// How long it waits for them at most.
+    Clock::duration expect_wait() const noexcept { return expect_wait_; }
+
     /// The state, for the watchdog: epoch, last COUNT, an unconfirmed REQUEST and, on rank
     /// 0, the ranks whose counts are missing.
     std::string describe() const;
@@ -120,6 +135,15 @@ class Completion {
     std::optional<Clock::time_point> idle_since_;      // idle stretch start
     Clock::duration count_delay_ = kFirstCountDelay;   // before a further COUNT
     std::vector<std::pair<int, CtrlMsg>> early_ctrl_;  // messages of a later epoch
+    // Messages to run before the first COUNT of this epoch (the fewer of the last two
+    // epochs'), how many the epoch before ran, the first idle time of this epoch, the wait
+    // for them and whether it ran out in this epoch, and the epochs to expect none after an
+    // epoch that ran fewer.
+    std::uint64_t expect_p_ = 0, last_epoch_p_ = 0;
+    std::optional<Clock::time_point> first_idle_;
+    Clock::duration expect_wait_ = kExpectWait;
+    bool expect_missed_ = false;
+    int skip_left_ = 0, skip_next_ = 1;
     // Rank 0 only: each rank's latest counts, who reported in this epoch (and how many of
     // them reported quiet counts: a rank's only quiet COUNT is its first of the epoch), the
     // latest REQUEST tag and the latest tag each rank confirmed.

@@ -62,6 +62,15 @@ inline constexpr std::chrono::steady_clock::duration kFirstCountDelay =
     std::chrono::microseconds(2);
 inline constexpr std::chrono::steady_clock::duration kMaxCountDelay =
     std::chrono::microseconds(640);
+// A rank that ran messages in each of the last two epochs holds its first COUNT of an epoch
+// back until it ran as many (the fewer of the two), for at most kExpectWait after it was first
+// idle in the epoch: an iterative code's neighbours' messages then arrive before its report,
+// which takes one COUNT per rank and epoch instead of two. When they came, but later than
+// that, the wait doubles for the next epochs (up to kMaxExpectWait): waiting for messages
+// that come costs nothing, since the epoch cannot end before they ran.
+inline constexpr std::chrono::steady_clock::duration kExpectWait = std::chrono::microseconds(100);
+inline constexpr std::chrono::steady_clock::duration kMaxExpectWait =
+    std::chrono::microseconds(1600);
 // Up to this many ranks, each COUNT also carries the rank's counts per channel (messages
 // queued for each rank, messages from each rank processed), and an epoch whose channels all
 // balance ends without REQUEST and CONFIRM; with more ranks, COUNTs carry the totals alone.

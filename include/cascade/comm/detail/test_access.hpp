@@ -32,6 +32,11 @@ struct CommTestAccess {
     /// fuzzed header announced them), and tells their owners as if the body had arrived, so
     /// what they held for it is let go. Returns how many were dropped.
     static std::size_t drop_body_receives(Communicator& c) { return c.drop_body_receives(); }
+    /// Messages the rank expects to run in the current epoch before its first COUNT
+    /// (detail::Completion::expected()).
+    static std::uint64_t expected_messages(const Communicator& c) noexcept {
+        return c.completion_.expected();
+    }
 };
 
 }  // namespace cascade::detail
