@@ -60,7 +60,7 @@ struct BalanceOptions {
     /// other ranks' pace, and a rank made of them gives within balanced_ratio to nobody. A
     /// rank whose load never passed balanced_ratio times an asker's level gives nothing.
     /// 0: balanced_ratio alone.
-    double sustained_ratio = 1.1;
+    double sustained_ratio = 0;
     /// How long a load must stay above sustained_ratio times the asker's level (seconds).
     double sustain_s = 0.05;
 };
