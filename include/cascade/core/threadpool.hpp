@@ -194,15 +194,19 @@ class Threadpool {
     /// counted before the hold ends).
     class ExternalScope {
       public:
+        /// Holds `tp`'s epoch open and marks the calling thread as running its work.
         explicit ExternalScope(Threadpool& tp) noexcept
             : tp_(tp), prev_(std::exchange(detail::tls_external_scope, &tp)) {
             tp_.hold_external_work();
         }
+        /// Ends the hold (the last one wakes the thread in join()) and the mark.
         ~ExternalScope() {
             detail::tls_external_scope = prev_;
             tp_.release_external_work();
         }
+        /// Not copyable: one hold per scope.
         ExternalScope(const ExternalScope&) = delete;
+        /// Not copyable.
         ExternalScope& operator=(const ExternalScope&) = delete;
 
       private:
