@@ -26,9 +26,13 @@ namespace {
 constexpr int kBusyWarnings = 3;
 
 // join() with a communicator: after the last activity poll hot for kHotWindow (only while
-// this pool is idle), then yielding until kPollWindow, then nap.
+// this pool is idle), then yielding until kPollWindow (kWaitingPollWindow while this pool has
+// no work and waits for other ranks), then nap. A rank that waits for others takes no core
+// from its own workers: it yields, and a nap would only add its length to the latency of the
+// message it waits for (when ranks outnumber cores, every hop of the completion protocol).
 constexpr auto kHotWindow = std::chrono::microseconds(10);
 constexpr auto kPollWindow = std::chrono::microseconds(50);
+constexpr auto kWaitingPollWindow = std::chrono::microseconds(300);
 constexpr long kFirstNapUs = 10;
 constexpr long kMaxNapUs = 500;
 constexpr long kWaitingNapUs = 20;
@@ -137,7 +141,7 @@ void Threadpool::join() {
             if (std::exchange(moved, false)) last_activity = now;
             const auto quiet = now - last_activity;
             if (quiet < kHotWindow && r == PollResult::waiting) continue;
-            if (quiet < kPollWindow) {
+            if (quiet < (r == PollResult::waiting ? kWaitingPollWindow : kPollWindow)) {
                 std::this_thread::yield();
                 continue;
             }
