@@ -54,8 +54,7 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             reported_ = load;
             again_ns_ = 0;
             out.push_back({master, Msg{1, b.rank(), load, 0, req, devices, level, near, near_level,
-                                       floor, near_floor, loads.standing,
-                                       loads.standing_horizon}});
+                                       floor, near_floor, loads.standing, loads.standing_horizon}});
         }
         if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
             !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
@@ -64,8 +63,7 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             reported_ = load;
             asked_load_ = load;
             out.push_back({master, Msg{2, b.rank(), load, 0, req, devices, level, near, near_level,
-                                       floor, near_floor, loads.standing,
-                                       loads.standing_horizon}});
+                                       floor, near_floor, loads.standing, loads.standing_horizon}});
         }
         // The master: a donor that refused a while ago may give now.
         if (b.rank() == master && !queue_.empty()) serve(b, out);
@@ -160,8 +158,7 @@ void MasterWorker::serve_early(const Balancer& b, Out& out) {
         // (A rank that never reported may have work: only those that did are compared.)
         if (promised_[d] <= 0 && level_ns_[d] > 0 && (low < 0 || table_[d] < table_[low])) low = d;
     }
-    if (best < 0 || low < 0 || best == low || standing_[best] < table_[low] + opts_.limit_s)
-        return;
+    if (best < 0 || low < 0 || best == low || standing_[best] < table_[low] + opts_.limit_s) return;
     // low's recent peak loads, never under what it reported last: it reports again when its
     // load changes by `report`, so a steady load stays its level at the master as it does
     // there (the donor checks the same levels).
@@ -200,7 +197,8 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
     if (source < 0 || source >= b.ranks() || m.rank < 0 || m.rank >= b.ranks() ||
         !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
         !std::isfinite(m.h) || !std::isfinite(m.hl) || !std::isfinite(m.f) ||
-        !std::isfinite(m.fh) || !std::isfinite(m.s) || !std::isfinite(m.sh) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
+        !std::isfinite(m.fh) || !std::isfinite(m.s) || !std::isfinite(m.sh) ||
+        (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -260,9 +258,9 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                 log::debug("master_worker: asked to give rank " + std::to_string(m.rank) +
                            " (load " + std::to_string(m.x) + ", level " + std::to_string(m.l) +
                            ", near level " + std::to_string(m.hl) + "): gave " +
-                           std::to_string(gift.objects) + " objects, " +
-                           std::to_string(gift.work) + " s; load now " + std::to_string(left) +
-                           ", near " + std::to_string(near));
+                           std::to_string(gift.objects) + " objects, " + std::to_string(gift.work) +
+                           " s; load now " + std::to_string(left) + ", near " +
+                           std::to_string(near));
             {
                 std::lock_guard<std::mutex> g(m_);
                 reported_ = left;

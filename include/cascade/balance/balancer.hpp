@@ -217,7 +217,7 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     mutable std::int64_t level_ns_ = 0;
     double level_at(double level, std::int64_t now) const;  // locked: `level` faded to now
     struct ChainLoads {
-        double load = 0, near = 0;  // the chains' part of work_left() and horizon_load()
+        double load = 0, near = 0;             // the chains' part of work_left() and horizon_load()
         double through = 0, through_near = 0;  // the part passing through (see RankLoads)
     };
     std::vector<double> work_left(const std::vector<ObjectLoad>& objs, std::vector<double>* movable,
