@@ -126,10 +126,9 @@ void Diffusion::balance(Balancer& b) {
             turned_away_.assign(turned_away_.size(), 0);
             any_turned_away_ = false;
         }
-        // Work to spare before the others run dry: the standing load (requests passing
-        // through a fan-out's objects grow and drain with the pace of the ranks around).
-        if (loads.standing > opts_.announce * opts_.limit_s &&
-            ++steps_ % opts_.announce_every == 0) {
+        // (A told rank that has not run dry weighs the standing loads: requests passing
+        // through a fan-out's objects grow and drain with the pace of the ranks around.)
+        if (load > opts_.announce * opts_.limit_s && ++steps_ % opts_.announce_every == 0) {
             std::uniform_int_distribution<int> pick(0, b.ranks() - 1);
             for (int i = 0; i < opts_.neighbours; ++i) {
                 const int r = pick(rng_);
@@ -283,13 +282,15 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // it runs dry takes its share in the last stretch of the work, from donors that
             // several such ranks ask at once; one whose chains keep its worker busy at half
             // the rate of another's asks while they run (they likely end about together).
-            // Its work to spare (m.s, m.sh) is what counts: what passes through its objects
-            // keeps this rank's coming too.
+            // Before this rank runs dry only the announcer's work to spare counts, its
+            // standing loads (m.s, m.sh): what passes through its objects keeps this rank's
+            // coming too. A rank that ran dry takes any work (m.x, m.h).
+            const bool dry = mine < opts_.limit_s;
+            const double spare = dry ? m.x : m.s, spare_near = dry ? m.h : m.sh;
             const bool balanced =
-                detail::balanced(b.options(), {m.s, m.sh, m.f, m.fh}, level, near_level);
-            const bool little =
-                mine < opts_.limit_s || (ratio > 0 ? !balanced : 2 * mine + opts_.limit_s < m.s);
-            if (phase_ != Phase::quiet || !little || m.s <= mine + opts_.min_gap_s || balanced ||
+                detail::balanced(b.options(), {spare, spare_near, m.f, m.fh}, level, near_level);
+            const bool little = dry || (ratio > 0 ? !balanced : 2 * mine + opts_.limit_s < spare);
+            if (phase_ != Phase::quiet || !little || spare <= mine + opts_.min_gap_s || balanced ||
                 incoming_.pending(mine, b.arrivals(), b.options().hold_s)) {
                 // Not now: it joins our neighbourhood in place of the least loaded neighbour,
                 // so that our next round asks it.
@@ -304,7 +305,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             phase_ = Phase::asking;
             my_load_ = mine;
             // It told a neighbourhood: our share of its surplus.
-            out.push_back({source, Msg{3, -1, mine, (m.s - mine) / askers(b), req, b.devices(),
+            out.push_back({source, Msg{3, -1, mine, (spare - mine) / askers(b), req, b.devices(),
                                        level, 0, near_level}});
             break;
         }

@@ -56,8 +56,8 @@ class Diffusion final : public BalancePolicy {
         // of a request, d: my devices, l: my recent peak load, hl: my horizon level), 4 given
         // (x, in r objects), 5 I have work (x, horizon load h); in 2 and 5, f and fh: the
         // sender's load floor and horizon floor (Balancer::load_floor); in 5, s and sh: its
-        // work to spare, its standing load and horizon load (Balancer::RankLoads): a rank
-        // that runs dry asks its neighbourhood, whose loads count whole
+        // standing load and horizon load (Balancer::RankLoads), the work it has to spare for
+        // a rank that has not run dry
         std::uint8_t kind;
         std::int32_t r;
         double x, y;
