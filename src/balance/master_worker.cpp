@@ -90,6 +90,27 @@ std::pair<double, double> MasterWorker::levels(const Balancer& b, int rank,
     return {level_[rank] * fade, near_level_[rank] * fade};
 }
 
+void MasterWorker::promise(int donor, int to, double to_load, double want, double level,
+                           double near_level, const char* how, Out& out) {
+    if (log::enabled(log::Level::debug))
+        log::debug(std::string("master_worker: ") + how + ": rank " + std::to_string(donor) +
+                   " (load " + std::to_string(table_[donor]) + ", near " +
+                   std::to_string(near_[donor]) + ", standing " + std::to_string(standing_[donor]) +
+                   ") gives rank " + std::to_string(to) + " (load " + std::to_string(table_[to]) +
+                   ", level " + std::to_string(level) + ", near level " +
+                   std::to_string(near_level) + ") " + std::to_string(want));
+    out.push_back(
+        {donor, Msg{3, to, to_load, want, request_s_[to], devices_[to], level, 0, near_level}});
+    table_[donor] -= want;  // what the donor will aim at
+    table_[to] += want;
+    near_[donor] = std::max(0.0, near_[donor] - want), near_[to] += want;
+    standing_[donor] = std::min(std::max(0.0, standing_[donor] - want), table_[donor]);
+    near_standing_[donor] = std::min(std::max(0.0, near_standing_[donor] - want), near_[donor]);
+    floor_[donor] = std::min(floor_[donor], table_[donor]);
+    near_floor_[donor] = std::min(near_floor_[donor], near_[donor]);
+    promised_[to] = want;
+}
+
 void MasterWorker::serve(const Balancer& b, Out& out) {
     const std::int64_t now = now_ns();
     // Each waiting rank once at most: one balanced with the most loaded rank goes to the
@@ -121,22 +142,7 @@ void MasterWorker::serve(const Balancer& b, Out& out) {
         const double want = std::min(mean - table_[r], (table_[best] - table_[r]) / 2);
         if (want < opts_.limit_s / 2) return;  // the end of the work: not worth a move
         queue_.pop_front();
-        if (log::enabled(log::Level::debug))
-            log::debug("master_worker: serve: rank " + std::to_string(best) + " (load " +
-                       std::to_string(table_[best]) + ", near " + std::to_string(near_[best]) +
-                       ") gives rank " + std::to_string(r) + " (load " + std::to_string(table_[r]) +
-                       ", level " + std::to_string(level) + ", near level " +
-                       std::to_string(near_level) + ") " + std::to_string(want));
-        out.push_back(
-            {best, Msg{3, r, asked_[r], want, request_s_[r], devices_[r], level, 0, near_level}});
-        table_[best] -= want;  // what the donor will aim at
-        table_[r] += want;
-        near_[best] = std::max(0.0, near_[best] - want), near_[r] += want;
-        floor_[best] = std::min(floor_[best], table_[best]);
-        near_floor_[best] = std::min(near_floor_[best], near_[best]);
-        standing_[best] = std::min(standing_[best], table_[best]);
-        near_standing_[best] = std::min(near_standing_[best], near_[best]);
-        promised_[r] = want;
+        promise(best, r, asked_[r], want, level, near_level, "serve", out);
     }
 }
 
@@ -172,22 +178,7 @@ void MasterWorker::serve_early(const Balancer& b, Out& out) {
     const double mean = std::accumulate(table_.begin(), table_.end(), 0.0) / table_.size();
     const double want = std::min(mean - table_[low], (standing_[best] - table_[low]) / 2);
     if (want < opts_.limit_s / 2) return;
-    if (log::enabled(log::Level::debug))
-        log::debug("master_worker: early: rank " + std::to_string(best) + " (load " +
-                   std::to_string(table_[best]) + ", standing " + std::to_string(standing_[best]) +
-                   ") gives rank " + std::to_string(low) + " (load " + std::to_string(table_[low]) +
-                   ", level " + std::to_string(level) + ", near level " +
-                   std::to_string(near_level) + ") " + std::to_string(want));
-    out.push_back({best, Msg{3, low, table_[low], want, request_s_[low], devices_[low], level, 0,
-                             near_level}});
-    table_[best] -= want;
-    table_[low] += want;
-    near_[best] = std::max(0.0, near_[best] - want), near_[low] += want;
-    standing_[best] = std::max(0.0, standing_[best] - want);
-    near_standing_[best] = std::max(0.0, near_standing_[best] - want);
-    floor_[best] = std::min(floor_[best], table_[best]);
-    near_floor_[best] = std::min(near_floor_[best], near_[best]);
-    promised_[low] = want;
+    promise(best, low, table_[low], want, level, near_level, "early", out);
 }
 
 void MasterWorker::on_message(Balancer& b, int source, const char* data, std::size_t size) {

@@ -63,6 +63,10 @@ class MasterWorker final : public BalancePolicy {
     // load (work passing through left out) has more than balanced_ratio times its load and
     // horizon load, is given its share before it runs dry.
     void serve_early(const Balancer& b, Out& out);
+    // Master, locked: tells `donor` to give rank `to` (load `to_load` when it asked, recent
+    // peak loads `level` and `near_level`) `want` seconds of work, and counts it as moved.
+    void promise(int donor, int to, double to_load, double want, double level, double near_level,
+                 const char* how, Out& out);
     // Master, locked: a rank's recent peak load and horizon level, faded to `now`.
     std::pair<double, double> levels(const Balancer& b, int rank, std::int64_t now) const;
     static void post(Balancer& b, Out& out);
