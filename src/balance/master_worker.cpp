@@ -48,10 +48,13 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
         const bool retry = again_ns_ > 0 && now_ns() >= again_ns_;
         const bool changed =
             reported_ < 0 || retry ||
-            std::abs(load - reported_) > opts_.report * std::max(reported_, opts_.limit_s);
+            std::abs(load - reported_) > opts_.report * std::max(reported_, opts_.limit_s) ||
+            std::abs(loads.standing - reported_standing_) >
+                opts_.report * std::max(reported_standing_, opts_.limit_s);
         if (waiting_ && load >= opts_.limit_s) waiting_ = false;  // work came: no longer asking
         if (changed && !from_idle) {
             reported_ = load;
+            reported_standing_ = loads.standing;
             again_ns_ = 0;
             out.push_back({master, Msg{1, b.rank(), load, 0, req, devices, level, near, near_level,
                                        floor, near_floor, loads.standing, loads.standing_horizon}});
@@ -61,6 +64,7 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
             credit_.store(false);
             waiting_ = true;
             reported_ = load;
+            reported_standing_ = loads.standing;
             asked_load_ = load;
             out.push_back({master, Msg{2, b.rank(), load, 0, req, devices, level, near, near_level,
                                        floor, near_floor, loads.standing, loads.standing_horizon}});
@@ -214,11 +218,11 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                 level_[source] = m.l, near_level_[source] = m.hl, level_ns_[source] = now_ns(),
                 floor_[source] = m.f, near_floor_[source] = m.fh, standing_[source] = m.s,
                 near_standing_[source] = m.sh;
-            else  // (its floors and standing loads are no higher than its loads now)
+            else  // (its floors are no higher than its loads now)
                 floor_[source] = std::min(floor_[source], m.x),
                 near_floor_[source] = std::min(near_floor_[source], m.h),
-                standing_[source] = std::min(standing_[source], m.x),
-                near_standing_[source] = std::min(near_standing_[source], m.h);
+                standing_[source] = std::min(m.s, m.x),
+                near_standing_[source] = std::min(m.sh, m.h);
             if (m.kind == 2) asked_[source] = m.x;
             int asker = m.kind == 2 ? source : -1;
             if (m.kind == 5) {  // what it was promised never came: it waits again if still low
@@ -255,6 +259,7 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
             {
                 std::lock_guard<std::mutex> g(m_);
                 reported_ = left;
+                reported_standing_ = now_loads.standing;
                 if (gift.work <= 0 && left >= opts_.limit_s)
                     again_ns_ = now_ns() + std::int64_t(b.options().hold_s * 1e9);
             }
@@ -267,7 +272,8 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                                            now_loads.standing, now_loads.standing_horizon}});
                 out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
-                out.push_back({source, Msg{5, m.rank, left, 0, 0, -1, 0, near}});
+                out.push_back({source, Msg{5, m.rank, left, 0, 0, -1, 0, near, 0, 0, 0,
+                                           now_loads.standing, now_loads.standing_horizon}});
             }
             break;
         }

@@ -116,7 +116,7 @@ void expect_spread(Shape shape, const char* policy, int steps) {
 // hold over twice the requests the others' hold for the whole run, though every rank keeps
 // its worker busy at the same rate (queues of a fan-out, filled at the pace of the ranks
 // around). Each request runs `steps` handlers of 1 ms. Returns the migrations.
-constexpr int kRingObjects = 12, kRankZeroTokens = 3, kOtherTokens = 1;
+constexpr int kRingObjects = 16, kRankZeroTokens = 3, kOtherTokens = 1;
 
 long run_ring(const char* policy, int steps) {
     Communicator comm;

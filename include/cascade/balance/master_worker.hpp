@@ -22,7 +22,8 @@ namespace cascade {
 struct MasterWorkerOptions {
     double limit_s = 0.01;  ///< below this much queued work (seconds) a rank asks the master
     int master = 0;         ///< the rank that keeps the load table
-    double report = 0.25;   ///< a rank reports its load when it changed by this fraction
+    double report = 0.25;   ///< a rank reports its load when it (or its standing load,
+                            ///< Balancer::RankLoads) changed by this fraction
 };
 
 /// PREMA's master-worker policy (see the top of this file).
@@ -44,7 +45,7 @@ class MasterWorker final : public BalancePolicy {
         // those of `rank`; l and hl: in 1 and 2 the sender's recent peak load and horizon
         // level, in 3 those of `rank`; h: in 1 and 2 the sender's horizon load; f and fh: in
         // 1 and 2 the sender's load floor and horizon floor (Balancer::load_floor); s and sh:
-        // in 1 and 2 the sender's standing load and horizon load (Balancer::RankLoads)
+        // in 1, 2 and 5 the sender's standing load and horizon load (Balancer::RankLoads)
         std::uint8_t kind;
         std::int32_t rank;
         double x, y;
@@ -76,6 +77,7 @@ class MasterWorker final : public BalancePolicy {
     // Every rank.
     bool waiting_ = false;  // asked the master, no answer yet
     double reported_ = -1;
+    double reported_standing_ = 0;    // the standing load reported with it
     std::int64_t again_ns_ = 0;       // could not give: report again from then on (0: no)
     double asked_load_ = 0;           // our load when we last asked
     detail::Incoming incoming_;       // no new request until the work a donor gave us arrived
