@@ -172,14 +172,15 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
     // The work passing through: requests queued on objects whose handlers pass work on to
     // other objects (a fan-out's flow: the share of its issuing handlers beyond its chained
     // requests; a chain's two shares grow alike from its first step), and their share of the
-    // work the rank generates.
+    // work the rank generates. Device tasks in flight finish here whatever the object does.
     double through = 0, through_near = 0;
     for (std::size_t i = 0; i < objs.size(); ++i) {
         const auto& o = objs[i];
         if (o.leaving || o.user_load || !(o.issuing > 0)) continue;
         const double pass = std::clamp((o.issuing - o.chained) / o.issuing, 0.0, 1.0);
-        through += pass * w[i];
-        through_near += pass * near_of[i];
+        const double in_flight = double(dev[i].in_flight) * dev[i].seconds;
+        through += pass * std::max(0.0, w[i] - in_flight);
+        through_near += pass * std::max(0.0, near_of[i] - in_flight);
     }
     if (horizon) *horizon = near;
     if (chains) *chains = {chain_load, chain_near, through, through_near};

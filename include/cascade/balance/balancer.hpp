@@ -129,7 +129,8 @@ class Balancer final : private ObjectsObserver, private IdleHook {
         /// work, the share of ObjectLoad::issuing beyond its `chained`, over `issuing`: 1 for a
         /// fan-out's object, whose requests come from other objects' handlers and go on to
         /// others; 0 for a chain's, whose two shares grow alike, and for one whose handlers
-        /// issue nothing). Such a queue grows and drains at the pace of the ranks around it:
+        /// issue nothing; device tasks in flight stay). Such a queue grows and drains at the
+        /// pace of the ranks around it:
         /// the ranks of a ring of objects with twice as many requests queued on some as on
         /// others all stay busy, and none runs dry before the end.
         double standing = 0;
