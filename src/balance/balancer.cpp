@@ -113,7 +113,7 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
     const double fallback = n ? sum / n : opts_.default_request_s;
     const auto dev = device_view(*device_work_, objs, false);
     // Queued work and each object's projection (what it generates: a chain's next steps).
-    std::vector<double> w;
+    std::vector<double> w, near_of(objs.size(), 0.0);  // near_of: each one's horizon load
     w.reserve(objs.size());
     if (movable) movable->assign(objs.size(), 0.0);
     double projected = 0, rank_rate = 0, near = 0, chain_load = 0, chain_near = 0;
@@ -125,6 +125,7 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
             w.push_back(o.leaving ? 0.0 : o.load);
             if (movable) (*movable)[i] = w.back();
             near += w.back();
+            near_of[i] = w.back();
             chain_load += w.back(), chain_near += w.back();  // work left, as its type says
             continue;
         }
@@ -144,6 +145,7 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
         // Within the horizon: a long queue counts as many requests as a chain projects.
         const double within = std::min(double(o.pending) * cost + ahead, most * cost) + in_flight;
         near += within;
+        near_of[i] = within;
         // The chains' part: an object whose requests its own handler issues (or with device
         // work) keeps its rank busy at a steady rate; requests from elsewhere (a fan-out's)
         // come and go with the other ranks' pace.
@@ -164,10 +166,24 @@ std::vector<double> Balancer::work_left(const std::vector<ObjectLoad>& objs,
                 const double add = extra * objs[i].busy_rate * objs[i].issuing / rank_rate;
                 w[i] += add;
                 near += add;
+                near_of[i] += add;
                 if (movable) (*movable)[i] += add;
             }
+    // The work passing through: requests queued on objects whose handlers pass work on to
+    // other objects (a fan-out's flow: the share of its issuing handlers beyond its chained
+    // requests; a chain's two shares grow alike from its first step), and their share of the
+    // work the rank generates. Device tasks in flight finish here whatever the object does.
+    double through = 0, through_near = 0;
+    for (std::size_t i = 0; i < objs.size(); ++i) {
+        const auto& o = objs[i];
+        if (o.leaving || o.user_load || !(o.issuing > 0)) continue;
+        const double pass = std::clamp((o.issuing - o.chained) / o.issuing, 0.0, 1.0);
+        const double in_flight = double(dev[i].in_flight) * dev[i].seconds;
+        through += pass * std::max(0.0, w[i] - in_flight);
+        through_near += pass * std::max(0.0, near_of[i] - in_flight);
+    }
     if (horizon) *horizon = near;
-    if (chains) *chains = {chain_load, chain_near};
+    if (chains) *chains = {chain_load, chain_near, through, through_near};
     return w;
 }
 
@@ -185,6 +201,12 @@ double Balancer::request_seconds(const std::vector<ObjectLoad>& objs) const {
 }
 
 double Balancer::work_left(double* horizon) const {
+    const RankLoads l = loads();
+    if (horizon) *horizon = l.horizon;
+    return l.load;
+}
+
+Balancer::RankLoads Balancer::loads() const {
     double sum = 0, near = 0;
     ChainLoads chains;
     for (double w : work_left(local_objects(), nullptr, &near, &chains))
@@ -200,8 +222,8 @@ double Balancer::work_left(double* horizon) const {
         while (samples_.size() > 1 && samples_[1].ns <= from)
             samples_.pop_front();
     }
-    if (horizon) *horizon = near;
-    return sum;
+    return {sum, near, std::max(0.0, sum - chains.through),
+            std::max(0.0, near - chains.through_near)};
 }
 
 double Balancer::horizon_load() const {

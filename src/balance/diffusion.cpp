@@ -105,8 +105,9 @@ void Diffusion::notify(Balancer&, const ObjectKey&, double) {
 
 void Diffusion::balance(Balancer& b) {
     if (b.ranks() < 2) return;
-    double near = 0, near_floor = 0;
-    const double load = b.work_left(&near);
+    double near_floor = 0;
+    const Balancer::RankLoads loads = b.loads();
+    const double load = loads.load, near = loads.horizon;
     const double floor = b.load_floor(&near_floor);
     std::vector<std::pair<int, Msg>> out;
     {
@@ -120,16 +121,20 @@ void Diffusion::balance(Balancer& b) {
             told_ns_ = now_ns();
             for (int r = 0; r < int(turned_away_.size()); ++r)
                 if (turned_away_[std::size_t(r)])
-                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near, 0, floor, near_floor}});
+                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near, 0, floor, near_floor,
+                                          loads.standing, loads.standing_horizon}});
             turned_away_.assign(turned_away_.size(), 0);
             any_turned_away_ = false;
         }
+        // (A told rank that has not run dry weighs the standing loads: requests passing
+        // through a fan-out's objects grow and drain with the pace of the ranks around.)
         if (load > opts_.announce * opts_.limit_s && ++steps_ % opts_.announce_every == 0) {
             std::uniform_int_distribution<int> pick(0, b.ranks() - 1);
             for (int i = 0; i < opts_.neighbours; ++i) {
                 const int r = pick(rng_);
                 if (r != b.rank())
-                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near, 0, floor, near_floor}});
+                    out.push_back({r, Msg{5, -1, load, 0, 0, -1, 0, near, 0, floor, near_floor,
+                                          loads.standing, loads.standing_horizon}});
             }
         }
     }
@@ -169,7 +174,8 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
     // r names a rank (-1: none), but in kind 4, where it counts objects.
     if (source < 0 || source >= b.ranks() || m.r < -1 || (m.kind != 4 && m.r >= b.ranks()) ||
         !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
-        !std::isfinite(m.h) || !std::isfinite(m.hl) || !std::isfinite(m.f) || !std::isfinite(m.fh))
+        !std::isfinite(m.h) || !std::isfinite(m.hl) || !std::isfinite(m.f) ||
+        !std::isfinite(m.fh) || !std::isfinite(m.s) || !std::isfinite(m.sh))
         throw WireError("diffusion: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.r) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -276,11 +282,15 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             // it runs dry takes its share in the last stretch of the work, from donors that
             // several such ranks ask at once; one whose chains keep its worker busy at half
             // the rate of another's asks while they run (they likely end about together).
+            // Before this rank runs dry only the announcer's work to spare counts, its
+            // standing loads (m.s, m.sh): what passes through its objects keeps this rank's
+            // coming too. A rank that ran dry takes any work (m.x, m.h).
+            const bool dry = mine < opts_.limit_s;
+            const double spare = dry ? m.x : m.s, spare_near = dry ? m.h : m.sh;
             const bool balanced =
-                detail::balanced(b.options(), {m.x, m.h, m.f, m.fh}, level, near_level);
-            const bool little =
-                mine < opts_.limit_s || (ratio > 0 ? !balanced : 2 * mine + opts_.limit_s < m.x);
-            if (phase_ != Phase::quiet || !little || m.x <= mine + opts_.min_gap_s || balanced ||
+                detail::balanced(b.options(), {spare, spare_near, m.f, m.fh}, level, near_level);
+            const bool little = dry || (ratio > 0 ? !balanced : 2 * mine + opts_.limit_s < spare);
+            if (phase_ != Phase::quiet || !little || spare <= mine + opts_.min_gap_s || balanced ||
                 incoming_.pending(mine, b.arrivals(), b.options().hold_s)) {
                 // Not now: it joins our neighbourhood in place of the least loaded neighbour,
                 // so that our next round asks it.
@@ -295,7 +305,7 @@ void Diffusion::on_message(Balancer& b, int source, const char* data, std::size_
             phase_ = Phase::asking;
             my_load_ = mine;
             // It told a neighbourhood: our share of its surplus.
-            out.push_back({source, Msg{3, -1, mine, (m.x - mine) / askers(b), req, b.devices(),
+            out.push_back({source, Msg{3, -1, mine, (spare - mine) / askers(b), req, b.devices(),
                                        level, 0, near_level}});
             break;
         }

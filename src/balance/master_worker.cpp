@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <string>
 
 #include "cascade/balance/balancer.hpp"
 #include "cascade/balance/detail/donate.hpp"
+#include "cascade/core/log.hpp"
 #include "cascade/trace/event.hpp"
 
 namespace cascade {
@@ -28,8 +30,9 @@ void MasterWorker::notify(Balancer&, const ObjectKey&, double) {
 
 void MasterWorker::step(Balancer& b, bool from_idle) {
     if (b.ranks() < 2) return;
-    double near = 0, near_level = 0;
-    const double load = b.work_left(&near);
+    double near_level = 0;
+    const Balancer::RankLoads loads = b.loads();
+    const double load = loads.load, near = loads.horizon;
     const double req = b.request_seconds();
     const double level = b.load_level(&near_level);
     double near_floor = 0;
@@ -45,22 +48,26 @@ void MasterWorker::step(Balancer& b, bool from_idle) {
         const bool retry = again_ns_ > 0 && now_ns() >= again_ns_;
         const bool changed =
             reported_ < 0 || retry ||
-            std::abs(load - reported_) > opts_.report * std::max(reported_, opts_.limit_s);
+            std::abs(load - reported_) > opts_.report * std::max(reported_, opts_.limit_s) ||
+            std::abs(loads.standing - reported_standing_) >
+                opts_.report * std::max(reported_standing_, opts_.limit_s);
         if (waiting_ && load >= opts_.limit_s) waiting_ = false;  // work came: no longer asking
         if (changed && !from_idle) {
             reported_ = load;
+            reported_standing_ = loads.standing;
             again_ns_ = 0;
             out.push_back({master, Msg{1, b.rank(), load, 0, req, devices, level, near, near_level,
-                                       floor, near_floor}});
+                                       floor, near_floor, loads.standing, loads.standing_horizon}});
         }
         if (!waiting_ && load < opts_.limit_s && (!from_idle || credit_.load()) &&
             !incoming_.pending(load, b.arrivals(), b.options().hold_s)) {
             credit_.store(false);
             waiting_ = true;
             reported_ = load;
+            reported_standing_ = loads.standing;
             asked_load_ = load;
             out.push_back({master, Msg{2, b.rank(), load, 0, req, devices, level, near, near_level,
-                                       floor, near_floor}});
+                                       floor, near_floor, loads.standing, loads.standing_horizon}});
         }
         // The master: a donor that refused a while ago may give now.
         if (b.rank() == master && !queue_.empty()) serve(b, out);
@@ -85,6 +92,27 @@ std::pair<double, double> MasterWorker::levels(const Balancer& b, int rank,
     if (!(level_s > 0)) return {0.0, 0.0};
     const double fade = std::exp(-double(now - level_ns_[rank]) * 1e-9 / level_s);
     return {level_[rank] * fade, near_level_[rank] * fade};
+}
+
+void MasterWorker::promise(int donor, int to, double to_load, double want, double level,
+                           double near_level, const char* how, Out& out) {
+    if (log::enabled(log::Level::debug))
+        log::debug(std::string("master_worker: ") + how + ": rank " + std::to_string(donor) +
+                   " (load " + std::to_string(table_[donor]) + ", near " +
+                   std::to_string(near_[donor]) + ", standing " + std::to_string(standing_[donor]) +
+                   ") gives rank " + std::to_string(to) + " (load " + std::to_string(table_[to]) +
+                   ", level " + std::to_string(level) + ", near level " +
+                   std::to_string(near_level) + ") " + std::to_string(want));
+    out.push_back(
+        {donor, Msg{3, to, to_load, want, request_s_[to], devices_[to], level, 0, near_level}});
+    table_[donor] -= want;  // what the donor will aim at
+    table_[to] += want;
+    near_[donor] = std::max(0.0, near_[donor] - want), near_[to] += want;
+    standing_[donor] = std::min(std::max(0.0, standing_[donor] - want), table_[donor]);
+    near_standing_[donor] = std::min(std::max(0.0, near_standing_[donor] - want), near_[donor]);
+    floor_[donor] = std::min(floor_[donor], table_[donor]);
+    near_floor_[donor] = std::min(near_floor_[donor], near_[donor]);
+    promised_[to] = want;
 }
 
 void MasterWorker::serve(const Balancer& b, Out& out) {
@@ -118,47 +146,43 @@ void MasterWorker::serve(const Balancer& b, Out& out) {
         const double want = std::min(mean - table_[r], (table_[best] - table_[r]) / 2);
         if (want < opts_.limit_s / 2) return;  // the end of the work: not worth a move
         queue_.pop_front();
-        out.push_back(
-            {best, Msg{3, r, asked_[r], want, request_s_[r], devices_[r], level, 0, near_level}});
-        table_[best] -= want;  // what the donor will aim at
-        table_[r] += want;
-        near_[best] = std::max(0.0, near_[best] - want), near_[r] += want;
-        floor_[best] = std::min(floor_[best], table_[best]);
-        near_floor_[best] = std::min(near_floor_[best], near_[best]);
-        promised_[r] = want;
+        promise(best, r, asked_[r], want, level, near_level, "serve", out);
     }
 }
 
 void MasterWorker::serve_early(const Balancer& b, Out& out) {
     // Chains keep their ranks' loads steady until they end, and the ranks with less run dry
     // all at once, then wait for their share in rounds; a rank whose load and horizon load
-    // are under the most loaded rank's over balanced_ratio is given its share while its own
-    // work runs (chains of one length end about together: their rates tell the imbalance).
+    // are under the donor's over balanced_ratio is given its share while its own work runs
+    // (chains of one length end about together: their rates tell the imbalance). The donor
+    // is the rank with the most standing load: requests passing through (a fan-out's, each
+    // handler invoking another object) grow and drain with the pace of the ranks around, and
+    // a rank with twice another's such queue is no surplus while both keep busy (a ring of
+    // objects dealt round-robin); a rank that runs dry asks, and serve() gives it any work.
     if (!(b.options().balanced_ratio > 0)) return;
     const std::int64_t now = now_ns();
     int best = -1, low = -1;
     for (int d = 0; d < int(table_.size()); ++d) {
         if (std::find(queue_.begin(), queue_.end(), d) != queue_.end()) continue;
-        if (refused_until_ns_[d] <= now && (best < 0 || table_[d] > table_[best])) best = d;
+        if (refused_until_ns_[d] <= now && (best < 0 || standing_[d] > standing_[best])) best = d;
         // (A rank that never reported may have work: only those that did are compared.)
         if (promised_[d] <= 0 && level_ns_[d] > 0 && (low < 0 || table_[d] < table_[low])) low = d;
     }
-    if (best < 0 || low < 0 || best == low || table_[best] < table_[low] + opts_.limit_s) return;
-    const auto [level, near_level] = levels(b, low, now);
-    if (detail::balanced(b.options(), {table_[best], near_[best], floor_[best], near_floor_[best]},
-                         std::max(level, table_[low]), std::max(near_level, near_[low])))
+    if (best < 0 || low < 0 || best == low || standing_[best] < table_[low] + opts_.limit_s) return;
+    // low's recent peak loads, never under what it reported last: it reports again when its
+    // load changes by `report`, so a steady load stays its level at the master as it does
+    // there (the donor checks the same levels).
+    auto [level, near_level] = levels(b, low, now);
+    level = std::max(level, table_[low]);
+    near_level = std::max(near_level, near_[low]);
+    if (detail::balanced(b.options(),
+                         {standing_[best], near_standing_[best], floor_[best], near_floor_[best]},
+                         level, near_level))
         return;
     const double mean = std::accumulate(table_.begin(), table_.end(), 0.0) / table_.size();
-    const double want = std::min(mean - table_[low], (table_[best] - table_[low]) / 2);
+    const double want = std::min(mean - table_[low], (standing_[best] - table_[low]) / 2);
     if (want < opts_.limit_s / 2) return;
-    out.push_back({best, Msg{3, low, table_[low], want, request_s_[low], devices_[low], level, 0,
-                             near_level}});
-    table_[best] -= want;
-    table_[low] += want;
-    near_[best] = std::max(0.0, near_[best] - want), near_[low] += want;
-    floor_[best] = std::min(floor_[best], table_[best]);
-    near_floor_[best] = std::min(near_floor_[best], near_[best]);
-    promised_[low] = want;
+    promise(best, low, table_[low], want, level, near_level, "early", out);
 }
 
 void MasterWorker::on_message(Balancer& b, int source, const char* data, std::size_t size) {
@@ -168,7 +192,8 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
     if (source < 0 || source >= b.ranks() || m.rank < 0 || m.rank >= b.ranks() ||
         !std::isfinite(m.x) || !std::isfinite(m.y) || !std::isfinite(m.z) || !std::isfinite(m.l) ||
         !std::isfinite(m.h) || !std::isfinite(m.hl) || !std::isfinite(m.f) ||
-        !std::isfinite(m.fh) || (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
+        !std::isfinite(m.fh) || !std::isfinite(m.s) || !std::isfinite(m.sh) ||
+        (m.kind == 4 && (m.y < 0 || m.y > 1e9)))
         throw WireError("master_worker: a message from rank " + std::to_string(source) +
                         " naming rank " + std::to_string(m.rank) + " (the job has " +
                         std::to_string(b.ranks()) + " ranks)");
@@ -184,16 +209,20 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                     request_s_.assign(b.ranks(), 0.0), devices_.assign(b.ranks(), -1),
                     level_.assign(b.ranks(), 0.0), level_ns_.assign(b.ranks(), 0),
                     near_.assign(b.ranks(), 0.0), near_level_.assign(b.ranks(), 0.0),
-                    floor_.assign(b.ranks(), 0.0), near_floor_.assign(b.ranks(), 0.0);
+                    floor_.assign(b.ranks(), 0.0), near_floor_.assign(b.ranks(), 0.0),
+                    standing_.assign(b.ranks(), 0.0), near_standing_.assign(b.ranks(), 0.0);
             table_[source] = m.x;
             near_[source] = m.h;
             if (m.kind != 5) request_s_[source] = m.z, devices_[source] = m.d;
             if (m.kind != 5)
                 level_[source] = m.l, near_level_[source] = m.hl, level_ns_[source] = now_ns(),
-                floor_[source] = m.f, near_floor_[source] = m.fh;
+                floor_[source] = m.f, near_floor_[source] = m.fh, standing_[source] = m.s,
+                near_standing_[source] = m.sh;
             else  // (its floors are no higher than its loads now)
                 floor_[source] = std::min(floor_[source], m.x),
-                near_floor_[source] = std::min(near_floor_[source], m.h);
+                near_floor_[source] = std::min(near_floor_[source], m.h),
+                standing_[source] = std::min(m.s, m.x),
+                near_standing_[source] = std::min(m.sh, m.h);
             if (m.kind == 2) asked_[source] = m.x;
             int asker = m.kind == 2 ? source : -1;
             if (m.kind == 5) {  // what it was promised never came: it waits again if still low
@@ -217,11 +246,20 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                 b.enabled()
                     ? detail::donate(b, m.rank, {m.x, m.y, opts_.limit_s, m.z, m.d, m.l, m.hl})
                     : detail::Gift{};
-            double near = 0, near_level = 0;
-            const double left = b.work_left(&near);
+            double near_level = 0;
+            const Balancer::RankLoads now_loads = b.loads();
+            const double left = now_loads.load, near = now_loads.horizon;
+            if (log::enabled(log::Level::debug))
+                log::debug("master_worker: asked to give rank " + std::to_string(m.rank) +
+                           " (load " + std::to_string(m.x) + ", level " + std::to_string(m.l) +
+                           ", near level " + std::to_string(m.hl) + "): gave " +
+                           std::to_string(gift.objects) + " objects, " + std::to_string(gift.work) +
+                           " s; load now " + std::to_string(left) + ", near " +
+                           std::to_string(near));
             {
                 std::lock_guard<std::mutex> g(m_);
                 reported_ = left;
+                reported_standing_ = now_loads.standing;
                 if (gift.work <= 0 && left >= opts_.limit_s)
                     again_ns_ = now_ns() + std::int64_t(b.options().hold_s * 1e9);
             }
@@ -230,10 +268,12 @@ void MasterWorker::on_message(Balancer& b, int source, const char* data, std::si
                 double near_floor = 0;
                 const double floor = b.load_floor(&near_floor);
                 out.push_back({source, Msg{1, b.rank(), left, 0, b.request_seconds(), b.devices(),
-                                           level, near, near_level, floor, near_floor}});
+                                           level, near, near_level, floor, near_floor,
+                                           now_loads.standing, now_loads.standing_horizon}});
                 out.push_back({m.rank, Msg{4, b.rank(), gift.work, double(gift.objects)}});
             } else {  // the master asks someone else, or keeps m.rank waiting
-                out.push_back({source, Msg{5, m.rank, left, 0, 0, -1, 0, near}});
+                out.push_back({source, Msg{5, m.rank, left, 0, 0, -1, 0, near, 0, 0, 0,
+                                           now_loads.standing, now_loads.standing_horizon}});
             }
             break;
         }

@@ -563,6 +563,71 @@ TEST(BalanceMpi, ADonorGivesNothingToARankThatHadAsMuchAMomentAgo) {
     }
 }
 
+namespace {
+
+// Calls work_left() over a little more than sustain_s (0.05 s in these tests): the floors
+// cover it.
+void sample_loads(const Balancer& bal) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(0.06);
+    while (std::chrono::steady_clock::now() < until) {
+        bal.work_left();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    bal.work_left();
+}
+
+// Queues that stay as they are while a test reads the load model: rank 0 creates `objects`
+// objects and runs one handler of 1 ms on each (measured), then queues `queued` requests on
+// each from this thread (chained 0) behind a task that holds its one worker, waits until the
+// objects have lived there for 2 hold_s, and calls check(bal) (a Balancer with policy none and
+// `opts`). The worker is released when check returns, or leaves by a failed ASSERT or an
+// exception; then every request runs, and exactly once.
+template <class Check>
+void with_held_queues(const BalanceOptions& opts, int objects, int queued, Check&& check) {
+    Communicator comm;
+    // Lets the task that holds rank 0's worker end; declared before the pool so that it
+    // outlives the task, and set on every way out of the test (a failed ASSERT too).
+    std::atomic<bool> release{false};
+    Threadpool tp(1, &comm);
+    struct Release {
+        std::atomic<bool>& flag;
+        ~Release() { flag = true; }
+    } release_on_exit{release};
+    Objects objs(tp, comm);
+    Balancer bal(objs, make_policy("none"), opts);
+    std::atomic<double> busy{0};
+    auto work = objs.make_handler<Work>(
+        [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); }, {.name = "work"});
+    std::vector<mobile_ptr<Work>> ps;
+    if (comm.rank() == 0)
+        for (int i = 0; i < objects; ++i) {
+            ps.push_back(objs.create<Work>());
+            work->invoke(ps.back());  // measured: a handler ran on each
+        }
+    tp.join();
+    if (comm.rank() == 0) {
+        bal.here_for(bal.local_objects());  // seen here from now on
+        tp.insert([&] {                     // holds the worker: the requests below stay queued
+            while (!release.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+        for (int k = 0; k < queued; ++k)
+            for (auto& p : ps)
+                work->invoke(p);
+        std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
+        check(bal);
+        release = true;
+    }
+    tp.join();
+    long done = 0;
+    for (int i = 1; i <= objects; ++i)
+        if (Work* w = objs.local(mobile_ptr<Work>(ObjectKey{0, 0, std::uint64_t(i)})))
+            done += w->done;
+    EXPECT_EQ(allreduce_sum(done), long(objects) * (queued + 1));  // exactly once
+}
+
+}  // namespace
+
 // An imbalance found goes on being moved down to BalanceOptions::sustained_ratio: a donor
 // with 1.33 times the asker's recent peak load (within balanced_ratio 1.5, above
 // sustained_ratio 1.2) gives nothing while it has not given work lately, and gives once it
@@ -580,22 +645,12 @@ TEST(BalanceMpi, ADonorThatGaveKeepsGivingWhileTheImbalanceLasts) {
         Balancer bal(objs, make_policy("none"),
                      {.level_s = 5.0, .sustained_ratio = sustained, .sustain_s = 0.05});
         objs.set_load<Work>([](const Work&) { return 0.05; });
-        // Calls work_left() over a little more than sustain_s: the floors cover it.
-        auto sample = [&] {
-            const auto until =
-                std::chrono::steady_clock::now() + std::chrono::duration<double>(0.06);
-            while (std::chrono::steady_clock::now() < until) {
-                bal.work_left();
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            }
-            bal.work_left();
-        };
         if (comm.rank() == 0) {
             for (int i = 0; i < 8; ++i)
                 objs.create<Work>();
             bal.here_for(bal.local_objects());  // seen here from now on
             std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
-            sample();
+            sample_loads(bal);
             // 0.4 s here, 1.33 times the asker's 0.3 s: no gift yet, so no floor.
             const detail::Ask close{.load = 0, .min_gap = 0.01, .level = 0.3, .horizon_level = 0.3};
             EXPECT_EQ(bal.load_floor(), 0.0);
@@ -604,7 +659,7 @@ TEST(BalanceMpi, ADonorThatGaveKeepsGivingWhileTheImbalanceLasts) {
             const detail::Ask less{
                 .load = 0, .want = 0.17, .min_gap = 0.01, .level = 0.1, .horizon_level = 0.1};
             EXPECT_EQ(detail::donate(bal, 1, less).objects, 3);
-            sample();  // 0.25 s here since: 1.33 times 0.1875
+            sample_loads(bal);  // 0.25 s here since: 1.33 times 0.1875
             double near_floor = 0;
             const double floor = bal.load_floor(&near_floor);
             const detail::Ask lasting{
@@ -634,75 +689,30 @@ TEST(BalanceMpi, ADonorThatGaveKeepsGivingWhileTheImbalanceLasts) {
 TEST(BalanceMpi, AQueueFilledFromElsewhereKeepsNoFloors) {
     const int n = world_size();
     if (n < 2) GTEST_SKIP() << "needs 2 ranks";
-    Communicator comm;
-    std::atomic<bool> release{false};
-    Threadpool tp(1, &comm);
-    struct Release {
-        std::atomic<bool>& flag;
-        ~Release() { flag = true; }
-    } release_on_exit{release};
-    Objects objs(tp, comm);
-    Balancer bal(objs, make_policy("none"),
-                 {.level_s = 5.0, .sustained_ratio = 1.1, .sustain_s = 0.05});
-    std::atomic<double> busy{0};
-    auto work = objs.make_handler<Work>(
-        [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); }, {.name = "work"});
-    constexpr int kObjects = 8, kQueued = 20;
-    std::vector<mobile_ptr<Work>> ps;
-    if (comm.rank() == 0)
-        for (int i = 0; i < kObjects; ++i) {
-            ps.push_back(objs.create<Work>());
-            work->invoke(ps.back());  // measured: a handler ran on each
-        }
-    tp.join();
-    if (comm.rank() == 0) {
-        bal.here_for(bal.local_objects());  // seen here from now on
-        tp.insert([&] {                     // holds the worker: the requests below stay queued
-            while (!release.load())
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    with_held_queues(
+        {.level_s = 5.0, .sustained_ratio = 1.1, .sustain_s = 0.05}, 8, 20, [](Balancer& bal) {
+            for (const auto& o : bal.local_objects())
+                ASSERT_EQ(o.chained, 0.0);  // requests from this thread, not from its handler
+            sample_loads(bal);
+            double near = 0;
+            const double load = bal.work_left(&near);
+            ASSERT_GT(load, 0.0);
+            // A rank with nothing, that wants 0.3 of this load: some objects go (handler times
+            // differ a little between objects on a loaded machine), five at least stay.
+            const detail::Ask empty{.load = 0, .want = 0.3 * load, .min_gap = 0.001};
+            ASSERT_GT(detail::donate(bal, 1, empty).objects, 0);
+            sample_loads(bal);  // the other objects' queues since, for over sustain_s
+            double near_floor = -1;
+            EXPECT_EQ(bal.load_floor(&near_floor), 0.0);  // no chains here
+            EXPECT_EQ(near_floor, 0.0);
+            // An asker with loads 1/1.3 of ours: within balanced_ratio, above sustained_ratio.
+            const double left = bal.work_left(&near);
+            const detail::Ask close{
+                .load = 0, .min_gap = 0.001, .level = left / 1.3, .horizon_level = near / 1.3};
+            const auto refused = detail::donate(bal, 1, close);
+            EXPECT_EQ(refused.objects, 0);
+            EXPECT_EQ(refused.work, 0.0);
         });
-        for (int k = 0; k < kQueued; ++k)
-            for (auto& p : ps)
-                work->invoke(p);
-        std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
-        for (const auto& o : bal.local_objects())
-            ASSERT_EQ(o.chained, 0.0);  // requests from this thread, not from its handler
-        auto sample = [&] {
-            const auto until =
-                std::chrono::steady_clock::now() + std::chrono::duration<double>(0.06);
-            while (std::chrono::steady_clock::now() < until) {
-                bal.work_left();
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            }
-            bal.work_left();
-        };
-        sample();
-        double near = 0;
-        const double load = bal.work_left(&near);
-        ASSERT_GT(load, 0.0);
-        // A rank with nothing, that wants 0.3 of this load: some objects go (handler times
-        // differ a little between objects on a loaded machine), five at least stay.
-        const detail::Ask empty{.load = 0, .want = 0.3 * load, .min_gap = 0.001};
-        ASSERT_GT(detail::donate(bal, 1, empty).objects, 0);
-        sample();  // the other objects' queues since, for over sustain_s
-        double near_floor = -1;
-        EXPECT_EQ(bal.load_floor(&near_floor), 0.0);  // no chains here
-        EXPECT_EQ(near_floor, 0.0);
-        // An asker with loads 1/1.3 of ours: within balanced_ratio, above sustained_ratio.
-        const double left = bal.work_left(&near);
-        const detail::Ask close{
-            .load = 0, .min_gap = 0.001, .level = left / 1.3, .horizon_level = near / 1.3};
-        const auto refused = detail::donate(bal, 1, close);
-        EXPECT_EQ(refused.objects, 0);
-        EXPECT_EQ(refused.work, 0.0);
-        release = true;
-    }
-    tp.join();
-    long done = 0;
-    for (int i = 1; i <= kObjects; ++i)
-        if (Work* w = objs.local(mobile_ptr<Work>(ObjectKey{0, 0, std::uint64_t(i)})))
-            done += w->done;
-    EXPECT_EQ(allreduce_sum(done), long(kObjects) * (kQueued + 1));  // exactly once
 }
 
 // A diffusion round whose most loaded neighbour has no more than balanced_ratio times the
@@ -756,38 +766,8 @@ TEST(BalanceMpi, DiffusionStopsAskingWhenTheMostLoadedIsWithinTheRatio) {
 TEST(BalanceMpi, AQueueAndChainsAtTheSameRateAreBalanced) {
     const int n = world_size();
     if (n < 2) GTEST_SKIP() << "needs 2 ranks";
-    Communicator comm;
-    // Lets the task that holds rank 0's worker end; declared before the pool so that it
-    // outlives the task, and set on every way out of the test (a failed ASSERT too).
-    std::atomic<bool> release{false};
-    Threadpool tp(1, &comm);
-    struct Release {
-        std::atomic<bool>& flag;
-        ~Release() { flag = true; }
-    } release_on_exit{release};
-    Objects objs(tp, comm);
-    Balancer bal(objs, make_policy("none"));
-    std::atomic<double> busy{0};
-    auto work = objs.make_handler<Work>(
-        [&](Work& w) { sleep_counted(w, std::chrono::milliseconds(1), busy); }, {.name = "work"});
-    constexpr int kObjects = 4, kQueued = 20;
-    std::vector<mobile_ptr<Work>> ps;
-    if (comm.rank() == 0)
-        for (int i = 0; i < kObjects; ++i) {
-            ps.push_back(objs.create<Work>());
-            work->invoke(ps.back());  // measured: a handler ran on each
-        }
-    tp.join();
-    if (comm.rank() == 0) {
-        bal.here_for(bal.local_objects());  // seen here from now on
-        tp.insert([&] {                     // holds the worker: the requests below stay queued
-            while (!release.load())
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        });
-        for (int k = 0; k < kQueued; ++k)
-            for (auto& p : ps)
-                work->invoke(p);
-        std::this_thread::sleep_for(std::chrono::duration<double>(2 * bal.options().hold_s));
+    constexpr int kQueued = 20;
+    with_held_queues({}, 4, kQueued, [](Balancer& bal) {
         // The model's inputs, read back: queued work, and the same objects over the horizon.
         const double most = 1 + bal.options().horizon_handlers;
         double queued = 0, horizon = 0;
@@ -812,12 +792,5 @@ TEST(BalanceMpi, AQueueAndChainsAtTheSameRateAreBalanced) {
             .load = 0, .min_gap = 0.001, .level = horizon / 2, .horizon_level = horizon / 2};
         const auto given = detail::donate(bal, 1, fewer);
         EXPECT_GT(given.objects, 0);
-        release = true;
-    }
-    tp.join();
-    long done = 0;
-    for (int i = 1; i <= kObjects; ++i)
-        if (Work* w = objs.local(mobile_ptr<Work>(ObjectKey{0, 0, std::uint64_t(i)})))
-            done += w->done;
-    EXPECT_EQ(allreduce_sum(done), long(kObjects) * (kQueued + 1));  // exactly once
+    });
 }

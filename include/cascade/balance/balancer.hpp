@@ -120,6 +120,25 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     /// The sum over the objects living here: this rank's load as the policies see it (each
     /// call also updates load_level()); `horizon` (if given) gets its horizon load.
     double work_left(double* horizon = nullptr) const;
+    /// This rank's loads at once (see loads()).
+    struct RankLoads {
+        double load = 0;     ///< work_left()
+        double horizon = 0;  ///< horizon_load()
+        /// The part of `load` that stays here: all but the work passing through, the requests
+        /// queued on objects whose handlers pass work on to other objects (of each object's
+        /// work, the share of ObjectLoad::issuing beyond its `chained`, over `issuing`: 1 for a
+        /// fan-out's object, whose requests come from other objects' handlers and go on to
+        /// others; 0 for a chain's, whose two shares grow alike, and for one whose handlers
+        /// issue nothing; device tasks in flight stay). Such a queue grows and drains at the
+        /// pace of the ranks around it:
+        /// the ranks of a ring of objects with twice as many requests queued on some as on
+        /// others all stay busy, and none runs dry before the end.
+        double standing = 0;
+        double standing_horizon = 0;  ///< the same part of `horizon`
+    };
+    /// work_left(), horizon_load() and the standing part of both, from one look at the objects
+    /// (it updates load_level() as work_left() does).
+    RankLoads loads() const;
     /// This rank's horizon load: work_left() with each object's requests, queued and
     /// projected, counted up to 1 + horizon_handlers of them (a user's load, device tasks in
     /// flight and the rank's share of the work its handlers generate count whole). A queue of
@@ -199,7 +218,8 @@ class Balancer final : private ObjectsObserver, private IdleHook {
     mutable std::int64_t level_ns_ = 0;
     double level_at(double level, std::int64_t now) const;  // locked: `level` faded to now
     struct ChainLoads {
-        double load = 0, near = 0;  // the chains' part of work_left() and horizon_load()
+        double load = 0, near = 0;             // the chains' part of work_left() and horizon_load()
+        double through = 0, through_near = 0;  // the part passing through (see RankLoads)
     };
     std::vector<double> work_left(const std::vector<ObjectLoad>& objs, std::vector<double>* movable,
                                   double* horizon, ChainLoads* chains) const;

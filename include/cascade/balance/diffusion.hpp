@@ -55,7 +55,9 @@ class Diffusion final : public BalancePolicy {
         // load now at most y), 3 give me work (x: my load, y: at most this much; z: my cost
         // of a request, d: my devices, l: my recent peak load, hl: my horizon level), 4 given
         // (x, in r objects), 5 I have work (x, horizon load h); in 2 and 5, f and fh: the
-        // sender's load floor and horizon floor (Balancer::load_floor)
+        // sender's load floor and horizon floor (Balancer::load_floor); in 5, s and sh: its
+        // standing load and horizon load (Balancer::RankLoads), the work it has to spare for
+        // a rank that has not run dry
         std::uint8_t kind;
         std::int32_t r;
         double x, y;
@@ -64,6 +66,7 @@ class Diffusion final : public BalancePolicy {
         double l = 0;
         double h = 0, hl = 0;
         double f = 0, fh = 0;
+        double s = 0, sh = 0;
     };
     void start_round(Balancer& b, double my_load, std::vector<std::pair<int, Msg>>& out);
     // After a fruitless round: the next one, if this rank still has credit and little work.

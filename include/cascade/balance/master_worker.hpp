@@ -22,7 +22,8 @@ namespace cascade {
 struct MasterWorkerOptions {
     double limit_s = 0.01;  ///< below this much queued work (seconds) a rank asks the master
     int master = 0;         ///< the rank that keeps the load table
-    double report = 0.25;   ///< a rank reports its load when it changed by this fraction
+    double report = 0.25;   ///< a rank reports its load when it (or its standing load,
+                            ///< Balancer::RankLoads) changed by this fraction
 };
 
 /// PREMA's master-worker policy (see the top of this file).
@@ -43,7 +44,8 @@ class MasterWorker final : public BalancePolicy {
         // load); z and d: in 1 and 2 the sender's cost of a request and its devices, in 3
         // those of `rank`; l and hl: in 1 and 2 the sender's recent peak load and horizon
         // level, in 3 those of `rank`; h: in 1 and 2 the sender's horizon load; f and fh: in
-        // 1 and 2 the sender's load floor and horizon floor (Balancer::load_floor)
+        // 1 and 2 the sender's load floor and horizon floor (Balancer::load_floor); s and sh:
+        // in 1, 2 and 5 the sender's standing load and horizon load (Balancer::RankLoads)
         std::uint8_t kind;
         std::int32_t rank;
         double x, y;
@@ -52,14 +54,20 @@ class MasterWorker final : public BalancePolicy {
         double l = 0;
         double h = 0, hl = 0;
         double f = 0, fh = 0;
+        double s = 0, sh = 0;
     };
     using Out = std::vector<std::pair<int, Msg>>;
     void step(Balancer& b, bool from_idle);
     void serve(const Balancer& b, Out& out);  // master, locked: match waiting ranks with
                                               // loaded ones
-    // Master, locked: the least loaded rank not waiting, if the most loaded one has more than
-    // balanced_ratio times its load and horizon load, is given its share before it runs dry.
+    // Master, locked: the least loaded rank not waiting, if the rank with the most standing
+    // load (work passing through left out) has more than balanced_ratio times its load and
+    // horizon load, is given its share before it runs dry.
     void serve_early(const Balancer& b, Out& out);
+    // Master, locked: tells `donor` to give rank `to` (load `to_load` when it asked, recent
+    // peak loads `level` and `near_level`) `want` seconds of work, and counts it as moved.
+    void promise(int donor, int to, double to_load, double want, double level, double near_level,
+                 const char* how, Out& out);
     // Master, locked: a rank's recent peak load and horizon level, faded to `now`.
     std::pair<double, double> levels(const Balancer& b, int rank, std::int64_t now) const;
     static void post(Balancer& b, Out& out);
@@ -69,6 +77,7 @@ class MasterWorker final : public BalancePolicy {
     // Every rank.
     bool waiting_ = false;  // asked the master, no answer yet
     double reported_ = -1;
+    double reported_standing_ = 0;    // the standing load reported with it
     std::int64_t again_ns_ = 0;       // could not give: report again from then on (0: no)
     double asked_load_ = 0;           // our load when we last asked
     detail::Incoming incoming_;       // no new request until the work a donor gave us arrived
@@ -81,6 +90,8 @@ class MasterWorker final : public BalancePolicy {
     std::vector<double> near_level_;      // and its horizon level
     std::vector<double> floor_;           // each rank's load floor (Balancer::load_floor)
     std::vector<double> near_floor_;      // and its horizon floor
+    std::vector<double> standing_;        // each rank's standing load (Balancer::RankLoads)
+    std::vector<double> near_standing_;   // and its standing horizon load
     std::vector<std::int64_t> level_ns_;  // when it last told it
     std::vector<double> promised_;        // work a donor was told to give it, not yet confirmed
     std::vector<double> request_s_;  // each rank's cost of a request (Balancer::request_seconds)
