@@ -172,34 +172,34 @@ bool Communicator::receive() {
     }
     // Nothing more to test when that test found no AM message.
     if (am_tested && !slots_.am_waiting(parity)) return any;
-    // This epoch's messages, oldest posted receive first: it matches before any later one.
+    // One message of this epoch, from the oldest posted receive (it matches before any later
+    // one). The next receive is tested by the next poll, not now: a message mostly comes
+    // alone (a rank hands this one all the frames it queued for it at once), so a test now
+    // would mostly find nothing and cost a pass of MPI's progress engine, and when the next
+    // message is in already, the next poll's combined test finds it without one.
     int slot = 0;
-    for (int i = 0; i < kMaxMessagesPerProgress && !completion_.shut_down() &&
-                    slots_.test_am(parity, slot, st);
-         ++i) {
-        int count = 0;
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        const char* data = slots_.am_data(parity, slot);
-        any = true;
-        if (order_.is_open(st.MPI_SOURCE)) {
-            // Nested progress inside a handler of an earlier message from this rank: keep
-            // this one until that handler returns (see SourceOrder).
-            order_.defer(st.MPI_SOURCE, detail::Bytes(data, data + count));
-            slots_.repost_am(world_.comm, parity, slot);
-            continue;
-        }
-        // Handlers may call progress() (e.g. blocking_send), which takes the next slots;
-        // this one is posted again after its frames ran.
-        run_message(st.MPI_SOURCE, data, static_cast<std::size_t>(count));
-        // Work its handlers left for after them runs now, before this thread tests for more
-        // messages (which would delay the reply it sends; see add_after_progress).
-        run_after_progress();
-        // What the handlers queued (replies, typically) leaves now, not one poll later, and
-        // before the slot is posted again (an MPI_Irecv: the reply need not wait for it).
-        flush();
+    if (completion_.shut_down() || !slots_.test_am(parity, slot, st)) return any;
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    const char* data = slots_.am_data(parity, slot);
+    if (order_.is_open(st.MPI_SOURCE)) {
+        // Nested progress inside a handler of an earlier message from this rank: keep this
+        // one until that handler returns (see SourceOrder).
+        order_.defer(st.MPI_SOURCE, detail::Bytes(data, data + count));
         slots_.repost_am(world_.comm, parity, slot);
+        return true;
     }
-    return any;
+    // Handlers may call progress() (e.g. blocking_send), which takes the next slots; this
+    // one is posted again after its frames ran.
+    run_message(st.MPI_SOURCE, data, static_cast<std::size_t>(count));
+    // Work its handlers left for after them runs now, before this thread polls again (which
+    // would delay the reply it sends; see add_after_progress).
+    run_after_progress();
+    // What the handlers queued (replies, typically) leaves now, not one poll later, and
+    // before the slot is started again (the reply need not wait for it).
+    flush();
+    slots_.repost_am(world_.comm, parity, slot);
+    return true;
 }
 
 bool Communicator::test_large_recvs() {

@@ -282,6 +282,36 @@ TEST(ActiveMsg, BlockingSendAndManualProgress) {
     EXPECT_EQ(sum, 1000L * n);
 }
 
+// A burst: every message from the previous rank is in before this rank polls. progress()
+// runs one MPI message a call (it does not test the next receive after running one), and
+// successive calls run all of them, in the order they were sent.
+TEST(ActiveMsg, ProgressRunsOneMessageACallThroughABurst) {
+    Communicator comm;
+    const int me = comm.rank(), n = comm.ranks();
+    const int to = (me + 1) % n;
+    constexpr int burst = 20;
+    std::vector<int> got;
+    auto am = comm.make_active_msg([&](int& k) { got.push_back(k); });
+    for (int k = 0; k < burst; ++k)
+        am->blocking_send(to, k);  // each its own MPI message
+    MPI_Barrier(MPI_COMM_WORLD);   // every rank's sends completed: the bursts are on their way
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int calls = 0;
+    std::size_t before = got.size();  // blocking_send's own progress may have run some
+    while (got.size() < static_cast<std::size_t>(burst) && calls < 100000) {
+        comm.progress();
+        ++calls;
+        EXPECT_LE(got.size() - before, 1u) << "call " << calls << ", run before: " << before;
+        before = got.size();
+    }
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(burst));
+    for (int k = 0; k < burst; ++k)
+        EXPECT_EQ(got[static_cast<std::size_t>(k)], k);
+    MPI_Barrier(MPI_COMM_WORLD);
+    while (!comm.is_done())
+        comm.progress();
+}
+
 // join() ends an epoch on every rank, but not at the same instant: a rank that left join()
 // first may send the next phase's messages while another rank is still finishing this one.
 // Those must run in the next phase (here: each phase must see exactly its own messages),

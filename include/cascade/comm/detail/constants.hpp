@@ -31,8 +31,6 @@ inline constexpr std::size_t kSmallMessage = std::size_t(32) << 10;
 // Receives posted ahead: this many buffers of kSmallMessage per epoch parity for AM messages,
 // this many for control messages.
 inline constexpr int kAmSlots = 6, kCtrlSlots = 4;
-// At most this many AM messages are run in one progress() call.
-inline constexpr int kMaxMessagesPerProgress = 64;
 // The largest MPI message of frames (MPI counts are ints).
 inline constexpr std::size_t kMpiMessageLimit = kMaxMessageBytes;
 // Large bodies travel in MPI messages of at most this many bytes (set_large_chunk).
