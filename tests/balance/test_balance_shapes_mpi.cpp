@@ -115,20 +115,29 @@ void expect_spread(Shape shape, const char* policy, int steps) {
 // kRankZeroTokens requests on each of its objects, the others kOtherTokens: rank 0's queues
 // hold over twice the requests the others' hold for the whole run, though every rank keeps
 // its worker busy at the same rate (queues of a fan-out, filled at the pace of the ranks
-// around). Each request runs `steps` handlers of 1 ms. Returns the migrations.
+// around). Each request runs `steps` handlers of 1 ms. Returns the migrations and how much
+// longer than asked the handlers' sleeps took on the slowest rank (a loaded machine delays
+// their wake-ups, and a rank held up that way runs dry and asks for work, rightly).
 constexpr int kRingObjects = 16, kRankZeroTokens = 3, kOtherTokens = 1;
 
-long run_ring(const char* policy, int steps) {
+struct RingRun {
+    long migrations = 0;
+    double overshoot = 1;  // the slowest rank's sleeps, against the time they asked for
+};
+
+RingRun run_ring(const char* policy, int steps) {
     Communicator comm;
     Threadpool tp(1, &comm);
     Objects objs(tp, comm);
     Balancer bal(objs, make_policy(policy));
     const int me = comm.rank(), n = comm.ranks();
     std::atomic<double> busy{0};
+    std::atomic<long> ran{0};
     Handler<Work, void, int, int>* step = nullptr;
     step = objs.make_handler<Work>(
         [&](Work& w, int& j, int& left) {
             sleep_counted(w, std::chrono::duration<double>(kStepS), busy);
+            ++ran;
             if (left <= 1) return;
             const mobile_ptr<Work> next(ObjectKey{(comm.rank() + 1) % n, 0, std::uint64_t(j + 1)});
             step->invoke(next, j, left - 1);
@@ -152,7 +161,9 @@ long run_ring(const char* policy, int steps) {
     EXPECT_EQ(allreduce_sum(done),
               long(kRingObjects) * (kRankZeroTokens + long(n - 1) * kOtherTokens) * steps)
         << policy;  // exactly once
-    return allreduce_sum(long(bal.migrations()));
+    double overshoot = ran.load() > 0 ? busy.load() / (double(ran.load()) * kStepS) : 1.0;
+    MPI_Allreduce(MPI_IN_PLACE, &overshoot, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return {allreduce_sum(long(bal.migrations())), overshoot};
 }
 
 }  // namespace
@@ -166,7 +177,9 @@ long run_ring(const char* policy, int steps) {
 // fan-out's objects left out); diffusion's announcements, which a rank with much more than
 // another's recent peak load sends so that it asks before it runs dry, likewise. A rank that
 // runs dry still asks: on a loaded machine a rank can, and the end of the work may move an
-// object or two; a loose bound, and a run over it is tried again (up to three in all).
+// object or two; a loose bound, and a run over it is tried again (up to four in all). A run
+// whose sleeps overshot by over half (the machine held ranks up: they ran dry and asked) does
+// not count; with none that counts, the test is skipped.
 TEST(BalanceShapes, ARingWithUnevenQueuesIsLeftAlone) {
     const int n = world_size();
     if (n < 2) GTEST_SKIP() << "needs 2 ranks";
@@ -176,14 +189,21 @@ TEST(BalanceShapes, ARingWithUnevenQueuesIsLeftAlone) {
     if (static_cast<unsigned>(n) > 2 * cores)
         GTEST_SKIP() << n << " ranks on " << cores << " cores: checked at 2-4 ranks";
     for (const char* policy : {"master_worker", "diffusion"}) {
-        long moved = 0;
-        for (int attempt = 1; attempt <= 3; ++attempt) {
-            moved = run_ring(policy, 12);
+        long moved = -1;  // the fewest migrations of a run that counts
+        double worst = 1;
+        for (int attempt = 1; attempt <= 4; ++attempt) {
+            const RingRun r = run_ring(policy, 12);
             if (world_rank() == 0)
-                std::printf("ring, %s, %d ranks: %ld migrations (attempt %d)\n", policy, n, moved,
-                            attempt);
-            if (moved <= 2) break;  // the same on every rank
+                std::printf("ring, %s, %d ranks: %ld migrations, sleeps %.2fx (attempt %d)\n",
+                            policy, n, r.migrations, r.overshoot, attempt);
+            worst = std::max(worst, r.overshoot);
+            if (r.overshoot > 1.5) continue;  // the same on every rank (reduced)
+            if (moved < 0 || r.migrations < moved) moved = r.migrations;
+            if (moved <= 2) break;
         }
+        if (moved < 0)
+            GTEST_SKIP() << "machine too loaded: the handlers' sleeps took up to " << worst
+                         << "x their time in every run";
         EXPECT_LE(moved, 2) << policy;
     }
 }
