@@ -177,12 +177,17 @@ RingRun run_ring(const char* policy, int steps) {
 // fan-out's objects left out); diffusion's announcements, which a rank with much more than
 // another's recent peak load sends so that it asks before it runs dry, likewise. A rank that
 // runs dry still asks: on a loaded machine a rank can, and the end of the work may move an
-// object or two; a loose bound, and a run over it is tried again (up to four in all). A run
+// object or a few; a loose bound (4), and a run over it is tried again (up to four in all). A run
 // whose sleeps overshot by over half (the machine held ranks up: they ran dry and asked) does
 // not count; with none that counts, the test is skipped.
 TEST(BalanceShapes, ARingWithUnevenQueuesIsLeftAlone) {
     const int n = world_size();
     if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // Sanitized code runs the balancer's and the objects' work several times slower than the
+    // handlers' sleeps: ranks fall behind for real, run dry and ask (4-73 moves at 4 ranks).
+    GTEST_SKIP() << "timing-bound: not under a sanitizer";
+#endif
     // With more than two ranks per core, ranks slowed down for real run dry and ask, and then
     // moving work is right (5-16 moves at 8 ranks on 2 busy cores): checked at 2-4 ranks.
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -199,12 +204,12 @@ TEST(BalanceShapes, ARingWithUnevenQueuesIsLeftAlone) {
             worst = std::max(worst, r.overshoot);
             if (r.overshoot > 1.5) continue;  // the same on every rank (reduced)
             if (moved < 0 || r.migrations < moved) moved = r.migrations;
-            if (moved <= 2) break;
+            if (moved <= 4) break;
         }
         if (moved < 0)
             GTEST_SKIP() << "machine too loaded: the handlers' sleeps took up to " << worst
                          << "x their time in every run";
-        EXPECT_LE(moved, 2) << policy;
+        EXPECT_LE(moved, 4) << policy;  // the old early gifts: 10-94 in every run
     }
 }
 
